@@ -1,0 +1,53 @@
+/* Stub: not implemented yet. */
+#include "config.h"
+#include "dapl.h"
+
+DAT_RETURN dapl_psp_create(DAT_IA_HANDLE a0, DAT_CONN_QUAL a1, DAT_EVD_HANDLE a2, DAT_PSP_FLAGS a3, DAT_PSP_HANDLE * a4)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_psp_create_any(DAT_IA_HANDLE a0, DAT_CONN_QUAL * a1, DAT_EVD_HANDLE a2, DAT_PSP_FLAGS a3, DAT_PSP_HANDLE * a4)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_psp_query(DAT_PSP_HANDLE a0, DAT_PSP_PARAM_MASK a1, DAT_PSP_PARAM * a2)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_psp_free(DAT_PSP_HANDLE a0)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_rsp_create(DAT_IA_HANDLE a0, DAT_CONN_QUAL a1, DAT_EP_HANDLE a2, DAT_EVD_HANDLE a3, DAT_RSP_HANDLE * a4)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_rsp_query(DAT_RSP_HANDLE a0, DAT_RSP_PARAM_MASK a1, DAT_RSP_PARAM * a2)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_rsp_free(DAT_RSP_HANDLE a0)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_csp_create(DAT_IA_HANDLE a0, DAT_COMM * a1, DAT_IA_ADDRESS_PTR a2, DAT_EVD_HANDLE a3, DAT_CSP_HANDLE * a4)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_csp_query(DAT_CSP_HANDLE a0, DAT_CSP_PARAM_MASK a1, DAT_CSP_PARAM * a2)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_csp_free(DAT_CSP_HANDLE a0)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
