@@ -1,0 +1,44 @@
+/* Shared helpers for the DAT conformance programs: they go through
+ * Debian's libdat2 exactly as a consumer does, with DAT_OVERRIDE pointing at
+ * the build tree's dat.conf (set by `make check`). */
+#ifndef IW_TCOMMON_H
+#define IW_TCOMMON_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <dat2/udat.h>
+#include "tap.h"
+
+#define IA_NAME_DEFAULT "iw-lo"
+
+static inline const char *test_ia_name(void)
+{
+	const char *n = getenv("IW_TEST_IA");
+	return n && *n ? n : IA_NAME_DEFAULT;
+}
+
+/* Open the test IA with a provider-created async EVD; bails out on error. */
+static inline DAT_IA_HANDLE test_open_ia(DAT_EVD_HANDLE *async_evd)
+{
+	DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
+	DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+	DAT_RETURN r = dat_ia_open(test_ia_name(), 8, &evd, &ia);
+
+	if (r != DAT_SUCCESS) {
+		const char *maj = "", *min = "";
+		dat_strerror(r, &maj, &min);
+		BAIL("dat_ia_open(%s) failed: 0x%x %s %s (is DAT_OVERRIDE set?)",
+		     test_ia_name(), r, maj, min);
+	}
+	if (async_evd)
+		*async_evd = evd;
+	return ia;
+}
+
+static inline void test_close_ia(DAT_IA_HANDLE ia)
+{
+	DAT_RETURN r = dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+	CHECK(r == DAT_SUCCESS, "dat_ia_close(abrupt) at end of test (0x%x)", r);
+}
+
+#endif
