@@ -22,7 +22,7 @@ static inline DAT_IA_HANDLE test_open_ia(DAT_EVD_HANDLE *async_evd)
 {
 	DAT_IA_HANDLE ia = DAT_HANDLE_NULL;
 	DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
-	DAT_RETURN r = dat_ia_open(test_ia_name(), 8, &evd, &ia);
+	DAT_RETURN r = dat_ia_open((DAT_NAME_PTR)test_ia_name(), 8, &evd, &ia);
 
 	if (r != DAT_SUCCESS) {
 		const char *maj = "", *min = "";

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Runs every test suite: the normal build, the AddressSanitizer +
+# UndefinedBehaviorSanitizer build, and valgrind over the DAT suite.
+# Ends with the line "N passed, N failed".
+top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/deps.sh"
+cd "$top" || exit 1
+status=0
+
+run_suite() {	# name dir wrapper configure-options...
+	name=$1; dir=$2; wrapper=$3; shift 3
+	echo "== $name"
+	rm -f "$dir"/test/*/*.trs
+	if ! "$top/scripts/build.sh" "$dir" "$@"; then
+		echo "build failed: $name"
+		echo ":test-result: ERROR build ($name)" > "$dir.build-failed.trs"
+		status=1
+		return
+	fi
+	rm -f "$dir.build-failed.trs"
+	(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
+	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$dir.check.out" || true
+}
+
+run_suite "unit and conformance tests" "$top/build" ""
+run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" --enable-sanitizers
+run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh"
+
+pass=$(cat "$top"/build*/test/*/*.trs "$top"/build*.trs 2>/dev/null | grep -c '^:test-result: PASS')
+fail=$(cat "$top"/build*/test/*/*.trs "$top"/build*.trs 2>/dev/null | grep -cE '^:test-result: (FAIL|ERROR|XPASS)')
+skip=$(cat "$top"/build*/test/*/*.trs 2>/dev/null | grep -c '^:test-result: SKIP')
+[ "$fail" -eq 0 ] || status=1
+echo "$pass passed, $fail failed, $skip skipped"
+exit $status

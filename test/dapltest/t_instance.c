@@ -1,0 +1,63 @@
+/* Instance data of dat.conf lines: each malformed line gives its documented
+ * error at dat_ia_open, each good one opens.  Runs against the test
+ * registry file test/dat-test.conf (DAT_OVERRIDE is set before the first
+ * registry call, by re-executing this program). */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tcommon.h"
+
+#ifndef TEST_DATCONF
+#error TEST_DATCONF must name test/dat-test.conf
+#endif
+
+static DAT_RETURN try_open(const char *name, DAT_IA_ATTR *attr)
+{
+	DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
+	DAT_IA_HANDLE ia;
+	DAT_RETURN r = dat_ia_open((DAT_NAME_PTR)name, 4, &evd, &ia);
+
+	if (r == DAT_SUCCESS) {
+		if (attr)
+			dat_ia_query(ia, NULL, DAT_IA_FIELD_ALL, attr, 0, NULL);
+		dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+	}
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	DAT_IA_ATTR a;
+
+	if (!getenv("IW_INSTANCE_REEXEC")) {
+		setenv("IW_INSTANCE_REEXEC", "1", 1);
+		setenv("DAT_OVERRIDE", TEST_DATCONF, 1);
+		execv("/proc/self/exe", argv);
+		BAIL("re-exec failed");
+	}
+	(void)argc;
+	CHECK_RET(try_open("iw-lo", &a), DAT_SUCCESS, "\"127.0.0.1 tcp\" opens");
+	CHECK_RET(try_open("iw-lo-opts", &a), DAT_SUCCESS,
+		  "\"lo tcp\" with every option opens");
+	const struct sockaddr_in *sin = (const struct sockaddr_in *)a.ia_address_ptr;
+	CHECK(sin && sin->sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+	      "a netdev name resolves to its IPv4 address (lo -> 127.0.0.1)");
+	CHECK(strstr(a.adapter_name, "lo") != NULL, "adapter name names the interface (%s)", a.adapter_name);
+	CHECK_RET(try_open("iw-lo-udp", NULL), DAT_SUCCESS, "\"lo udp\" opens");
+	CHECK_RET(try_open("iw-bad-transport", NULL), DAT_INVALID_PARAMETER,
+		  "unknown transport -> DAT_INVALID_PARAMETER");
+	CHECK_RET(try_open("iw-bad-dev", NULL), DAT_INVALID_ADDRESS,
+		  "unknown netdev -> DAT_INVALID_ADDRESS");
+	CHECK_RET(try_open("iw-bad-addr", NULL), DAT_INVALID_ADDRESS,
+		  "an IPv4 address on no local interface -> DAT_INVALID_ADDRESS");
+	CHECK_RET(try_open("iw-bad-opt", NULL), DAT_INVALID_PARAMETER,
+		  "unknown option -> DAT_INVALID_PARAMETER");
+	CHECK_RET(try_open("iw-bad-val", NULL), DAT_INVALID_PARAMETER,
+		  "out-of-range option value -> DAT_INVALID_PARAMETER");
+	CHECK_RET(try_open("iw-bad-short", NULL), DAT_INVALID_PARAMETER,
+		  "missing transport -> DAT_INVALID_PARAMETER");
+	return tap_done();
+}
