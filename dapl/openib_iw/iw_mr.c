@@ -1,0 +1,453 @@
+/* Protection domains, memory regions, memory windows and the STag table.
+ *
+ * An STag is a 24-bit index into the device's table and an 8-bit key.
+ * The table maps an index to what the STag currently grants (memory,
+ * bounds, rights, PD).  Every time an index is handed out again its key
+ * changes, and freed indexes wait in a FIFO before reuse: a peer still
+ * holding an old STag then meets an invalid entry or a different key, and
+ * gets a Terminate instead of someone else's memory.
+ *
+ * Addressing is by virtual address (no zero-based offsets yet): the tagged
+ * offset of a region is the host address at which it was registered.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iw_priv.h"
+
+#define MR_ACCESS_ALLOWED                                            \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |          \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |         \
+	 IBV_ACCESS_MW_BIND)
+#define REMOTE_ACCESS                                                \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |          \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+/* Rights that let a peer modify memory; verbs demand local write too. */
+#define REMOTE_MODIFY (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+#define STAG_FIRST_CAP 256u
+
+/* ---------------------------------------------- STag table (dev->lock) */
+
+static int stag_grow(struct iwe_stag_table *t)
+{
+	uint32_t ncap = t->cap ? t->cap * 2 : STAG_FIRST_CAP;
+	struct iwe_stag_entry *n;
+
+	if (ncap > IWE_STAG_MAX_INDEX + 1)
+		ncap = IWE_STAG_MAX_INDEX + 1;
+	if (ncap <= t->cap)
+		return ENOMEM;
+	n = realloc(t->ent, (size_t)ncap * sizeof(*n));
+	if (!n)
+		return ENOMEM;
+	memset(n + t->cap, 0, (size_t)(ncap - t->cap) * sizeof(*n));
+	t->ent = n;
+	t->cap = ncap;
+	return 0;
+}
+
+static uint32_t stag_pop_free(struct iwe_stag_table *t)
+{
+	uint32_t idx = t->free_head;
+	struct iwe_stag_entry *e = &t->ent[idx];
+
+	t->free_head = e->next_free;
+	if (!t->free_head)
+		t->free_tail = 0;
+	t->nfree--;
+	e->next_free = 0;
+	e->key++;		/* reuse: a stale STag no longer matches */
+	return idx;
+}
+
+/* A fresh index, or 0 when the index space or memory is exhausted. */
+static uint32_t stag_take_fresh(struct iwe_stag_table *t)
+{
+	if (!t->next_fresh)
+		t->next_fresh = 1;	/* index 0 is reserved */
+	if (t->next_fresh > IWE_STAG_MAX_INDEX)
+		return 0;
+	if (t->next_fresh >= t->cap && stag_grow(t))
+		return 0;
+	return t->next_fresh++;
+}
+
+/* Reuse a freed index only once enough others have been freed after it;
+ * until then prefer a never-used one.  Returns 0 when none is left. */
+static uint32_t stag_alloc(struct iwe_stag_table *t, enum iwe_stag_kind kind,
+			   void *obj)
+{
+	uint32_t idx = 0;
+
+	if (t->nfree > t->reuse_delay)
+		idx = stag_pop_free(t);
+	if (!idx)
+		idx = stag_take_fresh(t);
+	if (!idx && t->nfree)
+		idx = stag_pop_free(t);
+	if (idx) {
+		t->ent[idx].kind = (uint8_t)kind;
+		t->ent[idx].obj = obj;
+		t->ent[idx].valid = 0;
+	}
+	return idx;
+}
+
+static void stag_free(struct iwe_stag_table *t, uint32_t idx)
+{
+	struct iwe_stag_entry *e = &t->ent[idx];
+	uint8_t key = e->key;
+
+	memset(e, 0, sizeof(*e));
+	e->key = key;
+	if (t->free_tail)
+		t->ent[t->free_tail].next_free = idx;
+	else
+		t->free_head = idx;
+	t->free_tail = idx;
+	t->nfree++;
+}
+
+void iwe_stag_set_reuse_delay(struct iwe_device *dev, uint32_t delay)
+{
+	pthread_mutex_lock(&dev->lock);
+	dev->stags.reuse_delay = delay;
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* --------------------------------------------------------------- PDs */
+
+struct iwe_pd *iwe_alloc_pd(struct iwe_device *dev)
+{
+	struct iwe_pd *pd;
+
+	if (!dev) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->dev = dev;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->npd >= IWE_MAX_PD) {
+		pthread_mutex_unlock(&dev->lock);
+		free(pd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->npd++;
+	pthread_mutex_unlock(&dev->lock);
+	return pd;
+}
+
+int iwe_dealloc_pd(struct iwe_pd *pd)
+{
+	struct iwe_device *dev;
+
+	if (!pd)
+		return EINVAL;
+	dev = pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (pd->users) {
+		pthread_mutex_unlock(&dev->lock);
+		return EBUSY;
+	}
+	dev->npd--;
+	pthread_mutex_unlock(&dev->lock);
+	free(pd);
+	return 0;
+}
+
+void iwe_pd_get(struct iwe_pd *pd)
+{
+	pthread_mutex_lock(&pd->dev->lock);
+	pd->users++;
+	pthread_mutex_unlock(&pd->dev->lock);
+}
+
+void iwe_pd_put(struct iwe_pd *pd)
+{
+	pthread_mutex_lock(&pd->dev->lock);
+	if (pd->users)
+		pd->users--;
+	pthread_mutex_unlock(&pd->dev->lock);
+}
+
+/* --------------------------------------------------------------- MRs */
+
+static int mr_args_valid(const struct iwe_pd *pd, const void *addr,
+			 size_t length, int access)
+{
+	if (!pd || !addr || length == 0 || length > IWE_MAX_MR_SIZE)
+		return 0;
+	if ((uintptr_t)addr > UINTPTR_MAX - (length - 1))
+		return 0;	/* range would wrap around */
+	if (access & ~MR_ACCESS_ALLOWED)
+		return 0;
+	if ((access & REMOTE_MODIFY) && !(access & IBV_ACCESS_LOCAL_WRITE))
+		return 0;
+	return 1;
+}
+
+static void mr_fill_entry(struct iwe_stag_entry *e, struct iwe_mr_priv *m)
+{
+	e->base = (uint64_t)(uintptr_t)m->pub.addr;
+	e->length = m->pub.length;
+	e->host = m->pub.addr;
+	e->pd = m->pub.pd;
+	e->access = m->pub.access;
+	e->valid = 1;
+}
+
+struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
+			  int access)
+{
+	struct iwe_mr_priv *m;
+	struct iwe_device *dev;
+	uint32_t idx = 0;
+
+	if (!mr_args_valid(pd, addr, length, access)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	m->pub = (struct iwe_mr){ .pd = pd, .addr = addr, .length = length,
+				  .access = access };
+	dev = pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->stags.nmr < IWE_MAX_MR)
+		idx = stag_alloc(&dev->stags, IWE_STAG_MR, m);
+	if (idx) {
+		mr_fill_entry(&dev->stags.ent[idx], m);
+		m->index = idx;
+		m->pub.lkey = m->pub.rkey =
+			IWE_STAG_MAKE(idx, dev->stags.ent[idx].key);
+		dev->stags.nmr++;
+		pd->users++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!idx) {
+		free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return &m->pub;
+}
+
+int iwe_dereg_mr(struct iwe_mr *mr)
+{
+	struct iwe_mr_priv *m;
+	struct iwe_device *dev;
+
+	if (!mr)
+		return EINVAL;
+	m = IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub);
+	dev = mr->pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (m->binds) {
+		pthread_mutex_unlock(&dev->lock);
+		return EBUSY;
+	}
+	stag_free(&dev->stags, m->index);
+	dev->stags.nmr--;
+	mr->pd->users--;
+	pthread_mutex_unlock(&dev->lock);
+	free(m);
+	return 0;
+}
+
+/* ------------------------------------------------------ access checks */
+
+static enum iwe_access_error check_entry(const struct iwe_stag_entry *e,
+					 const struct iwe_pd *pd, uint8_t key,
+					 uint64_t va, uint64_t len, int access)
+{
+	if (!e->valid || e->key != key)
+		return IWE_ACCESS_BAD_STAG;
+	if (e->pd != pd)
+		return IWE_ACCESS_BAD_PD;
+	if ((e->access & access) != access)
+		return IWE_ACCESS_BAD_RIGHTS;
+	/* A window is a remote grant: local work requests must name the
+	 * region itself. */
+	if (e->kind == IWE_STAG_MW && !(access & REMOTE_ACCESS))
+		return IWE_ACCESS_BAD_RIGHTS;
+	if (len > UINT64_MAX - va)
+		return IWE_ACCESS_BAD_BOUNDS;	/* va + len wraps */
+	if (va < e->base || len > e->length || va - e->base > e->length - len)
+		return IWE_ACCESS_BAD_BOUNDS;
+	return IWE_ACCESS_OK;
+}
+
+/* O(1) and allocation-free: it runs for every tagged DDP segment.  The
+ * pointer is valid as long as the STag is; a consumer that deregisters
+ * memory with I/O in flight gets what hardware would give it. */
+enum iwe_access_error iwe_mr_check(struct iwe_device *dev,
+				   const struct iwe_pd *pd, uint32_t stag,
+				   uint64_t va, uint64_t len, int access,
+				   void **ptr)
+{
+	uint32_t idx = IWE_STAG_INDEX(stag);
+	const struct iwe_stag_entry *e;
+	enum iwe_access_error r;
+
+	if (!dev || idx == 0)
+		return IWE_ACCESS_BAD_STAG;
+	pthread_mutex_lock(&dev->lock);
+	if (idx >= dev->stags.next_fresh) {
+		pthread_mutex_unlock(&dev->lock);
+		return IWE_ACCESS_BAD_STAG;
+	}
+	e = &dev->stags.ent[idx];
+	r = check_entry(e, pd, IWE_STAG_KEY(stag), va, len, access);
+	if (r == IWE_ACCESS_OK && ptr)
+		*ptr = e->host + (va - e->base);
+	pthread_mutex_unlock(&dev->lock);
+	return r;
+}
+
+/* --------------------------------------------------------------- MWs */
+
+struct iwe_mw *iwe_alloc_mw(struct iwe_pd *pd)
+{
+	struct iwe_mw_priv *w;
+	struct iwe_device *dev;
+	uint32_t idx = 0;
+
+	if (!pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->pub.pd = pd;
+	dev = pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (dev->stags.nmw < IWE_MAX_MW)
+		idx = stag_alloc(&dev->stags, IWE_STAG_MW, w);
+	if (idx) {
+		w->index = idx;
+		dev->stags.nmw++;
+		pd->users++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (!idx) {
+		free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return &w->pub;
+}
+
+/* dev->lock held. */
+static void mw_unbind_locked(struct iwe_device *dev, struct iwe_mw_priv *w)
+{
+	struct iwe_stag_entry *e = &dev->stags.ent[w->index];
+
+	e->valid = 0;
+	e->host = NULL;
+	w->mr->binds--;
+	w->mr = NULL;
+	w->pub.rkey = 0;
+}
+
+/* Deallocating a bound window invalidates its STag, as verbs allow. */
+int iwe_dealloc_mw(struct iwe_mw *mw)
+{
+	struct iwe_mw_priv *w;
+	struct iwe_device *dev;
+
+	if (!mw)
+		return EINVAL;
+	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	dev = mw->pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (w->mr)
+		mw_unbind_locked(dev, w);
+	stag_free(&dev->stags, w->index);
+	dev->stags.nmw--;
+	mw->pd->users--;
+	pthread_mutex_unlock(&dev->lock);
+	free(w);
+	return 0;
+}
+
+/* dev->lock held: may 'mr' back a window [addr, addr+len) with 'access'? */
+static int mw_bind_allowed(const struct iwe_mw *mw, const struct iwe_mr *mr,
+			   uint64_t addr, uint64_t len, int access)
+{
+	uint64_t base = (uint64_t)(uintptr_t)mr->addr;
+
+	if (mw->pd != mr->pd || !(mr->access & IBV_ACCESS_MW_BIND))
+		return 0;
+	if ((access & REMOTE_MODIFY) && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return 0;
+	return addr >= base && len <= mr->length &&
+	       addr - base <= mr->length - len;
+}
+
+int iwe_mw_bind(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
+		uint64_t len, int access)
+{
+	struct iwe_mw_priv *w;
+	struct iwe_mr_priv *m;
+	struct iwe_device *dev;
+	struct iwe_stag_entry *e;
+
+	if (!mw || !mr || len == 0 || len > UINT64_MAX - addr ||
+	    (access & ~REMOTE_ACCESS))
+		return EINVAL;
+	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	m = IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub);
+	dev = mw->pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (!mw_bind_allowed(mw, mr, addr, len, access)) {
+		pthread_mutex_unlock(&dev->lock);
+		return EINVAL;
+	}
+	if (w->mr)
+		mw_unbind_locked(dev, w);
+	e = &dev->stags.ent[w->index];
+	e->key++;		/* every bind yields a new STag */
+	e->base = addr;
+	e->length = len;
+	e->host = (char *)mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr);
+	e->pd = mw->pd;
+	e->access = access;
+	e->valid = 1;
+	w->mr = m;
+	m->binds++;
+	mw->rkey = IWE_STAG_MAKE(w->index, e->key);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+int iwe_mw_unbind(struct iwe_mw *mw)
+{
+	struct iwe_mw_priv *w;
+	struct iwe_device *dev;
+	int err = 0;
+
+	if (!mw)
+		return EINVAL;
+	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	dev = mw->pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (w->mr)
+		mw_unbind_locked(dev, w);
+	else
+		err = EINVAL;
+	pthread_mutex_unlock(&dev->lock);
+	return err;
+}

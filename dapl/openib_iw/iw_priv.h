@@ -1,0 +1,150 @@
+/* Engine-internal definitions of the local objects: device, PD, the STag
+ * table behind MRs and MWs, CQs and completion channels.
+ *
+ * Only engine sources (dapl/openib_iw) and engine unit tests include this
+ * header; dapl/common and dapl/ssp see iw_engine.h only.
+ *
+ * Locking: each device has one mutex protecting its counters and its STag
+ * table (lookups on the data path take it too: an O(1) array index under an
+ * uncontended mutex).  Each CQ has its own mutex for its ring and arm state;
+ * each completion channel has one for its queue of fired CQs.  Lock order:
+ * CQ before channel; the device lock is never held while taking another.
+ */
+#ifndef IW_PRIV_H
+#define IW_PRIV_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "iw_engine.h"
+
+#define IWE_CONTAINER_OF(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* ------------------------------------------------------------ STags */
+
+#define IWE_STAG_INDEX(stag)      ((uint32_t)(stag) >> 8)
+#define IWE_STAG_KEY(stag)        ((uint8_t)((stag) & 0xffu))
+#define IWE_STAG_MAKE(index, key) (((uint32_t)(index) << 8) | (uint8_t)(key))
+/* Largest index a 24-bit field can name; index 0 is never handed out. */
+#define IWE_STAG_MAX_INDEX        0xffffffu
+/* A freed index goes to the tail of a FIFO and is reused only when at least
+ * this many freed indexes wait (or the index space is exhausted), so that a
+ * stale STag meets an invalid entry rather than a new owner. */
+#define IWE_STAG_REUSE_DELAY      1024u
+
+enum iwe_stag_kind {
+	IWE_STAG_FREE = 0,
+	IWE_STAG_MR,
+	IWE_STAG_MW,
+};
+
+struct iwe_stag_entry {
+	uint64_t base;			/* first VA the STag covers */
+	uint64_t length;		/* bytes covered */
+	char *host;			/* host address of 'base' */
+	const struct iwe_pd *pd;
+	void *obj;			/* struct iwe_mr_priv or iwe_mw_priv */
+	int access;			/* IBV_ACCESS_* granted */
+	uint32_t next_free;		/* FIFO link while free, 0 = none */
+	uint8_t key;			/* current 8-bit key of the index */
+	uint8_t kind;			/* enum iwe_stag_kind */
+	uint8_t valid;			/* resolvable by iwe_mr_check */
+};
+
+struct iwe_stag_table {
+	struct iwe_stag_entry *ent;	/* ent[0] is the reserved index */
+	uint32_t cap;			/* entries allocated */
+	uint32_t next_fresh;		/* first never-used index */
+	uint32_t free_head, free_tail;	/* FIFO of freed indexes */
+	uint32_t nfree;
+	uint32_t reuse_delay;
+	uint32_t nmr, nmw;		/* live objects, for the IWE_MAX_* caps */
+};
+
+/* ----------------------------------------------------------- device */
+
+struct iwe_device {
+	pthread_mutex_t lock;		/* counters and the STag table */
+	struct iwe_device_attr attr;	/* immutable after open */
+	int is_loopback;		/* interface has IFF_LOOPBACK */
+	struct iwe_stag_table stags;
+	uint32_t npd, ncq;
+};
+
+struct iwe_pd {
+	struct iwe_device *dev;
+	uint32_t users;			/* MRs, MWs, QPs; under dev->lock */
+};
+
+/* Take and drop a use of a PD (QPs do, so dealloc returns EBUSY). */
+void iwe_pd_get(struct iwe_pd *pd);
+void iwe_pd_put(struct iwe_pd *pd);
+
+/* Tests set a short reuse delay (0: reuse a freed index at once) to watch
+ * the key change on reuse. */
+void iwe_stag_set_reuse_delay(struct iwe_device *dev, uint32_t delay);
+
+/* ---------------------------------------------------------- MR / MW */
+
+struct iwe_mr_priv {
+	struct iwe_mr pub;
+	uint32_t index;
+	uint32_t binds;			/* windows bound to it; under dev->lock */
+};
+
+struct iwe_mw_priv {
+	struct iwe_mw pub;
+	uint32_t index;
+	struct iwe_mr_priv *mr;		/* NULL while unbound */
+};
+
+/* Bind a window to [addr, addr+len) of mr with remote rights 'access'
+ * (IBV_ACCESS_REMOTE_READ|WRITE|ATOMIC).  A bound window is first
+ * unbound.  Each bind bumps the window's key; mw->rkey is the new STag.
+ * EINVAL: PD mismatch, range outside the MR, MR without MW_BIND, bad
+ * rights, or remote write over an MR without local write. */
+int iwe_mw_bind(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
+		uint64_t len, int access);
+/* Invalidate the window's STag; rkey becomes 0.  EINVAL if not bound. */
+int iwe_mw_unbind(struct iwe_mw *mw);
+
+/* ------------------------------------------------------ CQ / channel */
+
+enum iwe_cq_arm {
+	IWE_CQ_DISARMED = 0,
+	IWE_CQ_ARM_SOLICITED,
+	IWE_CQ_ARM_NEXT,
+};
+
+struct iwe_cq_priv;
+
+struct iwe_channel_priv {
+	struct iwe_comp_channel pub;	/* eventfd, EFD_SEMAPHORE */
+	struct iwe_device *dev;
+	pthread_mutex_t lock;
+	struct iwe_cq_priv *head, *tail; /* CQs with unretrieved events */
+	uint64_t stale;			/* tokens of retracted events */
+	uint32_t ncq;			/* CQs attached */
+};
+
+struct iwe_cq_priv {
+	struct iwe_cq pub;
+	pthread_mutex_t lock;		/* ring, arm state, overflow */
+	struct ibv_wc *ring;		/* pub.cqe slots */
+	uint32_t head, count;
+	int overflow;			/* sticky */
+	int armed;			/* enum iwe_cq_arm */
+	uint32_t users;			/* QPs using it; under lock */
+	/* Under the channel's lock: */
+	struct iwe_cq_priv *next_fired;
+	int queued;			/* on the channel's fired list */
+	uint32_t pending;		/* fired, not yet retrieved */
+	uint32_t retrieved, acked;
+};
+
+/* Take and drop a use of a CQ (QPs do, so destroy returns EBUSY). */
+void iwe_cq_get(struct iwe_cq *cq);
+void iwe_cq_put(struct iwe_cq *cq);
+
+#endif
