@@ -164,3 +164,20 @@ int dapl_handle_is_ours(DAT_HANDLE handle)
 	pthread_mutex_unlock(&table_lock);
 	return ours;
 }
+
+/* The registry dlcloses the provider at exit: nothing can use a handle
+ * after that, so the slots go with the library. */
+__attribute__((destructor)) static void handle_table_fini(void)
+{
+	while (chunks) {
+		struct slot_chunk *c = chunks;
+
+		chunks = c->next;
+		free(c);
+	}
+	free(chunk_index);
+	chunk_index = NULL;
+	nchunks = 0;
+	free_head = free_tail = NULL;
+	free_count = 0;
+}

@@ -154,3 +154,14 @@ void dat_provider_fini(const DAT_PROVIDER_INFO *info)
 	}
 	pthread_mutex_unlock(&providers_lock);
 }
+
+/* At unload (the registry dlcloses us at exit) the entries can go. */
+__attribute__((destructor)) static void providers_fini(void)
+{
+	while (providers) {
+		struct dapl_provider *p = providers;
+
+		providers = p->next;
+		free(p);
+	}
+}

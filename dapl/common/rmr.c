@@ -1,28 +1,263 @@
-/* Stub: not implemented yet. */
+/* Remote Memory Regions: one engine memory window each.
+ *
+ * Choices where DAT 2.0 leaves room (tested by test/dapltest/t_mem.c):
+ * - dat_rmr_create gives scope PZ, dat_rmr_create_for_ep scope EP.  An
+ *   unbound RMR reports a zero lmr_triplet, DAT_MEM_PRIV_NONE_FLAG and
+ *   rmr_context 0.
+ * - dat_rmr_free of a bound RMR is allowed: freeing the window invalidates
+ *   its STag (as verbs do), and the LMR is released.
+ * - dat_rmr_bind with segment_length 0 is DAT's unbind: the LMR handle,
+ *   the rest of the triplet, mem_priv and va_type are then ignored.
+ *   Otherwise the triplet's lmr_context must be the LMR's and the segment
+ *   must lie inside it (DAT_INVALID_ARG3); local privilege bits in mem_priv
+ *   are accepted and ignored (DAT_MEM_PRIV_ALL_FLAG is common), others are
+ *   ARG4; remote write needs an LMR that may be written locally (verbs):
+ *   DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_RDMA_WRITE.  An LMR of
+ *   another PZ is DAT_PROTECTION_VIOLATION.  (dat_error.h's comments on
+ *   these two codes are swapped; the DAT specification's meanings are the
+ *   ones used here.)
+ * - A bind is a work request posted on the EP's send queue; that arrives
+ *   with the EP data path (issue B).  Until then a fully valid bind
+ *   returns DAT_NOT_IMPLEMENTED, and no RMR is ever bound.
+ */
 #include "config.h"
+
+#include <stdlib.h>
+
 #include "dapl.h"
+#include "dapl_mem.h"
 
-DAT_RETURN dapl_rmr_create(DAT_PZ_HANDLE a0, DAT_RMR_HANDLE * a1)
+#define BIND_COMPLETION_FLAGS                                        \
+	(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |  \
+	 DAT_COMPLETION_BARRIER_FENCE_FLAG)
+
+/* ia->lock held.  Undo a binding on our side; the engine window is
+ * unbound by the caller (or by iwe_dealloc_mw). */
+static void rmr_forget_binding_locked(struct dapl_rmr *rmr)
 {
-	return DAT_NOT_IMPLEMENTED;
+	if (rmr->lmr && rmr->lmr->obj.users > 0)
+		rmr->lmr->obj.users--;
+	rmr->lmr = NULL;
+	rmr->triplet = (DAT_LMR_TRIPLET){ 0 };
+	rmr->mem_priv = DAT_MEM_PRIV_NONE_FLAG;
+	rmr->rmr_context = 0;
 }
 
-DAT_RETURN dapl_rmr_create_for_ep(DAT_PZ_HANDLE a0, DAT_RMR_HANDLE * a1)
+/* ia->lock held.  Shared by dat_rmr_free and the abrupt-close path. */
+static void rmr_release_locked(struct dapl_rmr *rmr)
 {
-	return DAT_NOT_IMPLEMENTED;
+	rmr_forget_binding_locked(rmr);
+	(void)iwe_dealloc_mw(rmr->mw);	/* invalidates a bound STag */
+	dapl_obj_fini_locked(&rmr->obj);
+	dapl_pz_unpin_locked(rmr->pz);
 }
 
-DAT_RETURN dapl_rmr_query(DAT_RMR_HANDLE a0, DAT_RMR_PARAM_MASK a1, DAT_RMR_PARAM * a2)
+static void rmr_destroy(struct dapl_obj *obj)
 {
-	return DAT_NOT_IMPLEMENTED;
+	struct dapl_ia *ia = obj->ia;
+
+	dapl_ia_lock(ia);
+	rmr_release_locked((struct dapl_rmr *)obj);
+	dapl_ia_unlock(ia);
+	free(obj);
 }
 
-DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE a0, DAT_LMR_HANDLE a1, const DAT_LMR_TRIPLET * a2, DAT_MEM_PRIV_FLAGS a3, DAT_VA_TYPE a4, DAT_EP_HANDLE a5, DAT_RMR_COOKIE a6, DAT_COMPLETION_FLAGS a7, DAT_RMR_CONTEXT * a8)
+/* ---------------------------------------------------- create, query, free */
+
+static DAT_RETURN rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *out,
+			     DAT_RMR_SCOPE scope)
 {
-	return DAT_NOT_IMPLEMENTED;
+	struct dapl_pz *pz = dapl_obj_get(pz_handle, DAT_HANDLE_TYPE_PZ);
+	struct dapl_rmr *rmr;
+	DAT_RETURN ret;
+
+	if (!pz)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
+	if (!out)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	rmr = calloc(1, sizeof(*rmr));
+	if (!rmr)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
+	rmr->scope = scope;
+	rmr->va_type = DAT_VA_TYPE_VA;
+	/* Pin through the IA so that a concurrent dat_pz_free is refused or
+	 * wins cleanly. */
+	rmr->pz = dapl_pz_pin(pz->obj.ia, pz_handle);
+	if (!rmr->pz) {
+		free(rmr);
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
+	}
+	rmr->mw = iwe_alloc_mw(rmr->pz->pd);
+	ret = rmr->mw ? DAT_SUCCESS
+		      : DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY_REGION;
+	if (ret == DAT_SUCCESS)
+		ret = dapl_obj_init(&rmr->obj, rmr->pz->obj.ia, DAPL_K_RMR,
+				    DAT_HANDLE_TYPE_RMR, rmr_destroy);
+	if (ret != DAT_SUCCESS) {
+		if (rmr->mw)
+			iwe_dealloc_mw(rmr->mw);
+		dapl_pz_unpin(rmr->pz);
+		free(rmr);
+		return ret;
+	}
+	*out = rmr->obj.handle;
+	return DAT_SUCCESS;
 }
 
-DAT_RETURN dapl_rmr_free(DAT_RMR_HANDLE a0)
+DAT_RETURN dapl_rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *rmr_handle)
 {
+	return rmr_create(pz_handle, rmr_handle, DAT_RMR_SCOPE_PZ);
+}
+
+DAT_RETURN dapl_rmr_create_for_ep(DAT_PZ_HANDLE pz_handle,
+				  DAT_RMR_HANDLE *rmr_handle)
+{
+	return rmr_create(pz_handle, rmr_handle, DAT_RMR_SCOPE_EP);
+}
+
+DAT_RETURN dapl_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask,
+			  DAT_RMR_PARAM *param)
+{
+	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	DAT_IA_HANDLE ia_handle;
+	struct dapl_ia *ia;
+
+	if (!rmr)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
+	if (mask & ~DAT_RMR_FIELD_ALL)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!param)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	ia = rmr->obj.ia;
+	/* Asked before taking ia->lock: it calls into the registry. */
+	ia_handle = dapl_ia_consumer_handle(ia);
+	/* Under the lock: a bind completing elsewhere changes several
+	 * fields at once. */
+	dapl_ia_lock(ia);
+	*param = (DAT_RMR_PARAM){
+		.ia_handle = ia_handle,
+		.pz_handle = rmr->pz->obj.handle,
+		.lmr_triplet = rmr->triplet,
+		.mem_priv = rmr->mem_priv,
+		.rmr_context = rmr->rmr_context,
+		.rmr_scope = rmr->scope,
+		.va_type = rmr->va_type,
+	};
+	dapl_ia_unlock(ia);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_rmr_free(DAT_RMR_HANDLE rmr_handle)
+{
+	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	struct dapl_ia *ia;
+
+	if (!rmr)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
+	ia = rmr->obj.ia;
+	dapl_ia_lock(ia);
+	if (dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR) != rmr) {
+		dapl_ia_unlock(ia);	/* a concurrent free won */
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
+	}
+	rmr_release_locked(rmr);
+	dapl_ia_unlock(ia);
+	free(rmr);
+	return DAT_SUCCESS;
+}
+
+/* --------------------------------------------------------------- bind */
+
+struct bind_req {
+	struct dapl_rmr *rmr;
+	DAT_LMR_HANDLE lmr_handle;
+	const DAT_LMR_TRIPLET *triplet;
+	DAT_MEM_PRIV_FLAGS mem_priv;
+	DAT_VA_TYPE va_type;
+	DAT_EP_HANDLE ep_handle;
+	DAT_COMPLETION_FLAGS flags;
+	DAT_RMR_CONTEXT *context;
+	struct dapl_lmr *lmr;		/* resolved; NULL for an unbind */
+};
+
+/* ia->lock held.  Arguments 2-5 of a bind proper (not an unbind). */
+static DAT_RETURN bind_check_region(struct bind_req *b, struct dapl_ia *ia)
+{
+	const DAT_LMR_TRIPLET *t = b->triplet;
+
+	b->lmr = dapl_obj_get(b->lmr_handle, DAT_HANDLE_TYPE_LMR);
+	if (!b->lmr || b->lmr->obj.ia != ia)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;
+	if (t->lmr_context != b->lmr->lmr_context ||
+	    !dapl_lmr_covers(b->lmr, t->virtual_address, t->segment_length))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	if (b->mem_priv & ~DAT_MEM_PRIV_ALL_FLAG)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
+	if (b->va_type != DAT_VA_TYPE_VA)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
+	return DAT_SUCCESS;
+}
+
+/* ia->lock held.  What needs the LMR and the RMR together. */
+static DAT_RETURN bind_check_rights(const struct bind_req *b)
+{
+	if (b->lmr->pz != b->rmr->pz)
+		return DAT_PROTECTION_VIOLATION;
+	if ((b->mem_priv & DAT_MEM_PRIV_REMOTE_WRITE_FLAG) &&
+	    !dapl_lmr_allows(b->lmr, DAT_MEM_PRIV_LOCAL_WRITE_FLAG))
+		return DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_RDMA_WRITE;
+	return DAT_SUCCESS;
+}
+
+/* ia->lock held.  Every argument, in argument order, then the checks that
+ * relate them. */
+static DAT_RETURN bind_validate(struct bind_req *b, struct dapl_ia *ia)
+{
+	int unbind = b->triplet->segment_length == 0;
+	struct dapl_obj *ep;
+	DAT_RETURN ret;
+
+	if (!unbind && (ret = bind_check_region(b, ia)) != DAT_SUCCESS)
+		return ret;
+	/* EPs are opaque here; every object starts with struct dapl_obj. */
+	ep = dapl_obj_get(b->ep_handle, DAT_HANDLE_TYPE_EP);
+	if (!ep || ep->ia != ia)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (b->flags & ~BIND_COMPLETION_FLAGS)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG8;
+	if (!unbind && !b->context)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG9;
+	return unbind ? DAT_SUCCESS : bind_check_rights(b);
+}
+
+DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
+			 const DAT_LMR_TRIPLET *triplet,
+			 DAT_MEM_PRIV_FLAGS mem_priv, DAT_VA_TYPE va_type,
+			 DAT_EP_HANDLE ep_handle, DAT_RMR_COOKIE cookie,
+			 DAT_COMPLETION_FLAGS flags, DAT_RMR_CONTEXT *context)
+{
+	struct bind_req b = { .lmr_handle = lmr_handle, .triplet = triplet,
+			      .mem_priv = mem_priv, .va_type = va_type,
+			      .ep_handle = ep_handle, .flags = flags,
+			      .context = context };
+	struct dapl_ia *ia;
+	DAT_RETURN ret;
+
+	(void)cookie;	/* carried by the completion event (issue B) */
+	b.rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	if (!b.rmr)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
+	if (!triplet)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	ia = b.rmr->obj.ia;
+	dapl_ia_lock(ia);
+	ret = bind_validate(&b, ia);
+	dapl_ia_unlock(ia);
+	if (ret != DAT_SUCCESS)
+		return ret;
+	/* Bind is a work request on the EP: issue B.  It will post an
+	 * iwe_mw_bind (or unbind) on the EP's send queue, record the binding
+	 * (rmr->lmr, triplet, mem_priv, rmr_context; lmr->obj.users++) and
+	 * return the new STag through *context. */
 	return DAT_NOT_IMPLEMENTED;
 }
