@@ -161,6 +161,126 @@ int iwe_cq_count(const struct iwe_cq *cq);
  * 'solicited' arms a solicited-only notification. */
 int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited);
 
+
+/* ------------------------------------------------------------ queue pairs
+ *
+ * Reliable-connected queue pairs over one byte stream (an MPA connection
+ * after its request/reply exchange).  Verbs semantics: work requests are
+ * ibv_send_wr / ibv_recv_wr with ibv_sge lists whose lkeys are the STags
+ * of iwe_reg_mr; completions are ibv_wc in the CQs given at creation; the
+ * send queue completes in posting order.
+ *
+ * Supported send opcodes: IBV_WR_SEND, IBV_WR_SEND_WITH_INV,
+ * IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ.  Flags: IBV_SEND_SIGNALED,
+ * IBV_SEND_SOLICITED (Send with SE), IBV_SEND_FENCE (wait for earlier
+ * RDMA Reads to complete).  An RDMA Read with n SGEs issues n Read
+ * Requests (one per sink SGE), each using one ORD slot.
+ *
+ * A Send, Send with Invalidate or RDMA Write completes when its last byte
+ * has been handed to the stream (iWARP's local completion semantics); an
+ * RDMA Read when its last Read Response byte has been placed.
+ */
+struct iwe_qp;
+struct iwe_srq;
+
+enum iwe_qp_state {
+	IWE_QPS_RESET = 0,
+	IWE_QPS_INIT,
+	IWE_QPS_RTR,
+	IWE_QPS_RTS,
+	IWE_QPS_SQD,
+	IWE_QPS_ERROR,
+};
+
+struct iwe_qp_cap {
+	uint32_t max_send_wr;		/* 1..IWE_MAX_QP_WR */
+	uint32_t max_recv_wr;		/* 1..IWE_MAX_QP_WR */
+	uint32_t max_send_sge;		/* 0..IWE_MAX_SGE */
+	uint32_t max_recv_sge;		/* 0..IWE_MAX_SGE */
+};
+
+struct iwe_qp_init_attr {
+	struct iwe_cq *send_cq;
+	struct iwe_cq *recv_cq;
+	struct iwe_srq *srq;		/* not supported yet: must be NULL */
+	struct iwe_qp_cap cap;
+	int sq_sig_all;			/* every send WR completes */
+	void *qp_context;
+};
+
+struct iwe_qp {
+	struct iwe_pd *pd;
+	struct iwe_cq *send_cq;
+	struct iwe_cq *recv_cq;
+	void *qp_context;
+	uint32_t qp_num;		/* reported in every ibv_wc */
+	struct iwe_qp_cap cap;		/* as granted */
+};
+
+/* What the connection manager negotiated for a stream. */
+struct iwe_stream_params {
+	int crc;			/* 1: compute and check MPA CRC32c */
+	uint32_t mulpdu;		/* largest ULPDU we send: 0 = default
+					 * (IWE_DEFAULT_MULPDU), else
+					 * IWE_MIN_MULPDU..IW_FPDU_MAX_ULPDU */
+	uint32_t ird;			/* Read Requests we serve at once,
+					 * 1..IWE_MAX_IRD (0 = 1) */
+	uint32_t ord;			/* Read Requests we issue at once,
+					 * 1..IWE_MAX_ORD (0 = 1) */
+	int mpa_rev;			/* 1 or 2; informational here */
+};
+#define IWE_MIN_MULPDU     128
+#define IWE_DEFAULT_MULPDU 65512	/* FPDU fits in 64 KiB - 16 */
+
+/* EINVAL: bad caps or CQs; EOPNOTSUPP: an SRQ was given. */
+struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
+			     const struct iwe_qp_init_attr *attr);
+/* Outstanding work is discarded without completions (as verbs does for a
+ * QP destroyed outside ERROR).  The stream fd is not closed: its owner
+ * (the connection manager) closes it. */
+int iwe_destroy_qp(struct iwe_qp *qp);
+/* Verbs transitions: RESET->INIT, INIT->INIT|RTR, RTR->RTS, RTS->RTS|SQD,
+ * SQD->SQD|RTS, any->ERROR, any->RESET.  ERROR flushes every outstanding
+ * WR with IBV_WC_WR_FLUSH_ERR; RESET discards them silently and detaches
+ * the stream.  EINVAL for any other transition. */
+int iwe_modify_qp(struct iwe_qp *qp, enum iwe_qp_state state);
+enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp);
+
+/* Post a chain of WRs.  On error *bad_wr names the first WR not posted
+ * and the return is EINVAL (bad opcode, flags, SGE count, lkey, length,
+ * or QP state RESET; for receives also INIT is fine) or ENOMEM (queue
+ * full).  In ERROR, WRs are accepted and completed at once with
+ * IBV_WC_WR_FLUSH_ERR.  A send in RTS is transmitted inline when the
+ * transmit path is idle. */
+int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
+		  struct ibv_send_wr **bad_wr);
+int iwe_post_recv(struct iwe_qp *qp, struct ibv_recv_wr *wr,
+		  struct ibv_recv_wr **bad_wr);
+
+/* After MPA: run RDMAP/DDP/MPA framing on the connected, non-blocking
+ * stream socket fd with the negotiated parameters; moves the QP from
+ * INIT or RTR to RTS.  EINVAL: bad state or parameters. */
+int iwe_qp_attach_stream(struct iwe_qp *qp, int fd,
+			 const struct iwe_stream_params *p);
+
+/* Do as much non-blocking transmit / receive work as possible.  Return 0
+ * (including "nothing to do"), or, when the stream failed, an errno: EPIPE
+ * or ECONNRESET from the socket, ECONNRESET when the peer closed in the
+ * middle of an FPDU, ENOTCONN when it closed between FPDUs, EPROTO when a
+ * Terminate was sent or received.  On failure the QP is in ERROR with its
+ * WRs flushed. */
+int iwe_qp_progress_tx(struct iwe_qp *qp);
+int iwe_qp_progress_rx(struct iwe_qp *qp);
+
+/* The last Terminate sent and received (layer/etype/ecode as in RFC 5040
+ * 4.8, see iw_wire.h); valid is 0 when there was none. */
+struct iwe_term_info {
+	int valid;
+	uint8_t layer, etype, ecode;
+};
+void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
+			   struct iwe_term_info *rcvd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,481 @@
+/* The transmit state machine of a QP: turns messages into FPDUs.
+ *
+ * At most one message is being framed and at most one FPDU is in flight.
+ * An FPDU is written with one sendmsg whose iovec is
+ *   [length field + DDP/RDMAP header] [payload, straight from registered
+ *   memory, one entry per SGE piece] [pad + CRC]
+ * so bulk data is never copied.  A short write or EAGAIN leaves fpdu_sent
+ * where the socket stopped; the next call resumes there.
+ *
+ * Choice of the next message, at message boundaries only (DDP forbids
+ * interleaving the segments of untagged messages of one queue, and mixing
+ * at FPDU granularity buys nothing on a byte stream): a pending Terminate
+ * first, then Read Responses owed to the peer (they unblock its reads),
+ * then the send queue in order.
+ *
+ * Everything here runs with the QP lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iw_crc32c.h"
+#include "iw_qp.h"
+
+void iwe_tx_init(struct iwe_qp_priv *q)
+{
+	memset(&q->tx, 0, sizeof(q->tx));
+	q->tx.msn_send = 1;
+	q->tx.msn_rreq = 1;
+}
+
+void iwe_tx_fini(struct iwe_qp_priv *q)
+{
+	free(q->tx.bounce);
+	q->tx.bounce = NULL;
+}
+
+int iwe_tx_busy(const struct iwe_qp_priv *q)
+{
+	return q->tx.kind != IWE_TX_IDLE || q->tx.fpdu_len != 0;
+}
+
+/* ------------------------------------------------------ FPDU framing */
+
+/* Header bytes after the length field: DDP header plus, for Read
+ * Requests and Terminates, their fixed RDMAP part (kept in hdr too). */
+static unsigned put_ddp_hdr(struct iwe_tx *t, uint8_t *p, int last)
+{
+	int tagged = t->opcode == IW_OP_WRITE || t->opcode == IW_OP_READ_RESP;
+	uint16_t ctrl = iw_ctrl_make(tagged, last, t->opcode);
+
+	if (tagged) {
+		struct iw_tagged_hdr h = {
+			.ctrl_be = iw_be16(ctrl),
+			.stag_be = iw_be32(t->stag),
+			.to_be = iw_be64(t->to + t->msg_off),
+		};
+		memcpy(p, &h, sizeof(h));
+		return sizeof(h);
+	} else {
+		struct iw_untagged_hdr h = {
+			.ctrl_be = iw_be16(ctrl),
+			.inval_stag_be = iw_be32(t->inv_stag),
+			.qn_be = iw_be32(t->qn),
+			.msn_be = iw_be32(t->msn),
+			.mo_be = iw_be32((uint32_t)t->msg_off),
+		};
+		memcpy(p, &h, sizeof(h));
+		return sizeof(h);
+	}
+}
+
+/* Append up to n payload bytes from the gather list to the iovec. */
+static void gather_payload(struct iwe_tx *t, uint32_t n)
+{
+	while (n) {
+		const struct iwe_sge_res *s = &t->src[t->src_idx];
+		uint32_t take = s->length - t->src_off;
+
+		if (take == 0) {
+			t->src_idx++;
+			t->src_off = 0;
+			continue;
+		}
+		if (take > n)
+			take = n;
+		t->iov[t->iovcnt].iov_base = s->addr + t->src_off;
+		t->iov[t->iovcnt].iov_len = take;
+		t->iovcnt++;
+		t->src_off += take;
+		n -= take;
+	}
+}
+
+static void put_trailer(struct iwe_qp_priv *q, unsigned ulpdu_len)
+{
+	struct iwe_tx *t = &q->tx;
+	unsigned pad = iw_fpdu_pad(ulpdu_len);
+	uint32_t crc = 0;
+
+	memset(t->trailer, 0, sizeof(t->trailer));
+	if (q->crc) {
+		/* Length field, ULPDU and pad: everything before the CRC. */
+		crc = iw_crc32c_iov(0, t->iov, t->iovcnt);
+		crc = iw_crc32c(crc, t->trailer, pad);
+	}
+	iw_fpdu_put_crc(t->trailer + pad, crc);
+	t->iov[t->iovcnt].iov_base = t->trailer;
+	t->iov[t->iovcnt].iov_len = pad + IW_FPDU_CRC_LEN;
+	t->iovcnt++;
+}
+
+/* Frame the next segment of the current message.  'extra' bytes of
+ * RDMAP body already sit in t->hdr after the DDP header slot (Read
+ * Request, Terminate); they count against MULPDU like payload. */
+static void build_fpdu(struct iwe_qp_priv *q, const uint8_t *extra,
+		       unsigned extra_len)
+{
+	struct iwe_tx *t = &q->tx;
+	int tagged = t->opcode == IW_OP_WRITE || t->opcode == IW_OP_READ_RESP;
+	unsigned hlen = tagged ? IW_TAGGED_HDR_LEN : IW_UNTAGGED_HDR_LEN;
+	uint64_t left = t->msg_len - t->msg_off;
+	uint32_t room = q->mulpdu - hlen - extra_len;
+	uint32_t n = left < room ? (uint32_t)left : room;
+	int last = t->msg_off + n == t->msg_len;
+	unsigned ulpdu = hlen + extra_len + n;
+	uint16_t len_be = iw_be16((uint16_t)ulpdu);
+
+	memcpy(t->hdr, &len_be, IW_FPDU_LEN_FIELD);
+	put_ddp_hdr(t, t->hdr + IW_FPDU_LEN_FIELD, last);
+	if (extra_len)
+		memcpy(t->hdr + IW_FPDU_LEN_FIELD + hlen, extra, extra_len);
+	t->iov[0].iov_base = t->hdr;
+	t->iov[0].iov_len = IW_FPDU_LEN_FIELD + hlen + extra_len;
+	t->iovcnt = 1;
+	gather_payload(t, n);
+	put_trailer(q, ulpdu);
+	t->msg_off += n;
+	t->last_sent = (uint8_t)last;
+	t->fpdu_len = iw_fpdu_len(ulpdu);
+	t->fpdu_sent = 0;
+}
+
+/* ---------------------------------------------------- message starts */
+
+static void start_msg(struct iwe_tx *t, int kind, uint8_t opcode)
+{
+	t->kind = kind;
+	t->opcode = opcode;
+	t->msg_off = 0;
+	t->msg_len = 0;
+	t->last_sent = 0;
+	t->src = NULL;
+	t->nsrc = t->src_idx = t->src_off = 0;
+	t->stag = 0;
+	t->to = 0;
+	t->inv_stag = 0;
+	t->qn = 0;
+	t->msn = 0;
+}
+
+static uint8_t send_opcode(const struct iwe_swqe *w)
+{
+	if (w->opcode == IBV_WR_SEND_WITH_INV)
+		return w->solicited ? IW_OP_SEND_SE_INV : IW_OP_SEND_INV;
+	return w->solicited ? IW_OP_SEND_SE : IW_OP_SEND;
+}
+
+static void start_send_or_write(struct iwe_qp_priv *q, struct iwe_swqe *w)
+{
+	struct iwe_tx *t = &q->tx;
+
+	if (w->opcode == IBV_WR_RDMA_WRITE) {
+		start_msg(t, IWE_TX_SQ, IW_OP_WRITE);
+		t->stag = w->rkey;
+		t->to = w->remote_addr;
+	} else {
+		start_msg(t, IWE_TX_SQ, send_opcode(w));
+		t->qn = IW_QN_SEND;
+		t->msn = t->msn_send++;
+		t->inv_stag = w->inv_rkey;
+	}
+	t->src = w->sg;
+	t->nsrc = w->num_sge;
+	t->msg_len = w->total;
+	build_fpdu(q, NULL, 0);
+}
+
+/* One Read Request per sink SGE; SGE k reads the source bytes that
+ * follow those of SGEs 0..k-1. */
+static void start_read_req(struct iwe_qp_priv *q, struct iwe_swqe *w)
+{
+	struct iwe_tx *t = &q->tx;
+	struct iwe_orq_ent *o = &q->orq[q->orq_tail % IWE_MAX_ORD];
+	struct iw_read_req_body b;
+	uint64_t off = 0;
+	uint32_t k = w->rd_issued, i;
+
+	for (i = 0; i < k; i++)
+		off += w->sg[i].length;
+	memset(o, 0, sizeof(*o));
+	o->wqe_idx = q->sq_tx;
+	if (w->num_sge) {
+		o->sink_stag = w->sg[k].lkey;
+		o->sink_to = (uint64_t)(uintptr_t)w->sg[k].addr;
+		o->size = w->sg[k].length;
+	}
+	o->src_stag = w->rkey;
+	o->src_to = w->remote_addr + off;
+	q->orq_tail++;
+	w->rd_issued++;
+	w->rd_pending++;
+	b = (struct iw_read_req_body){
+		.sink_stag_be = iw_be32(o->sink_stag),
+		.sink_to_be = iw_be64(o->sink_to),
+		.size_be = iw_be32(o->size),
+		.src_stag_be = iw_be32(o->src_stag),
+		.src_to_be = iw_be64(o->src_to),
+	};
+	start_msg(t, IWE_TX_SQ, IW_OP_READ_REQ);
+	t->qn = IW_QN_READ_REQ;
+	t->msn = t->msn_rreq++;
+	build_fpdu(q, (const uint8_t *)&b, sizeof(b));
+}
+
+static void start_read_resp(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+	struct iwe_irq_ent *r = &q->irq[q->irq_head % IWE_MAX_IRD];
+
+	start_msg(t, IWE_TX_READ_RESP, IW_OP_READ_RESP);
+	t->stag = r->sink_stag;
+	t->to = r->sink_to;
+	t->one_src = (struct iwe_sge_res){ .addr = r->src,
+					   .length = r->size };
+	t->src = &t->one_src;
+	t->nsrc = 1;
+	t->msg_len = r->size;
+	build_fpdu(q, NULL, 0);
+}
+
+/* Terminate body: control word, then what the error's layer lets us
+ * echo of the offending segment (RFC 5040 4.8). */
+static unsigned term_body(const struct iwe_term *tm, uint8_t *p)
+{
+	uint32_t hdrct = 0, ctrl_be;
+	unsigned n = 4;
+
+	if (tm->has_hdr) {
+		uint16_t seglen_be = iw_be16(tm->seglen);
+
+		hdrct = IW_TERM_HDRCT_M | IW_TERM_HDRCT_D;
+		memcpy(p + n, &seglen_be, 2);
+		n += 2;
+		memcpy(p + n, tm->hdr, tm->hdr_len);
+		n += tm->hdr_len;
+		if (tm->has_rdmap) {
+			hdrct |= IW_TERM_HDRCT_R;
+			memcpy(p + n, tm->hdr + tm->hdr_len,
+			       sizeof(struct iw_read_req_body));
+			n += sizeof(struct iw_read_req_body);
+		}
+	}
+	ctrl_be = iw_be32(iw_term_ctrl(tm->layer, tm->etype, tm->ecode,
+				       hdrct));
+	memcpy(p, &ctrl_be, 4);
+	return n;
+}
+
+static void start_terminate(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+	uint8_t body[IW_TERM_MAX_ULPDU];
+	unsigned n = term_body(&t->term, body);
+
+	start_msg(t, IWE_TX_TERMINATE, IW_OP_TERMINATE);
+	t->qn = IW_QN_TERMINATE;
+	t->msn = 1;
+	t->term_pending = 0;
+	build_fpdu(q, body, n);
+}
+
+/* Fences wait for every earlier RDMA Read to complete. */
+static int sq_may_start(const struct iwe_qp_priv *q, const struct iwe_swqe *w)
+{
+	uint32_t outstanding = q->orq_tail - q->orq_head;
+
+	if (w->fence && outstanding)
+		return 0;
+	if (w->opcode == IBV_WR_RDMA_READ)
+		return outstanding < q->ord;
+	return 1;
+}
+
+/* Start the next message, or return 0 when there is none. */
+static int start_next(struct iwe_qp_priv *q)
+{
+	struct iwe_swqe *w;
+
+	if (q->tx.term_pending) {
+		start_terminate(q);
+		return 1;
+	}
+	if (q->state == IWE_QPS_ERROR || q->tx.term_sent)
+		return 0;
+	if (q->irq_head != q->irq_tail) {
+		start_read_resp(q);
+		return 1;
+	}
+	if (q->state != IWE_QPS_RTS || q->sq_tx == q->sq_tail)
+		return 0;
+	w = iwe_sq_slot(q, q->sq_tx);
+	if (!sq_may_start(q, w))
+		return 0;
+	if (w->opcode == IBV_WR_RDMA_READ)
+		start_read_req(q, w);
+	else
+		start_send_or_write(q, w);
+	return 1;
+}
+
+/* ------------------------------------------------------ message ends */
+
+static void sq_msg_done(struct iwe_qp_priv *q)
+{
+	struct iwe_swqe *w = iwe_sq_slot(q, q->sq_tx);
+	uint32_t reqs = w->num_sge ? w->num_sge : 1;
+
+	if (w->opcode == IBV_WR_RDMA_READ && w->rd_issued < reqs)
+		return;		/* more Read Requests for this WR */
+	w->tx_done = 1;
+	q->sq_tx++;
+	iwe_qp_sq_retire(q);
+}
+
+/* The FPDU in flight is completely written. */
+static void fpdu_done(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+
+	t->fpdu_len = t->fpdu_sent = 0;
+	free(t->bounce);
+	t->bounce = NULL;
+	if (t->kind == IWE_TX_IDLE || !t->last_sent)
+		return;
+	switch (t->kind) {
+	case IWE_TX_SQ:
+		sq_msg_done(q);
+		break;
+	case IWE_TX_READ_RESP:
+		q->irq_head++;
+		break;
+	case IWE_TX_TERMINATE:
+		t->term_sent = 1;
+		break;
+	}
+	t->kind = IWE_TX_IDLE;
+}
+
+/* ---------------------------------------------------------- writing */
+
+/* Write what is left of the FPDU.  Returns 0 when it is all out, EAGAIN
+ * when the socket is full, or the socket's errno. */
+static int write_fpdu(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+
+	while (t->fpdu_sent < t->fpdu_len) {
+		struct iovec v[IWE_TX_IOV_MAX];
+		struct msghdr m = { .msg_iov = v };
+		size_t skip = t->fpdu_sent;
+		ssize_t n;
+		int i;
+
+		for (i = 0; i < t->iovcnt; i++) {
+			if (skip >= t->iov[i].iov_len) {
+				skip -= t->iov[i].iov_len;
+				continue;
+			}
+			v[m.msg_iovlen].iov_base =
+				(char *)t->iov[i].iov_base + skip;
+			v[m.msg_iovlen].iov_len = t->iov[i].iov_len - skip;
+			m.msg_iovlen++;
+			skip = 0;
+		}
+		n = sendmsg(q->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EWOULDBLOCK ? EAGAIN : errno;
+		t->fpdu_sent += (size_t)n;
+	}
+	return 0;
+}
+
+int iwe_tx_progress_locked(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+	int err;
+
+	if (q->fd < 0)
+		return 0;
+	for (;;) {
+		if (t->fpdu_len) {
+			err = write_fpdu(q);
+			if (err == EAGAIN)
+				return 0;
+			if (err) {
+				iwe_qp_fail(q, err);
+				return err;
+			}
+			fpdu_done(q);
+			continue;
+		}
+		if (t->kind != IWE_TX_IDLE) {
+			build_fpdu(q, NULL, 0);	/* next segment */
+			continue;
+		}
+		if (!start_next(q))
+			break;
+	}
+	return q->state == IWE_QPS_ERROR ? q->stream_err : 0;
+}
+
+/* ------------------------------------------------- errors and flushes */
+
+void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
+{
+	struct iwe_tx *t = &q->tx;
+
+	if (t->term_pending || t->term_sent)
+		return;		/* one Terminate per stream */
+	t->term = *tm;
+	t->term_pending = 1;
+	q->term_sent = (struct iwe_term_info){ .valid = 1,
+					       .layer = tm->layer,
+					       .etype = tm->etype,
+					       .ecode = tm->ecode };
+}
+
+/* A partly written FPDU must still be finished (the peer's framing
+ * depends on it), but its payload may live in memory the consumer gets
+ * back with the flush: copy the unsent rest aside.  An FPDU not started
+ * is simply dropped. */
+void iwe_tx_detach_wrs(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+	size_t rest = t->fpdu_len - t->fpdu_sent, skip = t->fpdu_sent, off = 0;
+	char *b;
+	int i;
+
+	if (t->kind == IWE_TX_TERMINATE)
+		return;
+	t->kind = IWE_TX_IDLE;
+	if (!t->fpdu_len || t->bounce)
+		return;
+	if (!t->fpdu_sent || !(b = malloc(rest))) {
+		/* Unstarted, or no memory: then the stream cannot be kept
+		 * framed; drop the FPDU and let the peer see a bad one. */
+		t->fpdu_len = t->fpdu_sent = 0;
+		return;
+	}
+	for (i = 0; i < t->iovcnt; i++) {
+		size_t l = t->iov[i].iov_len;
+
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		memcpy(b + off, (char *)t->iov[i].iov_base + skip, l - skip);
+		off += l - skip;
+		skip = 0;
+	}
+	t->bounce = b;
+	t->iov[0].iov_base = b;
+	t->iov[0].iov_len = rest;
+	t->iovcnt = 1;
+	t->fpdu_len = rest;
+	t->fpdu_sent = 0;
+}
