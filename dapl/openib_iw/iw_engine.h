@@ -281,6 +281,146 @@ struct iwe_term_info {
 void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
 			   struct iwe_term_info *rcvd);
 
+
+/* ------------------------------------------------------------------
+ * Connection manager (iw_cm*.c) and progress (iw_progress.c)
+ *
+ * Each device runs one progress thread (epoll), started on first use.  It
+ * owns every socket's receive side, the MPA exchanges, the timers, and the
+ * transmit work a posting thread could not finish inline.  Handlers are
+ * called on that thread with no engine lock held; they may call the
+ * iwe_cm_* functions below, except iwe_cm_conn_destroy on their own conn.
+ *
+ * Services: a listener and a connect name a 64-bit service (the DAT
+ * connection qualifier).  A service <= 65535 is the TCP port and the MPA
+ * private data carries only the consumer's bytes, so the wire is plain
+ * RFC 5044/6581.  A larger service maps deterministically onto a port in
+ * IWE_CM_SERVICE_PORT_BASE..+IWE_CM_SERVICE_PORTS-1, and the request's
+ * private data starts with a service header (magic + the full service),
+ * which the listener verifies and strips.
+ * ------------------------------------------------------------------ */
+#define IWE_CM_SERVICE_PORT_BASE 61000
+#define IWE_CM_SERVICE_PORTS     1000
+/* Private data the engine may add in front of the consumer's. */
+#define IWE_CM_SERVICE_HDR_LEN   16
+
+struct iwe_listener;
+struct iwe_conn;
+
+enum iwe_cm_event_type {
+	IWE_CM_CONNECT_REQUEST,	/* passive: a valid MPA request arrived */
+	IWE_CM_ESTABLISHED,	/* FPDU mode; RTR exchanged if negotiated */
+	IWE_CM_REJECTED,	/* active: the peer's consumer rejected */
+	IWE_CM_NON_PEER_REJECTED, /* active: the reply was not valid MPA, or
+				 * negotiation failed, or no listener took it */
+	IWE_CM_UNREACHABLE,	/* active: TCP connect failed, or the
+				 * connection reset before the reply */
+	IWE_CM_TIMED_OUT,	/* active: no reply within the timeout */
+	IWE_CM_DISCONNECTED,	/* after ESTABLISHED: orderly close done */
+	IWE_CM_BROKEN,		/* after ESTABLISHED: stream error or
+				 * Terminate; the QP is in ERROR */
+	IWE_CM_SOCKET_DOWN,	/* adopted passive socket closed or reset
+				 * before a request arrived */
+	IWE_CM_BAD_REQUEST,	/* adopted passive socket: bytes that are
+				 * not an MPA request; none were consumed */
+};
+
+struct iwe_cm_event {
+	enum iwe_cm_event_type type;
+	struct iwe_conn *conn;
+	uint64_t service;		/* CONNECT_REQUEST: verified service */
+	const void *pdata;		/* consumer private data; valid during
+					 * the call only */
+	size_t pdata_len;
+	struct sockaddr_in local, remote;
+	int status;			/* errno behind the event, or 0 */
+	const char *reason;		/* short text for logs, or NULL */
+};
+
+typedef void (*iwe_cm_handler)(const struct iwe_cm_event *ev, void *ctx);
+
+/* Negotiation knobs (from the IA's instance data and the environment). */
+struct iwe_cm_params {
+	int mpa_rev;			/* 1 or 2 */
+	int crc;			/* ask for CRC */
+	unsigned rtr;			/* IW_RTR_* preference (0: none) */
+	int mpa_timeout_ms;		/* passive: wait for the request */
+	uint32_t ird, ord;		/* of the QP that will be used */
+};
+
+/* Listen on the device address for a service.  EADDRINUSE: this service
+ * is already listened on in this process, or the port is taken by
+ * another socket.  Every CONNECT_REQUEST goes to handler; at most
+ * max_requests are delivered (0: unlimited; 1 for reserved points). */
+int iwe_cm_listen(struct iwe_device *dev, uint64_t service,
+		  const struct iwe_cm_params *params, unsigned max_requests,
+		  iwe_cm_handler handler, void *ctx,
+		  struct iwe_listener **out);
+/* Listen on a port the kernel picks; *service receives it. */
+int iwe_cm_listen_any(struct iwe_device *dev, uint64_t *service,
+		      const struct iwe_cm_params *params,
+		      iwe_cm_handler handler, void *ctx,
+		      struct iwe_listener **out);
+/* Stop listening.  Requests not yet delivered are refused (the socket is
+ * closed); delivered ones are unaffected.  No handler call after return. */
+void iwe_cm_listen_destroy(struct iwe_listener *l);
+
+/* Active side: TCP connect to dst:port(service), send the MPA request with
+ * pdata (<= IWE_MAX_PRIVATE_DATA - 4 - IWE_CM_SERVICE_HDR_LEN), wait for
+ * the reply until timeout_ms (<= 0: infinite), then send the RTR and
+ * attach qp to the stream.  qp must be in INIT. */
+int iwe_cm_connect(struct iwe_qp *qp, const struct sockaddr_in *dst,
+		   uint64_t service, const void *pdata, size_t pdata_len,
+		   int timeout_ms, const struct iwe_cm_params *params,
+		   iwe_cm_handler handler, void *ctx, struct iwe_conn **out);
+
+/* Passive side, after CONNECT_REQUEST: answer with an MPA reply carrying
+ * pdata, attach qp (in INIT), and deliver ESTABLISHED to handler once the
+ * RTR (if negotiated) arrived.  Later events of this conn go to handler. */
+int iwe_cm_accept(struct iwe_conn *c, struct iwe_qp *qp, const void *pdata,
+		  size_t pdata_len, iwe_cm_handler handler, void *ctx);
+/* Passive side: answer with a reject reply carrying pdata, then close. */
+int iwe_cm_reject(struct iwe_conn *c, const void *pdata, size_t pdata_len);
+
+/* Close an established (or pending) connection.  Graceful: finish queued
+ * transmits, send FIN, wait for the peer's (bounded), then DISCONNECTED.
+ * Abrupt: reset now, then DISCONNECTED.  The QP goes to ERROR and its
+ * WRs are flushed. */
+int iwe_cm_disconnect(struct iwe_conn *c, int graceful);
+
+/* Free a conn after its final event (REJECTED, NON_PEER_REJECTED,
+ * UNREACHABLE, TIMED_OUT, DISCONNECTED, BROKEN, SOCKET_DOWN) or to
+ * abandon it at any time (then it is reset).  Closes the socket unless it
+ * was released.  No handler call after return; never call it from the
+ * conn's own handler. */
+void iwe_cm_conn_destroy(struct iwe_conn *c);
+
+/* Socket Service Points: adopt a consumer's connected TCP socket.
+ * Passive: write final_msg (if any) completely, then watch for the MPA
+ * request with MSG_PEEK, consuming bytes only once a whole valid request
+ * is there; CONNECT_REQUEST, SOCKET_DOWN or BAD_REQUEST follow. */
+int iwe_cm_adopt_passive(struct iwe_device *dev, int fd,
+			 const void *final_msg, size_t final_len,
+			 const struct iwe_cm_params *params,
+			 iwe_cm_handler handler, void *ctx,
+			 struct iwe_conn **out);
+/* Active: send the MPA request on fd at once (state MPA_SENT); events as
+ * for iwe_cm_connect.  TCP_NODELAY is set; other options are kept. */
+int iwe_cm_adopt_active(struct iwe_qp *qp, int fd, const void *pdata,
+			size_t pdata_len, int timeout_ms,
+			const struct iwe_cm_params *params,
+			iwe_cm_handler handler, void *ctx,
+			struct iwe_conn **out);
+/* Hand an adopted socket back: stop watching it and restore its file
+ * status flags; returns the fd, or -1 (EBUSY) once it belongs to an
+ * established connection.  The conn is then destroyed with
+ * iwe_cm_conn_destroy, which no longer closes the socket. */
+int iwe_cm_release_socket(struct iwe_conn *c);
+
+/* Addresses of a conn's socket. */
+void iwe_cm_conn_addrs(const struct iwe_conn *c, struct sockaddr_in *local,
+		       struct sockaddr_in *remote);
+
 #ifdef __cplusplus
 }
 #endif
