@@ -26,6 +26,14 @@
 #define DAPL_PROVIDER_VERSION_MAJOR 0
 #define DAPL_PROVIDER_VERSION_MINOR 1
 
+/* What a consumer may send in connection private data: MPA allows 512
+ * bytes; the engine keeps the rest for IRD/ORD and qualifier mapping. */
+#define DAPL_MAX_PRIVATE_DATA 256
+
+/* Largest single message or RDMA transfer: completions report lengths in
+ * 32 bits, and 1 GiB keeps every offset arithmetic far from overflow. */
+#define DAPL_MAX_MESSAGE (1u << 30)
+
 /* Internal object kinds; also the order in which an abrupt dat_ia_close
  * tears objects down (dependents first). */
 enum dapl_kind {

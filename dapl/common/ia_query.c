@@ -9,14 +9,6 @@
 #include "dapl_evd.h"
 #include <dat2/dat_iw_extensions.h>
 
-/* What a consumer may send in connection private data: MPA allows 512
- * bytes; the engine keeps the rest for IRD/ORD and qualifier mapping. */
-#define DAPL_MAX_PRIVATE_DATA 256
-
-/* Largest single message or RDMA transfer: completions report lengths in
- * 32 bits, and 1 GiB keeps every offset arithmetic far from overflow. */
-#define DAPL_MAX_MESSAGE (1u << 30)
-
 #define STR_(x) #x
 #define STR(x) STR_(x)
 

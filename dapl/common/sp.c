@@ -1,53 +1,408 @@
-/* Stub: not implemented yet. */
+/* Service Points: Public (PSP), Reserved (RSP) and Common (CSP).
+ *
+ * A connection qualifier is the TCP (or UDP) port of the IA's address.
+ * This issue registers qualifiers in a process-wide table, so two Service
+ * Points of this provider cannot claim the same port of the same address
+ * and transport; the next issue binds the real listening socket in
+ * sp_listen_start(), which then also catches other programs' sockets.
+ *
+ * Choices where DAT 2.0 leaves room:
+ *   - Qualifiers outside 1..65535 cannot be ports: DAT_INVALID_PARAMETER
+ *     rather than silently aliasing two qualifiers.
+ *   - dat_psp_create_any picks from the IANA dynamic range 49152..65535,
+ *     round-robin so that consecutive calls give distinct qualifiers even
+ *     after a free.  (The next issue may let the kernel choose an
+ *     ephemeral port instead; the registry stays the arbiter.)
+ *   - An RSP may reserve an unconfigured EP (UNCONFIGURED_RESERVED):
+ *     DAT 2.0 defines that state so the consumer can configure the EP with
+ *     dat_ep_modify before the request arrives.
+ *   - dat_rsp_free returns a still-reserved EP to UNCONNECTED; an EP a CR
+ *     has taken keeps its state.
+ */
 #include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "dapl.h"
+#include "dapl_ep.h"
+#include "dapl_evd.h"
 
-DAT_RETURN dapl_psp_create(DAT_IA_HANDLE a0, DAT_CONN_QUAL a1, DAT_EVD_HANDLE a2, DAT_PSP_FLAGS a3, DAT_PSP_HANDLE * a4)
+#define QUAL_ANY_MIN 49152
+#define QUAL_ANY_MAX 65535
+
+/* -------------------------------------------------- qualifier registry */
+
+static pthread_mutex_t qual_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dapl_sp *qual_list;	/* every live PSP and RSP */
+static DAT_CONN_QUAL qual_cursor = QUAL_ANY_MIN;	/* for create_any */
+
+static int same_port(const struct dapl_sp *a, const struct dapl_sp *b)
 {
+	return a->qual == b->qual && a->transport == b->transport &&
+	       a->addr.s_addr == b->addr.s_addr;
+}
+
+/* Claim sp->qual; DAT_CONN_QUAL_IN_USE if another SP holds it. */
+static DAT_RETURN qual_register(struct dapl_sp *sp)
+{
+	DAT_RETURN r = DAT_SUCCESS;
+
+	pthread_mutex_lock(&qual_lock);
+	for (struct dapl_sp *o = qual_list; o; o = o->qnext)
+		if (same_port(o, sp))
+			r = DAT_CONN_QUAL_IN_USE;
+	if (r == DAT_SUCCESS) {
+		sp->qnext = qual_list;
+		qual_list = sp;
+	}
+	pthread_mutex_unlock(&qual_lock);
+	return r;
+}
+
+static void qual_unregister(struct dapl_sp *sp)
+{
+	pthread_mutex_lock(&qual_lock);
+	for (struct dapl_sp **pp = &qual_list; *pp; pp = &(*pp)->qnext) {
+		if (*pp == sp) {
+			*pp = sp->qnext;
+			break;
+		}
+	}
+	sp->qnext = NULL;
+	pthread_mutex_unlock(&qual_lock);
+}
+
+static DAT_CONN_QUAL qual_next_candidate(void)
+{
+	DAT_CONN_QUAL q;
+
+	pthread_mutex_lock(&qual_lock);
+	q = qual_cursor;
+	qual_cursor = q == QUAL_ANY_MAX ? QUAL_ANY_MIN : q + 1;
+	pthread_mutex_unlock(&qual_lock);
+	return q;
+}
+
+/* ---------------------------------------------------- listening hooks */
+
+/* Start listening on sp->qual.  Next issue: the connection manager binds
+ * and listens on the IA's address and port here, returns
+ * DAT_CONN_QUAL_IN_USE on EADDRINUSE, and turns each MPA request into a
+ * CR (dapl_cr_create).  Until then a Service Point is a claimed qualifier
+ * that never produces a connection request. */
+static DAT_RETURN sp_listen_start(struct dapl_sp *sp)
+{
+	return DAT_SUCCESS;
+}
+
+/* Stop listening; pending connections not yet turned into CRs are
+ * refused as if nobody listened (DAT 2.0 dat_psp_free). */
+static void sp_listen_stop(struct dapl_sp *sp)
+{
+}
+
+/* Claim the qualifier and listen; on failure nothing is held. */
+static DAT_RETURN sp_bind(struct dapl_sp *sp)
+{
+	DAT_RETURN r = qual_register(sp);
+
+	if (r != DAT_SUCCESS)
+		return r;
+	r = sp_listen_start(sp);
+	if (r != DAT_SUCCESS)
+		qual_unregister(sp);
+	return r;
+}
+
+/* The same with a qualifier of our choosing: try every candidate once. */
+static DAT_RETURN sp_bind_any(struct dapl_sp *sp)
+{
+	for (int i = 0; i <= QUAL_ANY_MAX - QUAL_ANY_MIN; i++) {
+		DAT_RETURN r;
+
+		sp->qual = qual_next_candidate();
+		r = sp_bind(sp);
+		if (DAT_GET_TYPE(r) != DAT_CONN_QUAL_IN_USE)
+			return r;
+	}
+	return DAT_CONN_QUAL_UNAVAILABLE;
+}
+
+static void sp_unbind(struct dapl_sp *sp)
+{
+	sp_listen_stop(sp);
+	qual_unregister(sp);
+}
+
+/* ------------------------------------------------------ create / free */
+
+/* Release everything the SP holds and unregister it.  Caller holds
+ * ia->lock; the qualifier is released by the caller after unlocking. */
+static void sp_unlink_locked(struct dapl_sp *sp)
+{
+	if (sp->ep)
+		dapl_ep_unreserve(sp->ep, sp);
+	sp->ep = NULL;
+	dapl_ep_unpin_evd_locked(sp->evd);
+	dapl_obj_fini_locked(&sp->obj);
+}
+
+/* Abrupt IA close: CRs went first; the reserved EP and the EVD go later,
+ * so the reservation and the count are dropped now. */
+static void sp_destroy_cb(struct dapl_obj *obj)
+{
+	struct dapl_sp *sp = (struct dapl_sp *)obj;
+	struct dapl_ia *ia = obj->ia;
+
+	dapl_ia_lock(ia);
+	sp_unlink_locked(sp);
+	dapl_ia_unlock(ia);
+	sp_unbind(sp);
+	free(sp);
+}
+
+/* A new SP with its CR EVD pinned; NULL with *r set otherwise. */
+static struct dapl_sp *sp_alloc(struct dapl_ia *ia, enum dapl_sp_kind kind,
+				DAT_EVD_HANDLE evd_handle, DAT_RETURN *r)
+{
+	struct dapl_sp *sp = calloc(1, sizeof(*sp));
+
+	if (!sp) {
+		*r = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
+		return NULL;
+	}
+	sp->evd = dapl_ep_pin_evd(ia, evd_handle, DAT_EVD_CR_FLAG);
+	if (!sp->evd) {
+		free(sp);
+		*r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_CR;
+		return NULL;
+	}
+	sp->sp_kind = kind;
+	sp->addr = ia->dev_attr.addr.sin_addr;
+	sp->transport = ia->dev_attr.transport;
+	return sp;
+}
+
+/* Undo sp_alloc (and an RSP's reservation). */
+static void sp_discard(struct dapl_ia *ia, struct dapl_sp *sp)
+{
+	dapl_ia_lock(ia);
+	if (sp->ep)
+		dapl_ep_unreserve(sp->ep, sp);
+	dapl_ep_unpin_evd_locked(sp->evd);
+	dapl_ia_unlock(ia);
+	free(sp);
+}
+
+/* Bind (fixed or any qualifier) and register the object; consumes sp. */
+static DAT_RETURN sp_publish(struct dapl_ia *ia, struct dapl_sp *sp, int any,
+			     DAT_HANDLE *out)
+{
+	static const int htype[] = { [DAPL_SP_PSP] = DAT_HANDLE_TYPE_PSP,
+				     [DAPL_SP_RSP] = DAT_HANDLE_TYPE_RSP };
+	static const enum dapl_kind kind[] = { [DAPL_SP_PSP] = DAPL_K_PSP,
+					       [DAPL_SP_RSP] = DAPL_K_RSP };
+	DAT_RETURN r = any ? sp_bind_any(sp) : sp_bind(sp);
+
+	if (r != DAT_SUCCESS) {
+		sp_discard(ia, sp);
+		return r;
+	}
+	r = dapl_obj_init(&sp->obj, ia, kind[sp->sp_kind], htype[sp->sp_kind],
+			  sp_destroy_cb);
+	if (r != DAT_SUCCESS) {
+		sp_unbind(sp);
+		sp_discard(ia, sp);
+		return r;
+	}
+	*out = sp->obj.handle;
+	return DAT_SUCCESS;
+}
+
+static DAT_RETURN psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
+			     int any, DAT_EVD_HANDLE evd_handle,
+			     DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *out,
+			     DAT_CONN_QUAL *qual_out)
+{
+	struct dapl_ia *ia = dapl_obj_get(ia_handle, DAT_HANDLE_TYPE_IA);
+	struct dapl_sp *sp;
+	DAT_RETURN r;
+
+	if (!ia)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA;
+	if (any ? !qual_out : !dapl_qual_ok(qual))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
+	if (!out)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
+	sp = sp_alloc(ia, DAPL_SP_PSP, evd_handle, &r);
+	if (!sp)
+		return r;
+	sp->qual = qual;
+	sp->psp_flags = flags;
+	r = sp_publish(ia, sp, any, out);
+	if (r == DAT_SUCCESS && any)
+		*qual_out = sp->qual;
+	return r;
+}
+
+DAT_RETURN dapl_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
+			   DAT_EVD_HANDLE evd_handle, DAT_PSP_FLAGS flags,
+			   DAT_PSP_HANDLE *psp_handle)
+{
+	return psp_create(ia_handle, qual, 0, evd_handle, flags, psp_handle,
+			  NULL);
+}
+
+DAT_RETURN dapl_psp_create_any(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL *qual,
+			       DAT_EVD_HANDLE evd_handle, DAT_PSP_FLAGS flags,
+			       DAT_PSP_HANDLE *psp_handle)
+{
+	return psp_create(ia_handle, 0, 1, evd_handle, flags, psp_handle,
+			  qual);
+}
+
+/* Free a PSP or RSP whose handle has been looked up as 'htype'. */
+static DAT_RETURN sp_free(DAT_HANDLE handle, int htype, DAT_RETURN bad)
+{
+	struct dapl_sp *sp = dapl_obj_get(handle, htype);
+	struct dapl_ia *ia;
+
+	if (!sp)
+		return DAT_INVALID_HANDLE | bad;
+	ia = sp->obj.ia;
+	dapl_ia_lock(ia);
+	/* Re-check under the lock: a concurrent free may have won. */
+	if (dapl_obj_get(handle, htype) != sp) {
+		dapl_ia_unlock(ia);
+		return DAT_INVALID_HANDLE | bad;
+	}
+	/* CRs already generated are independent of their SP (DAT 2.0). */
+	sp_unlink_locked(sp);
+	dapl_ia_unlock(ia);
+	sp_unbind(sp);
+	free(sp);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_psp_free(DAT_PSP_HANDLE psp_handle)
+{
+	return sp_free(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP);
+}
+
+DAT_RETURN dapl_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask,
+			  DAT_PSP_PARAM *param)
+{
+	struct dapl_sp *sp = dapl_obj_get(psp_handle, DAT_HANDLE_TYPE_PSP);
+
+	if (!sp)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PSP;
+	if (mask & ~DAT_PSP_FIELD_ALL)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!param)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	/* The consumer knows its IA by the registry's index, not by ours. */
+	param->ia_handle = dapl_ia_consumer_handle(sp->obj.ia);
+	param->conn_qual = sp->qual;
+	param->evd_handle = sp->evd->obj.handle;
+	param->psp_flags = sp->psp_flags;
+	return DAT_SUCCESS;
+}
+
+/* --------------------------------------------------------------- RSP */
+
+DAT_RETURN dapl_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
+			   DAT_EP_HANDLE ep_handle, DAT_EVD_HANDLE evd_handle,
+			   DAT_RSP_HANDLE *rsp_handle)
+{
+	struct dapl_ia *ia = dapl_obj_get(ia_handle, DAT_HANDLE_TYPE_IA);
+	struct dapl_ep *ep;
+	struct dapl_sp *sp;
+	DAT_RETURN r;
+
+	if (!ia)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA;
+	if (!dapl_qual_ok(qual))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!rsp_handle)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
+	sp = sp_alloc(ia, DAPL_SP_RSP, evd_handle, &r);
+	if (!sp)
+		return r;
+	sp->qual = qual;
+	dapl_ia_lock(ia);
+	/* Looked up under ia->lock so that dat_ep_free cannot interleave. */
+	ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	if (!ep || ep->obj.ia != ia)
+		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	else
+		r = dapl_ep_reserve(ep, sp);
+	if (r == DAT_SUCCESS)
+		sp->ep = ep;
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS) {
+		sp_discard(ia, sp);
+		return r;
+	}
+	return sp_publish(ia, sp, 0, rsp_handle);
+}
+
+DAT_RETURN dapl_rsp_free(DAT_RSP_HANDLE rsp_handle)
+{
+	return sp_free(rsp_handle, DAT_HANDLE_TYPE_RSP, DAT_INVALID_HANDLE_RSP);
+}
+
+DAT_RETURN dapl_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask,
+			  DAT_RSP_PARAM *param)
+{
+	struct dapl_sp *sp = dapl_obj_get(rsp_handle, DAT_HANDLE_TYPE_RSP);
+
+	if (!sp)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RSP;
+	if (mask & ~DAT_RSP_FIELD_ALL)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!param)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	param->ia_handle = dapl_ia_consumer_handle(sp->obj.ia);
+	param->conn_qual = sp->qual;
+	param->evd_handle = sp->evd->obj.handle;
+	dapl_ia_lock(sp->obj.ia);
+	param->ep_handle = sp->ep ? sp->ep->obj.handle : DAT_HANDLE_NULL;
+	dapl_ia_unlock(sp->obj.ia);
+	return DAT_SUCCESS;
+}
+
+/* --------------------------------------------------------------- CSP */
+
+/* Common Service Points (one listening point shared by many processes,
+ * addressed by a DAT_COMM socket description) are not part of this
+ * provider: the engine maps one qualifier to one port of one IA, and
+ * Debian's libdat2 does not even export dat_csp_*.  The handles are still
+ * checked, so a misrouted handle gets the answer it deserves. */
+DAT_RETURN dapl_csp_create(DAT_IA_HANDLE ia_handle, DAT_COMM *comm,
+			   DAT_IA_ADDRESS_PTR addr, DAT_EVD_HANDLE evd_handle,
+			   DAT_CSP_HANDLE *csp_handle)
+{
+	if (!dapl_obj_get(ia_handle, DAT_HANDLE_TYPE_IA))
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA;
 	return DAT_NOT_IMPLEMENTED;
 }
 
-DAT_RETURN dapl_psp_create_any(DAT_IA_HANDLE a0, DAT_CONN_QUAL * a1, DAT_EVD_HANDLE a2, DAT_PSP_FLAGS a3, DAT_PSP_HANDLE * a4)
+/* No CSP ever exists, so every handle is invalid. */
+DAT_RETURN dapl_csp_query(DAT_CSP_HANDLE csp_handle, DAT_CSP_PARAM_MASK mask,
+			  DAT_CSP_PARAM *param)
 {
+	if (!dapl_obj_get(csp_handle, DAT_HANDLE_TYPE_CSP))
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CSP;
 	return DAT_NOT_IMPLEMENTED;
 }
 
-DAT_RETURN dapl_psp_query(DAT_PSP_HANDLE a0, DAT_PSP_PARAM_MASK a1, DAT_PSP_PARAM * a2)
+DAT_RETURN dapl_csp_free(DAT_CSP_HANDLE csp_handle)
 {
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_psp_free(DAT_PSP_HANDLE a0)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_rsp_create(DAT_IA_HANDLE a0, DAT_CONN_QUAL a1, DAT_EP_HANDLE a2, DAT_EVD_HANDLE a3, DAT_RSP_HANDLE * a4)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_rsp_query(DAT_RSP_HANDLE a0, DAT_RSP_PARAM_MASK a1, DAT_RSP_PARAM * a2)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_rsp_free(DAT_RSP_HANDLE a0)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_csp_create(DAT_IA_HANDLE a0, DAT_COMM * a1, DAT_IA_ADDRESS_PTR a2, DAT_EVD_HANDLE a3, DAT_CSP_HANDLE * a4)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_csp_query(DAT_CSP_HANDLE a0, DAT_CSP_PARAM_MASK a1, DAT_CSP_PARAM * a2)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-DAT_RETURN dapl_csp_free(DAT_CSP_HANDLE a0)
-{
+	if (!dapl_obj_get(csp_handle, DAT_HANDLE_TYPE_CSP))
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CSP;
 	return DAT_NOT_IMPLEMENTED;
 }

@@ -94,8 +94,9 @@ static void test_open_variants(void)
 		CHECK_RET(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS, "first IA closes");
 	}
 	evd = DAT_HANDLE_NULL;
-	CHECK_RET(dat_ia_open((DAT_NAME_PTR)test_ia_name(), 8, &evd, NULL), DAT_INVALID_PARAMETER,
-		  "dat_ia_open with a NULL IA pointer -> DAT_INVALID_PARAMETER");
+	/* libdat2 itself answers this one before reaching the provider. */
+	CHECK_RET(dat_ia_open((DAT_NAME_PTR)test_ia_name(), 8, &evd, NULL), DAT_INVALID_HANDLE,
+		  "dat_ia_open with a NULL IA pointer -> DAT_INVALID_HANDLE (registry)");
 	CHECK_RET(dat_ia_open((DAT_NAME_PTR)"no-such-ia", 8, &evd, &ia), DAT_PROVIDER_NOT_FOUND,
 		  "dat_ia_open of an unregistered name -> DAT_PROVIDER_NOT_FOUND");
 	evd = DAT_HANDLE_NULL;
@@ -114,7 +115,8 @@ static void test_close_in_use(void)
 	CHECK_RET(dat_pz_create(ia, &pz), DAT_SUCCESS, "PZ created");
 	CHECK_RET(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_INVALID_STATE,
 		  "graceful close with a live PZ -> DAT_INVALID_STATE");
-	CHECK_RET(dat_pz_query(pz, 0, NULL), DAT_SUCCESS, "PZ still usable after the refused close");
+	DAT_PZ_PARAM pzp;
+	CHECK_RET(dat_pz_query(pz, DAT_PZ_FIELD_ALL, &pzp), DAT_SUCCESS, "PZ still usable after the refused close");
 	CHECK_RET(dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
 		  "abrupt close with a live PZ succeeds");
 	CHECK_RET(dat_get_handle_type(pz, &t), DAT_INVALID_HANDLE,

@@ -1,0 +1,229 @@
+/* Endpoints, Service Points (PSP, RSP), Connection Requests and Shared
+ * Receive Queues.
+ *
+ * These are the objects of the connection model.  This issue gives them
+ * their state, their dependencies and full argument checking; the engine's
+ * QPs and the connection manager attach to them in the next issue through
+ * the functions declared here (and the SSP extension uses the same ones).
+ *
+ * Dependencies are counted in obj.users under ia->lock, as everywhere:
+ *   - an EP counts one user on its PZ, on each of its EVDs (once per role,
+ *     so an EVD serving two roles is counted twice) and on its SRQ;
+ *   - a PSP or RSP counts one user on its CR EVD;
+ *   - an SRQ counts one user on its PZ.
+ * EP state and the EP <-> RSP/CR links also change under ia->lock only.
+ */
+#ifndef DAPL_EP_H
+#define DAPL_EP_H
+
+#include "dapl.h"
+
+struct dapl_pz;
+struct dapl_evd;
+struct dapl_sp;
+struct dapl_cr;
+struct dapl_srq;
+
+/* Limits the IA reports in dat_ia_query (ia_query.c keeps its own copy;
+ * the values must agree).  Private data: what MPA allows minus what the
+ * engine keeps for IRD/ORD.  Messages: lengths are 32-bit in completions
+ * and 1 GiB keeps offset arithmetic far from overflow. */
+
+/* Connection qualifiers are TCP (or UDP) ports: 1..65535. */
+#define DAPL_QUAL_MIN 1
+#define DAPL_QUAL_MAX 65535
+
+/* ------------------------------------------------------------- EP */
+
+struct dapl_ep {
+	struct dapl_obj obj;
+	/* Always the exact DAT state, UNCONFIGURED_* variants included; change
+	 * it only through dapl_ep_set_state(). */
+	DAT_EP_STATE state;
+	struct dapl_pz *pz;
+	struct dapl_evd *recv_evd;
+	struct dapl_evd *request_evd;
+	struct dapl_evd *connect_evd;
+	struct dapl_srq *srq;
+	DAT_EP_ATTR attr;		/* normalized: no zero "defaults" left */
+	DAT_COUNT soft_hw, hard_hw;	/* dat_ep_set_watermark */
+	/* Addressing, filled by the connection manager. */
+	DAT_PORT_QUAL local_port;
+	DAT_SOCK_ADDR6 remote_addr;	/* AF_UNSPEC until connected */
+	DAT_PORT_QUAL remote_port;
+	/* The RSP (or SSP) that reserved it, or NULL: opaque here. */
+	const void *reserved_by;
+	struct dapl_cr *cr;		/* the pending CR it belongs to, or NULL */
+	int provider_created;		/* made for a PSP_PROVIDER_FLAG CR */
+	/* Work posted and not yet completed (dat_ep_get_status,
+	 * dat_ep_recv_query).  Always 0 until the data path exists. */
+	DAT_COUNT posted_recvs;
+	DAT_COUNT posted_requests;
+	void *qp;			/* engine QP: next issue */
+};
+
+/* What a work request carries to its completion: the engine returns it as
+ * ibv_wc.wr_id.  The operation and length are kept because verbs leaves
+ * wc.opcode undefined on error and byte_len defined for receives only. */
+struct dapl_wr_ctx {
+	struct dapl_ep *ep;
+	DAT_DTO_COOKIE cookie;
+	DAT_DTOS op;
+	DAT_SEG_LENGTH length;		/* bytes posted (sends, RDMA) */
+	DAT_COMPLETION_FLAGS flags;
+};
+
+/* Convert an engine completion into a DAT_DTO_COMPLETION_EVENT.  Fills
+ * event_number and event_data; the caller sets evd_handle.  (Also declared
+ * in dapl_evd.h.) */
+void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event);
+
+/* The DAT_INVALID_STATE subtype that names a state. */
+DAT_RETURN dapl_ep_state_subtype(DAT_EP_STATE state);
+/* DAT_INVALID_STATE | the subtype of the EP's current state. */
+DAT_RETURN dapl_ep_state_error(const struct dapl_ep *ep);
+
+/* Whether the EP has what a connection needs: a PZ and its three EVDs
+ * (receives go to the recv EVD even when they come from an SRQ). */
+int dapl_ep_is_configured(const struct dapl_ep *ep);
+
+/* Set the EP's state.  Pass the configured form (UNCONNECTED, RESERVED,
+ * PASSIVE_CONNECTION_PENDING, TENTATIVE_CONNECTION_PENDING, ...): the EP
+ * lands in the matching UNCONFIGURED_* state when it lacks its PZ or an
+ * EVD.  Caller holds ia->lock. */
+void dapl_ep_set_state(struct dapl_ep *ep, DAT_EP_STATE state);
+/* The configured form of a state (UNCONFIGURED_RESERVED -> RESERVED...). */
+DAT_EP_STATE dapl_ep_base_state(DAT_EP_STATE state);
+
+/* DAT_SUCCESS when the EP may start a connection (active connect, SSP
+ * socket connect, accept): configured and UNCONNECTED.  Otherwise
+ * DAT_INVALID_STATE with the state's subtype, or for an unconfigured EP the
+ * subtype naming what is missing (EP_PZ, EP_EVD_*).  Caller holds
+ * ia->lock. */
+DAT_RETURN dapl_ep_check_connectable(const struct dapl_ep *ep);
+
+/* Reserve an UNCONNECTED EP (configured or not) for an RSP or SSP: it
+ * becomes RESERVED (UNCONFIGURED_RESERVED).  Returns the state error
+ * otherwise.  Caller holds ia->lock. */
+DAT_RETURN dapl_ep_reserve(struct dapl_ep *ep, const void *owner);
+/* Drop the reservation of 'owner'; an EP still RESERVED goes back to
+ * UNCONNECTED, one that moved on (a CR took it) keeps its state.  Caller
+ * holds ia->lock. */
+void dapl_ep_unreserve(struct dapl_ep *ep, const void *owner);
+
+/* An EP the provider creates for a PSP_PROVIDER_FLAG connection request:
+ * no PZ, no EVDs, default attributes, UNCONFIGURED_UNCONNECTED until the
+ * consumer dat_ep_modify's it. */
+DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out);
+/* Free an EP whatever its state, releasing its counts (abrupt close, or a
+ * provider-created EP whose CR is rejected).  Takes ia->lock. */
+void dapl_ep_destroy(struct dapl_ep *ep);
+
+/* --------------------------------------------------- Service Points */
+
+enum dapl_sp_kind { DAPL_SP_PSP, DAPL_SP_RSP };
+
+struct dapl_sp {
+	struct dapl_obj obj;
+	enum dapl_sp_kind sp_kind;
+	DAT_CONN_QUAL qual;
+	struct dapl_evd *evd;		/* CR EVD */
+	DAT_PSP_FLAGS psp_flags;	/* PSP */
+	struct dapl_ep *ep;		/* RSP: the reserved EP */
+	/* Process-wide registry of qualifiers in use (sp.c). */
+	struct in_addr addr;
+	enum iwe_transport transport;
+	struct dapl_sp *qnext;
+	void *listener;			/* engine listener: next issue */
+};
+
+/* ------------------------------------------------- Connection Request */
+
+struct dapl_cr {
+	struct dapl_obj obj;
+	/* The Service Point is referenced by handle, not pointer: freeing it
+	 * has no effect on its CRs (DAT 2.0), and a stale handle is safe. */
+	DAT_HANDLE sp_handle;
+	DAT_CONN_QUAL conn_qual;
+	struct dapl_ep *ep;		/* RSP's / provider-created EP, or NULL */
+	DAT_SOCK_ADDR6 remote_addr;
+	DAT_PORT_QUAL remote_port;
+	DAT_COUNT pd_size;
+	unsigned char pd[IWE_MAX_PRIVATE_DATA];
+	void *conn;			/* engine connection: next issue */
+};
+
+/* What the connection manager knows when a request arrives. */
+struct dapl_cr_info {
+	DAT_HANDLE sp_handle;		/* PSP, RSP or SSP handle */
+	DAT_CONN_QUAL conn_qual;
+	struct dapl_ep *ep;		/* optional local EP (see struct dapl_cr) */
+	const struct sockaddr *remote;	/* AF_INET or AF_INET6 */
+	DAT_PORT_QUAL remote_port;	/* the requesting side's port */
+	const void *pd;
+	DAT_COUNT pd_size;		/* truncated to IWE_MAX_PRIVATE_DATA */
+	void *conn;
+};
+
+/* Create and register a CR.  A given EP moves to PASSIVE_CONNECTION_PENDING
+ * (or UNCONFIGURED_PASSIVE) and is linked to the CR; it must be RESERVED
+ * (RSP, SSP) or provider-created and UNCONNECTED, else DAT_INVALID_STATE. */
+DAT_RETURN dapl_cr_create(struct dapl_ia *ia, const struct dapl_cr_info *info,
+			  struct dapl_cr **out);
+/* Unregister and free a CR once accepted, rejected or handed off: the EP
+ * is unlinked, its state is left to the caller.  Takes ia->lock. */
+void dapl_cr_free(struct dapl_cr *cr);
+
+/* ----------------------------------------------- Shared Receive Queue */
+
+struct dapl_srq {
+	struct dapl_obj obj;
+	struct dapl_pz *pz;
+	DAT_SRQ_STATE state;
+	DAT_COUNT max_recv_dtos;
+	DAT_COUNT max_recv_iov;
+	DAT_COUNT low_watermark;
+	DAT_COUNT available;		/* posted, not yet consumed */
+	DAT_COUNT outstanding;		/* consumed by a message, not dequeued */
+	void *engine_srq;		/* next issue */
+};
+
+/* ------------------------------------------ checks shared by modules */
+
+/* Look up an EVD of 'ia' that carries stream 'flag' and count one more
+ * user of it, atomically with dat_evd_free.  NULL when the handle is bad,
+ * not an EVD, of another IA or without the flag. */
+struct dapl_evd *dapl_ep_pin_evd(struct dapl_ia *ia, DAT_EVD_HANDLE h,
+				 DAT_EVD_FLAGS flag);
+void dapl_ep_unpin_evd_locked(struct dapl_evd *evd);
+
+/* Same for an SRQ of 'ia' (srq.c); NULL when the handle is bad. */
+struct dapl_srq *dapl_srq_pin(struct dapl_ia *ia, DAT_SRQ_HANDLE h);
+void dapl_srq_unpin_locked(struct dapl_srq *srq);
+
+/* Validate a local IOV against the LMRs of a PZ: each non-empty segment
+ * must lie inside a live LMR of 'pz' whose privileges include 'priv'
+ * (DAT_MEM_PRIV_LOCAL_READ_FLAG or _LOCAL_WRITE_FLAG).  Adds the lengths
+ * into *total.  Errors (DAT 2.0 post_* return values):
+ *   unknown LMR or missing privilege -> DAT_PRIVILEGES_VIOLATION,
+ *   LMR of another PZ                -> DAT_PROTECTION_VIOLATION,
+ *   segment outside its LMR          -> DAT_INVALID_PARAMETER | iov_arg.
+ * Caller holds ia->lock. */
+DAT_RETURN dapl_ep_iov_check_locked(struct dapl_ia *ia,
+				    const struct dapl_pz *pz, DAT_COUNT n,
+				    const DAT_LMR_TRIPLET *iov,
+				    DAT_MEM_PRIV_FLAGS priv,
+				    DAT_RETURN iov_arg, uint64_t *total);
+
+/* Private data bounds of connect/accept/reject. */
+static inline int dapl_pd_size_ok(DAT_COUNT size)
+{
+	return size >= 0 && size <= DAPL_MAX_PRIVATE_DATA;
+}
+
+static inline int dapl_qual_ok(DAT_CONN_QUAL q)
+{
+	return q >= DAPL_QUAL_MIN && q <= DAPL_QUAL_MAX;
+}
+
+#endif

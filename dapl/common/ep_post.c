@@ -1,0 +1,598 @@
+/* Endpoints: connection calls, work posting and completion conversion.
+ *
+ * This issue checks every argument and state exactly as the finished
+ * provider will, then stops at a clearly named hook (ep_connect_start,
+ * ep_disconnect_start, ep_post_start) that returns DAT_NOT_IMPLEMENTED until
+ * the engine's QPs and connection manager arrive in the next issue.
+ *
+ * Choices where DAT 2.0 leaves room:
+ *   - Addresses: the engine speaks IPv4 only, so any other family is
+ *     DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED.
+ *   - Connection qualifiers are TCP/UDP ports: 1..65535, else
+ *     DAT_INVALID_PARAMETER on that argument.
+ *   - Timeouts must be positive (DAT 2.0: "Values must be positive").
+ *   - DAT_CONNECT_MULTIPATH_REQUESTED_FLAG is honoured with a single path;
+ *     DAT_CONNECT_MULTIPATH_REQUIRED_FLAG cannot be, and the IA reports
+ *     supports_multipath FALSE: DAT_MODEL_NOT_SUPPORTED.
+ *   - dat_ep_disconnect on a DISCONNECTED EP succeeds (nothing to do); on an
+ *     EP that never connected (or whose CR is pending) it is
+ *     DAT_INVALID_STATE.
+ *   - Local read privilege is not enforced on send / RDMA write sources:
+ *     no RDMA device can, and consumers routinely register send buffers
+ *     without DAT_MEM_PRIV_LOCAL_READ_FLAG.  Local write is enforced for
+ *     receive and RDMA read sinks.
+ */
+#include "config.h"
+
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dapl.h"
+#include "dapl_ep.h"
+#include "dapl_evd.h"
+#include "dapl_mem.h"
+
+/* Per-post completion flags.  Solicited wait marks a send as solicited;
+ * it means nothing on RDMA.  Receives may only be unsignalled (or wait for
+ * solicited sends). */
+#define POST_SEND_FLAGS                                                   \
+	(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | \
+	 DAT_COMPLETION_UNSIGNALLED_FLAG | DAT_COMPLETION_BARRIER_FENCE_FLAG)
+#define POST_RDMA_FLAGS                                                   \
+	(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG | \
+	 DAT_COMPLETION_BARRIER_FENCE_FLAG)
+#define POST_RECV_FLAGS                                                   \
+	(DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)
+
+/* ------------------------------------------------------------ checks */
+
+static DAT_RETURN addr_check(DAT_IA_ADDRESS_PTR addr, DAT_RETURN arg)
+{
+	if (!addr)
+		return DAT_INVALID_PARAMETER | arg;
+	if (addr->sa_family != AF_INET)
+		return DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED;
+	return DAT_SUCCESS;
+}
+
+static DAT_RETURN pd_check(DAT_COUNT size, const void *pd, DAT_RETURN size_arg,
+			   DAT_RETURN pd_arg)
+{
+	if (!dapl_pd_size_ok(size))
+		return DAT_INVALID_PARAMETER | size_arg;
+	if (size > 0 && !pd)
+		return DAT_INVALID_PARAMETER | pd_arg;
+	return DAT_SUCCESS;
+}
+
+static DAT_RETURN connect_flags_check(DAT_CONNECT_FLAGS flags, DAT_RETURN arg)
+{
+	if (flags == DAT_CONNECT_DEFAULT_FLAG ||
+	    flags == DAT_CONNECT_MULTIPATH_REQUESTED_FLAG)
+		return DAT_SUCCESS;
+	if (flags == DAT_CONNECT_MULTIPATH_REQUIRED_FLAG)
+		return DAT_MODEL_NOT_SUPPORTED;
+	return DAT_INVALID_PARAMETER | arg;
+}
+
+static int ep_connected(const struct dapl_ep *ep)
+{
+	return ep->state == DAT_EP_STATE_CONNECTED ||
+	       ep->state == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
+	       ep->state == DAT_EP_STATE_CONNECTED_MULTI_PATH;
+}
+
+static DAT_RETURN ep_connectable(struct dapl_ep *ep)
+{
+	DAT_RETURN r;
+
+	dapl_ia_lock(ep->obj.ia);
+	r = dapl_ep_check_connectable(ep);
+	dapl_ia_unlock(ep->obj.ia);
+	return r;
+}
+
+/* ------------------------------------------------- connection hooks */
+
+/* Start an active connection: the connection manager (TCP connect, MPA
+ * request, ACTIVE_CONNECTION_PENDING) comes with the next issue. */
+static DAT_RETURN ep_connect_start(struct dapl_ep *ep,
+				   const struct sockaddr_in *dst,
+				   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
+				   DAT_COUNT pd_size, const void *pd)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+/* Tear a connection down (graceful: MPA/TCP close; abrupt: flush). */
+static DAT_RETURN ep_disconnect_start(struct dapl_ep *ep, DAT_CLOSE_FLAGS how)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+/* --------------------------------------------------------- connecting */
+
+DAT_RETURN dapl_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr,
+			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
+			   DAT_COUNT pd_size, const DAT_PVOID pd, DAT_QOS qos,
+			   DAT_CONNECT_FLAGS flags)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_RETURN r;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if ((r = addr_check(addr, DAT_INVALID_ARG2)))
+		return r;
+	if (!dapl_qual_ok(qual))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	if (timeout == 0)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
+	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG5, DAT_INVALID_ARG6)))
+		return r;
+	if (qos != DAT_QOS_BEST_EFFORT)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG7;
+	if ((r = connect_flags_check(flags, DAT_INVALID_ARG8)))
+		return r;
+	if ((r = ep_connectable(ep)))
+		return r;
+	return ep_connect_start(ep, (const struct sockaddr_in *)addr, qual,
+				timeout, pd_size, pd);
+}
+
+/* Connecting to a Common Service Point: the remote address carries the
+ * port.  CSPs are not part of this provider (see sp.c), but an EP may
+ * still reach another provider's CSP once the connection manager exists. */
+DAT_RETURN dapl_ep_common_connect(DAT_EP_HANDLE ep_handle,
+				  DAT_IA_ADDRESS_PTR addr, DAT_TIMEOUT timeout,
+				  DAT_COUNT pd_size, const DAT_PVOID pd)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	const struct sockaddr_in *sin;
+	DAT_RETURN r;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if ((r = addr_check(addr, DAT_INVALID_ARG2)))
+		return r;
+	sin = (const struct sockaddr_in *)addr;
+	if (sin->sin_port == 0)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (timeout == 0)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5)))
+		return r;
+	if ((r = ep_connectable(ep)))
+		return r;
+	return ep_connect_start(ep, sin, ntohs(sin->sin_port), timeout,
+				pd_size, pd);
+}
+
+/* A connection to the same remote EP as 'dup', which must be connected. */
+DAT_RETURN dapl_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle,
+			       DAT_TIMEOUT timeout, DAT_COUNT pd_size,
+			       const DAT_PVOID pd, DAT_QOS qos)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct dapl_ep *dup = dapl_obj_get(dup_handle, DAT_HANDLE_TYPE_EP);
+	DAT_RETURN r;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (!dup || dup->obj.ia != ep->obj.ia || dup == ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE2;
+	if (timeout == 0)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5)))
+		return r;
+	if (qos != DAT_QOS_BEST_EFFORT)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
+	dapl_ia_lock(ep->obj.ia);
+	r = dapl_ep_check_connectable(ep);
+	if (r == DAT_SUCCESS && !ep_connected(dup))
+		r = dapl_ep_state_error(dup);
+	dapl_ia_unlock(ep->obj.ia);
+	if (r != DAT_SUCCESS)
+		return r;
+	/* Next issue: connect to dup's remote address and port. */
+	return DAT_NOT_IMPLEMENTED;
+}
+
+DAT_RETURN dapl_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_EP_STATE state;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	dapl_ia_lock(ep->obj.ia);
+	state = ep->state;
+	dapl_ia_unlock(ep->obj.ia);
+	switch (dapl_ep_base_state(state)) {
+	case DAT_EP_STATE_DISCONNECTED:
+		return DAT_SUCCESS;
+	case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
+	case DAT_EP_STATE_CONNECTED:
+	case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
+	case DAT_EP_STATE_CONNECTED_MULTI_PATH:
+	case DAT_EP_STATE_DISCONNECT_PENDING:
+	case DAT_EP_STATE_COMPLETION_PENDING:
+		return ep_disconnect_start(ep, flags);
+	default:
+		/* Never connected, or a CR is pending (reject it instead). */
+		return DAT_INVALID_STATE | dapl_ep_state_subtype(state);
+	}
+}
+
+/* ---------------------------------------------------------- memory */
+
+static DAT_RETURN priv_subtype(DAT_MEM_PRIV_FLAGS priv)
+{
+	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PRIVILEGES_WRITE
+						      : DAT_PRIVILEGES_READ;
+}
+
+static DAT_RETURN prot_subtype(DAT_MEM_PRIV_FLAGS priv)
+{
+	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PROTECTION_WRITE
+						      : DAT_PROTECTION_READ;
+}
+
+/* DAT 2.0 post_* returns: an unknown LMR or a missing privilege is a
+ * privileges violation, an LMR of another PZ a protection violation, a
+ * segment outside its LMR an invalid parameter.  The LMR look-up walks the
+ * IA's LMRs; the data path of the next issue validates with the engine's
+ * O(1) STag table instead, and keeps this for the privilege check. */
+DAT_RETURN dapl_ep_iov_check_locked(struct dapl_ia *ia,
+				    const struct dapl_pz *pz, DAT_COUNT n,
+				    const DAT_LMR_TRIPLET *iov,
+				    DAT_MEM_PRIV_FLAGS priv,
+				    DAT_RETURN iov_arg, uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	for (DAT_COUNT i = 0; i < n; i++) {
+		const DAT_LMR_TRIPLET *t = &iov[i];
+		const struct dapl_lmr *lmr;
+
+		/* DAT: with a zero length the other fields may be invalid. */
+		if (t->segment_length == 0)
+			continue;
+		lmr = dapl_lmr_find_locked(ia, t->lmr_context);
+		if (!lmr)
+			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
+		if (lmr->pz != pz)
+			return DAT_PROTECTION_VIOLATION | prot_subtype(priv);
+		if ((lmr->mem_priv & priv) != priv)
+			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
+		if (!dapl_lmr_covers(lmr, t->virtual_address, t->segment_length))
+			return DAT_INVALID_PARAMETER | iov_arg;
+		sum += t->segment_length;
+	}
+	*total = sum;
+	return DAT_SUCCESS;
+}
+
+/* ------------------------------------------------------------ posting */
+
+/* One post call, as its entry point describes it. */
+struct post {
+	DAT_DTOS op;
+	DAT_COUNT n;
+	const DAT_LMR_TRIPLET *iov;
+	const DAT_RMR_TRIPLET *remote;	/* RDMA only */
+	DAT_DTO_COOKIE cookie;
+	DAT_COMPLETION_FLAGS flags;
+	uint64_t total;			/* filled by the checks */
+};
+
+/* Hand the work request to the engine QP: next issue.  It will build a
+ * struct dapl_wr_ctx (ep, cookie, op, length, flags) as the wr_id. */
+static DAT_RETURN ep_post_start(struct dapl_ep *ep, const struct post *p)
+{
+	return DAT_NOT_IMPLEMENTED;
+}
+
+static DAT_COUNT iov_limit(const struct dapl_ep *ep, DAT_DTOS op)
+{
+	switch (op) {
+	case DAT_DTO_RECEIVE:
+		return ep->attr.max_recv_iov;
+	case DAT_DTO_RDMA_READ:
+		return ep->attr.max_rdma_read_iov;
+	case DAT_DTO_RDMA_WRITE:
+		return ep->attr.max_rdma_write_iov;
+	default:
+		return ep->attr.max_request_iov;
+	}
+}
+
+/* Receives may be posted before a connection exists (DAT: so that the
+ * first message finds a buffer), but need somewhere to complete. */
+static DAT_RETURN recv_state_check(const struct dapl_ep *ep)
+{
+	if (ep->srq)	/* its receives come from the SRQ */
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	if (!ep->pz)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_PZ;
+	if (!ep->recv_evd)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_RECV;
+	return DAT_SUCCESS;
+}
+
+/* Total lengths against the EP's limits and the remote segment. */
+static DAT_RETURN length_check(const struct dapl_ep *ep, const struct post *p)
+{
+	switch (p->op) {
+	case DAT_DTO_SEND:
+		return p->total > ep->attr.max_message_size ? DAT_LENGTH_ERROR
+							    : DAT_SUCCESS;
+	case DAT_DTO_RDMA_WRITE:
+		if (p->total > ep->attr.max_rdma_size ||
+		    p->total > p->remote->segment_length)
+			return DAT_LENGTH_ERROR;
+		return DAT_SUCCESS;
+	case DAT_DTO_RDMA_READ:
+		if (p->remote->segment_length > ep->attr.max_rdma_size ||
+		    p->remote->segment_length > p->total)
+			return DAT_LENGTH_ERROR;
+		return DAT_SUCCESS;
+	default:
+		return DAT_SUCCESS;
+	}
+}
+
+/* IOV count and pointer (arguments 2 and 3 of every LMR post), state,
+ * memory, lengths.  Caller holds ia->lock. */
+static DAT_RETURN post_check_locked(struct dapl_ep *ep, struct post *p)
+{
+	int sink = p->op == DAT_DTO_RECEIVE || p->op == DAT_DTO_RDMA_READ;
+	DAT_RETURN r;
+
+	if (p->n < 0 || p->n > iov_limit(ep, p->op))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (p->n > 0 && !p->iov)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	if (p->op == DAT_DTO_RECEIVE)
+		r = recv_state_check(ep);
+	else
+		r = ep_connected(ep) ? DAT_SUCCESS : dapl_ep_state_error(ep);
+	if (r != DAT_SUCCESS)
+		return r;
+	r = dapl_ep_iov_check_locked(ep->obj.ia, ep->pz, p->n, p->iov,
+				     sink ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+					  : DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_INVALID_ARG3, &p->total);
+	if (r != DAT_SUCCESS)
+		return r;
+	return length_check(ep, p);
+}
+
+/* Common path of the LMR posts; flags_arg is the completion flags'
+ * argument number, 'allowed' the flags that post accepts. */
+static DAT_RETURN post_lmr(DAT_EP_HANDLE ep_handle, struct post *p,
+			   DAT_COMPLETION_FLAGS allowed, DAT_RETURN flags_arg)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_RETURN r;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (p->flags & ~allowed)
+		return DAT_INVALID_PARAMETER | flags_arg;
+	dapl_ia_lock(ep->obj.ia);
+	/* dat.h: no unsignalled receive on an EP configured with the EVD
+	 * threshold flag for receives. */
+	if (p->op == DAT_DTO_RECEIVE &&
+	    (p->flags & DAT_COMPLETION_UNSIGNALLED_FLAG) &&
+	    (ep->attr.recv_completion_flags & DAT_COMPLETION_EVD_THRESHOLD_FLAG))
+		r = DAT_INVALID_PARAMETER | flags_arg;
+	else
+		r = post_check_locked(ep, p);
+	dapl_ia_unlock(ep->obj.ia);
+	if (r != DAT_SUCCESS)
+		return r;
+	return ep_post_start(ep, p);
+}
+
+DAT_RETURN dapl_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
+			     DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+			     DAT_COMPLETION_FLAGS flags)
+{
+	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0 };
+
+	return post_lmr(ep_handle, &p, POST_SEND_FLAGS, DAT_INVALID_ARG5);
+}
+
+DAT_RETURN dapl_ep_post_send_with_invalidate(DAT_EP_HANDLE ep_handle,
+					     DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+					     DAT_DTO_COOKIE cookie,
+					     DAT_COMPLETION_FLAGS flags,
+					     DAT_BOOLEAN invalidate,
+					     DAT_RMR_CONTEXT rmr_context)
+{
+	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0 };
+
+	if (invalidate != DAT_TRUE && invalidate != DAT_FALSE)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
+	/* Next issue: RDMAP Send with Invalidate carries rmr_context. */
+	return post_lmr(ep_handle, &p, POST_SEND_FLAGS, DAT_INVALID_ARG5);
+}
+
+DAT_RETURN dapl_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
+			     DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+			     DAT_COMPLETION_FLAGS flags)
+{
+	struct post p = { DAT_DTO_RECEIVE, n, iov, NULL, cookie, flags, 0 };
+
+	return post_lmr(ep_handle, &p, POST_RECV_FLAGS, DAT_INVALID_ARG5);
+}
+
+static DAT_RETURN post_rdma(DAT_EP_HANDLE ep_handle, DAT_DTOS op, DAT_COUNT n,
+			    DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+			    const DAT_RMR_TRIPLET *remote,
+			    DAT_COMPLETION_FLAGS flags)
+{
+	struct post p = { op, n, iov, remote, cookie, flags, 0 };
+
+	if (!dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP))
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (!remote)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
+	return post_lmr(ep_handle, &p, POST_RDMA_FLAGS, DAT_INVALID_ARG6);
+}
+
+DAT_RETURN dapl_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
+				  DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+				  const DAT_RMR_TRIPLET *remote,
+				  DAT_COMPLETION_FLAGS flags)
+{
+	return post_rdma(ep_handle, DAT_DTO_RDMA_READ, n, iov, cookie, remote,
+			 flags);
+}
+
+DAT_RETURN dapl_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
+				   DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+				   const DAT_RMR_TRIPLET *remote,
+				   DAT_COMPLETION_FLAGS flags)
+{
+	return post_rdma(ep_handle, DAT_DTO_RDMA_WRITE, n, iov, cookie, remote,
+			 flags);
+}
+
+/* RDMA Read into a local RMR: iWARP reads land through an STag, so this
+ * fits the engine; the local RMR's binding (its PZ and local write right)
+ * is checked by the next issue, which owns the bind work requests. */
+DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
+					 const DAT_RMR_TRIPLET *local,
+					 DAT_DTO_COOKIE cookie,
+					 const DAT_RMR_TRIPLET *remote,
+					 DAT_COMPLETION_FLAGS flags)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_RETURN r = DAT_SUCCESS;
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	if (!local)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!remote)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
+	if (flags & ~POST_RDMA_FLAGS)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
+	dapl_ia_lock(ep->obj.ia);
+	if (!ep_connected(ep))
+		r = dapl_ep_state_error(ep);
+	else if (remote->segment_length > local->segment_length ||
+		 remote->segment_length > ep->attr.max_rdma_size)
+		r = DAT_LENGTH_ERROR;
+	dapl_ia_unlock(ep->obj.ia);
+	return r != DAT_SUCCESS ? r : DAT_NOT_IMPLEMENTED;
+}
+
+/* ------------------------------------------------------- completions */
+
+static DAT_DTO_COMPLETION_STATUS wc_status(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS:
+		return DAT_DTO_SUCCESS;
+	case IBV_WC_WR_FLUSH_ERR:
+		return DAT_DTO_ERR_FLUSHED;
+	case IBV_WC_LOC_LEN_ERR:
+		return DAT_DTO_ERR_LOCAL_LENGTH;
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_TM_ERR:
+	case IBV_WC_TM_RNDV_INCOMPLETE:
+		return DAT_DTO_ERR_LOCAL_EP;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+		return DAT_DTO_ERR_LOCAL_PROTECTION;
+	case IBV_WC_MW_BIND_ERR:
+		return DAT_RMR_OPERATION_FAILED;
+	case IBV_WC_BAD_RESP_ERR:
+		return DAT_DTO_ERR_BAD_RESPONSE;
+	case IBV_WC_REM_ACCESS_ERR:
+		return DAT_DTO_ERR_REMOTE_ACCESS;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_INV_RD_REQ_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+		return DAT_DTO_ERR_REMOTE_RESPONDER;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return DAT_DTO_ERR_RECEIVER_NOT_READY;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_INV_EECN_ERR:
+	case IBV_WC_INV_EEC_STATE_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+	case IBV_WC_GENERAL_ERR:
+		return DAT_DTO_ERR_TRANSPORT;
+	}
+	return DAT_DTO_ERR_TRANSPORT;	/* a status newer than this code */
+}
+
+/* Only meaningful for successful completions (verbs leaves the opcode of
+ * an error completion undefined). */
+static DAT_DTOS wc_op(const struct ibv_wc *wc)
+{
+	switch (wc->opcode) {
+	case IBV_WC_SEND:
+		return DAT_DTO_SEND;
+	case IBV_WC_RDMA_WRITE:
+		return DAT_DTO_RDMA_WRITE;
+	case IBV_WC_RDMA_READ:
+		return DAT_DTO_RDMA_READ;
+	case IBV_WC_BIND_MW:
+		return DAT_DTO_BIND_MW;
+	case IBV_WC_LOCAL_INV:
+		return DAT_DTO_LMR_INVALIDATE;
+	case IBV_WC_RECV:
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+	case IBV_WC_TM_RECV:
+	case IBV_WC_TM_NO_TAG:
+		return (wc->wc_flags & IBV_WC_WITH_INV)
+			       ? DAT_DTO_RECEIVE_WITH_INVALIDATE
+			       : DAT_DTO_RECEIVE;
+	default:
+		/* Atomics and the rest have no DAT 2.0 operation. */
+		return DAT_DTO_EXTENSION_BASE;
+	}
+}
+
+void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
+{
+	const struct dapl_wr_ctx *ctx =
+		(const struct dapl_wr_ctx *)(uintptr_t)wc->wr_id;
+	DAT_DTO_COMPLETION_EVENT_DATA *d =
+		&event->event_data.dto_completion_event_data;
+	int ok = wc->status == IBV_WC_SUCCESS;
+
+	/* The caller sets evd_handle afterwards. */
+	memset(event, 0, sizeof(*event));
+	event->event_number = DAT_DTO_COMPLETION_EVENT;
+	d->status = wc_status(wc->status);
+	if (ctx) {
+		d->ep_handle = ctx->ep ? ctx->ep->obj.handle : DAT_HANDLE_NULL;
+		d->user_cookie = ctx->cookie;
+	}
+	/* On error DAT leaves length and operation-specific data undefined;
+	 * the posted operation is still the most useful thing to report. */
+	d->operation = ok ? wc_op(wc) : ctx ? ctx->op : DAT_DTO_SEND;
+	if (!ok)
+		return;
+	/* byte_len is what arrived in a receive; for the operations we
+	 * initiate the posted length (for a read, the remote segment) is what
+	 * moved, and verbs does not define byte_len for all of them. */
+	if (d->operation == DAT_DTO_RECEIVE ||
+	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE || !ctx)
+		d->transfered_length = wc->byte_len;
+	else
+		d->transfered_length = ctx->length;
+	if (d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
+		d->rmr_context = wc->invalidated_rkey;
+}
