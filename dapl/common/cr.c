@@ -1,10 +1,10 @@
 /* Connection Requests.
  *
- * The connection manager (next issue) creates a CR with dapl_cr_create()
- * when a valid MPA request arrives on a Service Point, and frees it with
- * dapl_cr_free() once the consumer has accepted or rejected it.  This issue
- * provides the object and the consumer's entry points with full argument
- * checking; accept, reject and handoff stop at DAT_NOT_IMPLEMENTED.
+ * The connection manager glue (cm.c) creates a CR with dapl_cr_create()
+ * when a valid MPA request arrives on a Service Point; the CR owns the
+ * engine conn until dat_cr_accept hands it to an EP or dat_cr_reject
+ * answers and destroys it; either way the CR is then freed and its handle
+ * becomes invalid.  Handoff is not implemented (see dapl_cr_handoff).
  *
  * Choices where DAT 2.0 leaves room:
  *   - dat_cr_accept with DAT_HANDLE_NULL uses the CR's own EP (the RSP's,
@@ -50,10 +50,20 @@ static void cr_release_ep_locked(struct dapl_cr *cr)
 	cr->ep = NULL;
 }
 
-/* Abrupt IA close: CRs go first; their EPs are destroyed later. */
+/* Abrupt IA close: CRs go first (their requests are reset: nobody will
+ * answer them); their EPs are destroyed later. */
 static void cr_destroy_cb(struct dapl_obj *obj)
 {
-	dapl_cr_free((struct dapl_cr *)obj);
+	struct dapl_cr *cr = (struct dapl_cr *)obj;
+	struct iwe_conn *conn;
+
+	dapl_ia_lock(obj->ia);
+	conn = cr->conn;
+	cr->conn = NULL;
+	dapl_ia_unlock(obj->ia);
+	if (conn)
+		iwe_cm_conn_destroy(conn);
+	dapl_cr_free(cr);
 }
 
 static void cr_copy_remote(struct dapl_cr *cr, const struct sockaddr *sa)
@@ -166,14 +176,6 @@ static DAT_RETURN accept_target_locked(struct dapl_cr *cr, struct dapl_ep *ep,
 	return dapl_ep_check_connectable(ep);
 }
 
-/* Send the MPA reply and move to FPDU mode: the connection manager of the
- * next issue. */
-static DAT_RETURN cr_accept_start(struct dapl_cr *cr, struct dapl_ep *ep,
-				  DAT_COUNT pd_size, const void *pd)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
 DAT_RETURN dapl_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
 			  DAT_COUNT pd_size, const DAT_PVOID pd)
 {
@@ -197,27 +199,32 @@ DAT_RETURN dapl_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle,
 	dapl_ia_unlock(cr->obj.ia);
 	if (r != DAT_SUCCESS)
 		return r;
-	return cr_accept_start(cr, target, pd_size, pd);
+	/* MPA reply, FPDU mode, then ESTABLISHED on the EP's connect EVD. */
+	return dapl_cm_accept(cr, target, pd_size, pd);
 }
 
 /* Send an MPA reply with the reject bit and the consumer's private data,
- * then free the CR (and a provider-created EP): next issue. */
+ * then free the CR (and a provider-created EP; an RSP's EP goes back to
+ * UNCONNECTED, under the consumer's control). */
 DAT_RETURN dapl_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pd_size,
 			  const DAT_PVOID pd)
 {
-	if (!dapl_obj_get(cr_handle, DAT_HANDLE_TYPE_CR))
+	struct dapl_cr *cr = dapl_obj_get(cr_handle, DAT_HANDLE_TYPE_CR);
+
+	if (!cr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CR;
 	if (!dapl_pd_size_ok(pd_size))
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	if (pd_size > 0 && !pd)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	return DAT_NOT_IMPLEMENTED;
+	return dapl_cm_reject(cr, pd_size, pd);
 }
 
 /* Handing a request to the PSP of another qualifier means moving its TCP
  * connection, still waiting for the MPA reply, under that PSP and raising
  * a new CR there.  Within one process that is possible (the connection is
- * ours), but it needs the connection manager: not done yet. */
+ * ours), but the engine has no call that re-targets a delivered request
+ * yet, so this stays DAT_NOT_IMPLEMENTED after checking. */
 DAT_RETURN dapl_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
 {
 	if (!dapl_obj_get(cr_handle, DAT_HANDLE_TYPE_CR))

@@ -1,17 +1,23 @@
 /* Endpoints, Service Points (PSP, RSP), Connection Requests and Shared
- * Receive Queues.
- *
- * These are the objects of the connection model.  This issue gives them
- * their state, their dependencies and full argument checking; the engine's
- * QPs and the connection manager attach to them in the next issue through
- * the functions declared here (and the SSP extension uses the same ones).
+ * Receive Queues: the objects of the connection model, and the glue that
+ * binds them to the engine's QPs and connection manager.
  *
  * Dependencies are counted in obj.users under ia->lock, as everywhere:
  *   - an EP counts one user on its PZ, on each of its EVDs (once per role,
  *     so an EVD serving two roles is counted twice) and on its SRQ;
  *   - a PSP or RSP counts one user on its CR EVD;
  *   - an SRQ counts one user on its PZ.
- * EP state and the EP <-> RSP/CR links also change under ia->lock only.
+ * EP state and the EP <-> RSP/CR/conn links also change under ia->lock.
+ *
+ * Threading with the engine (cm.c): connection manager handlers run on the
+ * device's progress thread and take ia->lock.  Every iwe_cm_* call waits
+ * for that thread, so a consumer thread never makes one while holding
+ * ia->lock: transitions happen in small functions under the lock, and the
+ * engine calls come after it is released.  Ownership of an engine conn is
+ * single and explicit: the CR owns it until accept or reject, then the EP
+ * that accepted or connected owns it until dat_ep_reset / dat_ep_free (or
+ * an abrupt dat_ia_close) destroys it; an SP owns only the conns it had to
+ * refuse, until it is freed.
  */
 #ifndef DAPL_EP_H
 #define DAPL_EP_H
@@ -23,15 +29,12 @@ struct dapl_evd;
 struct dapl_sp;
 struct dapl_cr;
 struct dapl_srq;
+struct dapl_wr_pool;
 
-/* Limits the IA reports in dat_ia_query (ia_query.c keeps its own copy;
- * the values must agree).  Private data: what MPA allows minus what the
- * engine keeps for IRD/ORD.  Messages: lengths are 32-bit in completions
- * and 1 GiB keeps offset arithmetic far from overflow. */
-
-/* Connection qualifiers are TCP (or UDP) ports: 1..65535. */
+/* Connection qualifiers: any non-zero 64-bit value.  Up to 65535 the
+ * qualifier is the TCP port; the engine maps larger ones onto a port range
+ * and verifies the full value in the request (MPI derives them from pids). */
 #define DAPL_QUAL_MIN 1
-#define DAPL_QUAL_MAX 65535
 
 /* ------------------------------------------------------------- EP */
 
@@ -55,22 +58,36 @@ struct dapl_ep {
 	const void *reserved_by;
 	struct dapl_cr *cr;		/* the pending CR it belongs to, or NULL */
 	int provider_created;		/* made for a PSP_PROVIDER_FLAG CR */
-	/* Work posted and not yet completed (dat_ep_get_status,
-	 * dat_ep_recv_query).  Always 0 until the data path exists. */
-	DAT_COUNT posted_recvs;
-	DAT_COUNT posted_requests;
-	void *qp;			/* engine QP: next issue */
+	/* The engine QP and the slots of work posted to it (ep_post.c);
+	 * NULL until the EP is configured.  Replaced when the QP is
+	 * recreated (dat_ep_modify, dat_ep_reset). */
+	struct dapl_wr_pool *pool;
+	/* Connection (cm.c). */
+	struct iwe_conn *conn;		/* owned: destroyed by the EP */
+	int cm_final;			/* the conn's last event arrived */
+	int cm_adopt;			/* connect starting: the handler may
+					 * learn the conn before the caller */
+	int disc_posted;		/* DISCONNECTED/BROKEN/failure event
+					 * posted for this connection */
+	int dying;			/* being freed: handlers stay away */
+	/* Private data of the last connection event, kept here so the
+	 * event's pointer stays valid until the EP is reused or freed. */
+	DAT_COUNT ev_pd_size;
+	unsigned char ev_pd[IWE_MAX_PRIVATE_DATA];
 };
 
-/* What a work request carries to its completion: the engine returns it as
- * ibv_wc.wr_id.  The operation and length are kept because verbs leaves
- * wc.opcode undefined on error and byte_len defined for receives only. */
+/* What a work request carries to its completion: one slot of the EP's
+ * pool (ep_post.c), named by ibv_wc.wr_id.  The operation and length are
+ * kept because verbs leaves wc.opcode undefined on error and byte_len
+ * defined for receives only. */
 struct dapl_wr_ctx {
-	struct dapl_ep *ep;
 	DAT_DTO_COOKIE cookie;
 	DAT_DTOS op;
 	DAT_SEG_LENGTH length;		/* bytes posted (sends, RDMA) */
 	DAT_COMPLETION_FLAGS flags;
+	uint32_t pos;			/* ring position when posted */
+	uint8_t state;			/* enum in ep_post.c */
+	uint8_t suppressed;		/* posted without IBV_SEND_SIGNALED */
 };
 
 /* Convert an engine completion into a DAT_DTO_COMPLETION_EVENT.  Fills
@@ -116,8 +133,71 @@ void dapl_ep_unreserve(struct dapl_ep *ep, const void *owner);
  * consumer dat_ep_modify's it. */
 DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out);
 /* Free an EP whatever its state, releasing its counts (abrupt close, or a
- * provider-created EP whose CR is rejected).  Takes ia->lock. */
+ * provider-created EP whose CR is rejected).  Tears its connection and QP
+ * down first; no event names it afterwards.  Caller holds no lock. */
 void dapl_ep_destroy(struct dapl_ep *ep);
+
+/* ---- the EP's QP and work slots (ep_post.c) ---- */
+
+/* Give a configured EP without a QP its QP (in INIT) and slot pool.  A
+ * no-op for an unconfigured EP or one that has a QP.  Caller holds
+ * ia->lock (creating a QP never waits for the progress thread). */
+DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep);
+/* Detach the EP's pool (ep->pool = NULL) for dapl_ep_qp_retire. */
+struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep);
+/* Flush (QP to ERROR) and destroy a detached QP.  Its completions still
+ * queued in EVDs keep their cookies.  No lock held; NULL is a no-op. */
+void dapl_ep_qp_retire(struct dapl_wr_pool *pool);
+/* The engine QP of a pool (NULL for none). */
+struct iwe_qp *dapl_ep_qp(const struct dapl_wr_pool *pool);
+/* Posting: lock the EP's pool while holding ia->lock (NULL: no QP), post
+ * after unlocking ia->lock, release.  The ctx is copied into a slot; total
+ * is the posted length, for error mapping. */
+struct dapl_wr_pool *dapl_ep_pool_hold_locked(struct dapl_ep *ep);
+void dapl_ep_pool_release(struct dapl_wr_pool *pool);
+DAT_RETURN dapl_ep_pool_post_send(struct dapl_wr_pool *p,
+				  struct ibv_send_wr *wr,
+				  const struct dapl_wr_ctx *ctx, uint64_t total);
+DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
+				  struct ibv_recv_wr *wr,
+				  const struct dapl_wr_ctx *ctx, uint64_t total);
+/* Outstanding work of the EP (posted, completion not yet dequeued).
+ * Caller holds ia->lock. */
+void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
+				DAT_COUNT *requests);
+
+/* ---- connections (cm.c) ---- */
+
+/* Negotiation knobs for a connection of this EP (IA config + EP's
+ * RDMA Read depths). */
+void dapl_cm_params(const struct dapl_ep *ep, struct iwe_cm_params *p);
+/* The same for a listener (device maxima: the accepting EP is unknown). */
+void dapl_cm_listen_params(const struct dapl_ia *ia, struct iwe_cm_params *p);
+DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
+			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
+			   DAT_COUNT pd_size, const void *pd);
+DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how);
+DAT_RETURN dapl_cm_accept(struct dapl_cr *cr, struct dapl_ep *ep,
+			  DAT_COUNT pd_size, const void *pd);
+DAT_RETURN dapl_cm_reject(struct dapl_cr *cr, DAT_COUNT pd_size,
+			  const void *pd);
+/* Take the EP's conn away for destruction (state bookkeeping reset).
+ * Caller holds ia->lock; destroy the result with iwe_cm_conn_destroy
+ * after unlocking. */
+struct iwe_conn *dapl_cm_ep_take_conn_locked(struct dapl_ep *ep);
+/* The handler of every conn an EP owns (ctx: the EP). */
+void dapl_cm_ep_handler(const struct iwe_cm_event *ev, void *ctx);
+/* The handler of PSP/RSP listeners (ctx: the SP). */
+void dapl_cm_sp_handler(const struct iwe_cm_event *ev, void *ctx);
+/* Refuse a delivered request nobody will answer: reject it and park it on
+ * the SP for destruction (handlers may not destroy conns).  Caller holds
+ * ia->lock. */
+void dapl_cm_sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c);
+/* Destroy the parked conns of an SP whose listener is gone.  No lock. */
+void dapl_cm_sp_reap(struct dapl_sp *sp);
+/* The RSP that reserved an EP forgets it (EP freed, or its CR answered).
+ * Caller holds ia->lock. */
+void dapl_sp_forget_ep_locked(struct dapl_ep *ep);
 
 /* --------------------------------------------------- Service Points */
 
@@ -134,7 +214,11 @@ struct dapl_sp {
 	struct in_addr addr;
 	enum iwe_transport transport;
 	struct dapl_sp *qnext;
-	void *listener;			/* engine listener: next issue */
+	struct iwe_listener *listener;	/* engine listener */
+	int dead;			/* being freed: refuse new requests */
+	/* Requests refused by the handler, destroyed with the SP. */
+	struct iwe_conn **parked;
+	int nparked, parked_cap;
 };
 
 /* ------------------------------------------------- Connection Request */
@@ -150,7 +234,8 @@ struct dapl_cr {
 	DAT_PORT_QUAL remote_port;
 	DAT_COUNT pd_size;
 	unsigned char pd[IWE_MAX_PRIVATE_DATA];
-	void *conn;			/* engine connection: next issue */
+	struct iwe_conn *conn;		/* owned until accepted or rejected */
+	int busy;			/* an accept/reject is in progress */
 };
 
 /* What the connection manager knows when a request arrives. */
@@ -162,7 +247,7 @@ struct dapl_cr_info {
 	DAT_PORT_QUAL remote_port;	/* the requesting side's port */
 	const void *pd;
 	DAT_COUNT pd_size;		/* truncated to IWE_MAX_PRIVATE_DATA */
-	void *conn;
+	struct iwe_conn *conn;
 };
 
 /* Create and register a CR.  A given EP moves to PASSIVE_CONNECTION_PENDING
@@ -171,7 +256,8 @@ struct dapl_cr_info {
 DAT_RETURN dapl_cr_create(struct dapl_ia *ia, const struct dapl_cr_info *info,
 			  struct dapl_cr **out);
 /* Unregister and free a CR once accepted, rejected or handed off: the EP
- * is unlinked, its state is left to the caller.  Takes ia->lock. */
+ * is unlinked, its state is left to the caller, and so is cr->conn (take
+ * it first).  Takes ia->lock. */
 void dapl_cr_free(struct dapl_cr *cr);
 
 /* ----------------------------------------------- Shared Receive Queue */
@@ -185,7 +271,7 @@ struct dapl_srq {
 	DAT_COUNT low_watermark;
 	DAT_COUNT available;		/* posted, not yet consumed */
 	DAT_COUNT outstanding;		/* consumed by a message, not dequeued */
-	void *engine_srq;		/* next issue */
+	void *engine_srq;		/* engine SRQs do not exist yet */
 };
 
 /* ------------------------------------------ checks shared by modules */
@@ -223,7 +309,7 @@ static inline int dapl_pd_size_ok(DAT_COUNT size)
 
 static inline int dapl_qual_ok(DAT_CONN_QUAL q)
 {
-	return q >= DAPL_QUAL_MIN && q <= DAPL_QUAL_MAX;
+	return q >= DAPL_QUAL_MIN;
 }
 
 #endif

@@ -1,5 +1,13 @@
 /* Endpoints: creation, attributes, the state machine's object side, query,
- * modify, free, reset.  Connections and data transfer: ep_post.c.
+ * modify, free, reset.  Connections: cm.c; posting: ep_post.c; the QP and
+ * work slots: ep_qp.c.
+ *
+ * The EP owns one engine QP from the moment it is configured (PZ and its
+ * three EVDs), in INIT, so receives can be posted before connecting.  A
+ * change of PZ, EVDs or attributes (dat_ep_modify, allowed only before a
+ * connection exists) and dat_ep_reset replace it; dat_ep_free destroys
+ * it, after the connection.  Replaced QPs are flushed first, so what was
+ * posted completes with DAT_DTO_ERR_FLUSHED.
  *
  * Choices where DAT 2.0 leaves room (each is repeated where it is coded):
  *   - An EP is "configured" when it has a PZ and its recv, request and
@@ -467,30 +475,57 @@ static void ep_attr_merge(DAT_EP_ATTR *to, const DAT_EP_ATTR *from,
 
 /* ------------------------------------------------------ create / free */
 
-/* Release what the EP holds and unregister it.  Caller holds ia->lock. */
-static void ep_unlink_locked(struct dapl_ep *ep)
+/* What freeing an EP must tear down outside ia->lock (engine calls wait
+ * for the progress thread). */
+struct ep_teardown {
+	struct iwe_conn *conn;
+	struct dapl_wr_pool *pool;
+};
+
+/* First step of freeing, under ia->lock: unregister the handle so no new
+ * call finds the EP, flag it for handlers, and take the conn and QP. */
+static void ep_detach_locked(struct dapl_ep *ep, struct ep_teardown *t)
 {
+	ep->dying = 1;
+	t->conn = dapl_cm_ep_take_conn_locked(ep);
+	t->pool = dapl_ep_qp_detach_locked(ep);
+	if (ep->cr && ep->cr->ep == ep)
+		ep->cr->ep = NULL;
+	ep->cr = NULL;
+	dapl_sp_forget_ep_locked(ep);
+	ep->reserved_by = NULL;
+	dapl_obj_fini_locked(&ep->obj);
+}
+
+/* Last step: the conn is reset (no handler runs after this), the QP
+ * flushed and destroyed, and only then are the PZ and EVDs released, so
+ * an EVD cannot go while a QP completes into its CQ. */
+static void ep_teardown(struct dapl_ep *ep, const struct ep_teardown *t)
+{
+	struct dapl_ia *ia = ep->obj.ia;
 	struct ep_links l;
 
+	if (t->conn)
+		iwe_cm_conn_destroy(t->conn);
+	dapl_ep_qp_retire(t->pool);
+	dapl_ia_lock(ia);
 	links_of(ep, &l);
 	links_unpin_locked(&l);
 	memset(&l, 0, sizeof(l));
 	links_set(ep, &l);
-	if (ep->cr && ep->cr->ep == ep)
-		ep->cr->ep = NULL;
-	ep->cr = NULL;
-	/* Next issue: destroy the engine QP here (ep->qp). */
-	dapl_obj_fini_locked(&ep->obj);
+	dapl_ia_unlock(ia);
+	free(ep);
 }
 
 void dapl_ep_destroy(struct dapl_ep *ep)
 {
 	struct dapl_ia *ia = ep->obj.ia;
+	struct ep_teardown t;
 
 	dapl_ia_lock(ia);
-	ep_unlink_locked(ep);
+	ep_detach_locked(ep, &t);
 	dapl_ia_unlock(ia);
-	free(ep);
+	ep_teardown(ep, &t);
 }
 
 /* Abrupt IA close: CRs and SPs went first and unlinked themselves; the PZ,
@@ -525,6 +560,14 @@ static DAT_RETURN ep_publish(struct dapl_ia *ia, const DAT_EP_ATTR *attr,
 	if (r != DAT_SUCCESS) {
 		links_unpin(ia, l);
 		free(ep);
+		return r;
+	}
+	/* The QP needs the handle (its completions name the EP). */
+	dapl_ia_lock(ia);
+	r = dapl_ep_qp_create_locked(ep);
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS) {
+		dapl_ep_destroy(ep);
 		return r;
 	}
 	*out = ep;
@@ -607,6 +650,7 @@ DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out)
 DAT_RETURN dapl_ep_free(DAT_EP_HANDLE ep_handle)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct ep_teardown t;
 	struct dapl_ia *ia;
 	DAT_RETURN r;
 
@@ -626,11 +670,11 @@ DAT_RETURN dapl_ep_free(DAT_EP_HANDLE ep_handle)
 		dapl_ia_unlock(ia);
 		return r;
 	}
-	/* Any other state frees, connected ones included: the next issue
-	 * tears the connection down abruptly here, flushing posted work. */
-	ep_unlink_locked(ep);
+	/* Any other state frees, connected ones included: the connection is
+	 * reset (no event follows) and posted work is flushed. */
+	ep_detach_locked(ep, &t);
 	dapl_ia_unlock(ia);
-	free(ep);
+	ep_teardown(ep, &t);
 	return DAT_SUCCESS;
 }
 
@@ -696,7 +740,8 @@ DAT_RETURN dapl_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
  * between a state and its unconfigured variant.  Caller holds ia->lock. */
 static DAT_RETURN ep_modify_locked(struct dapl_ep *ep, DAT_EP_PARAM_MASK mask,
 				   const DAT_EP_PARAM *param,
-				   const struct ep_links *pinned)
+				   const struct ep_links *pinned,
+				   struct dapl_wr_pool **old_qp)
 {
 	struct dapl_ia *ia = ep->obj.ia;
 	struct ep_links cur, next, old;
@@ -732,6 +777,11 @@ static DAT_RETURN ep_modify_locked(struct dapl_ep *ep, DAT_EP_PARAM_MASK mask,
 	links_set(ep, &next);
 	ep->attr = a;
 	dapl_ep_set_state(ep, ep->state);
+	/* The QP is built from these: a new one, in INIT; the caller
+	 * retires the old one after unlocking.  A new QP that cannot be
+	 * made now is made again at the next post or connect. */
+	*old_qp = dapl_ep_qp_detach_locked(ep);
+	(void)dapl_ep_qp_create_locked(ep);
 	return DAT_SUCCESS;
 }
 
@@ -739,6 +789,7 @@ DAT_RETURN dapl_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 			  const DAT_EP_PARAM *param)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct dapl_wr_pool *old_qp = NULL;
 	struct ep_handles h;
 	struct ep_links pinned;
 	struct dapl_ia *ia;
@@ -764,10 +815,14 @@ DAT_RETURN dapl_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 	if (dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP) != ep)
 		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	else
-		r = ep_modify_locked(ep, mask, param, &pinned);
+		r = ep_modify_locked(ep, mask, param, &pinned, &old_qp);
 	if (r != DAT_SUCCESS)
 		links_unpin_locked(&pinned);
 	dapl_ia_unlock(ia);
+	/* Until it is gone the old QP holds the old EVDs' CQs through the
+	 * engine (iwe_destroy_cq refuses while it lives), so a dat_evd_free
+	 * racing with this is refused, never unsafe. */
+	dapl_ep_qp_retire(old_qp);
 	return r;
 }
 
@@ -778,40 +833,56 @@ DAT_RETURN dapl_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
 			      DAT_BOOLEAN *out_dto_idle)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_COUNT recvs, requests;
 
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	/* Every output is optional: a consumer may ask for one of them. */
 	dapl_ia_lock(ep->obj.ia);
+	dapl_ep_outstanding_locked(ep, &recvs, &requests);
 	if (state)
 		*state = ep->state;
 	if (in_dto_idle)
-		*in_dto_idle = ep->posted_recvs == 0 ? DAT_TRUE : DAT_FALSE;
+		*in_dto_idle = recvs == 0 ? DAT_TRUE : DAT_FALSE;
 	if (out_dto_idle)
-		*out_dto_idle = ep->posted_requests == 0 ? DAT_TRUE : DAT_FALSE;
+		*out_dto_idle = requests == 0 ? DAT_TRUE : DAT_FALSE;
 	dapl_ia_unlock(ep->obj.ia);
 	return DAT_SUCCESS;
 }
 
-/* DISCONNECTED -> UNCONNECTED (the next issue also recycles the QP and
- * flushes what is posted); an EP already unconnected is left as it is. */
+/* DISCONNECTED -> UNCONNECTED with a fresh QP: the old connection is
+ * destroyed, the old QP (flushed already by the disconnect) retired, so
+ * completions still queued keep their cookies.  An EP already unconnected
+ * is left as it is. */
 DAT_RETURN dapl_ep_reset(DAT_EP_HANDLE ep_handle)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct ep_teardown t = { NULL, NULL };
 	DAT_RETURN r = DAT_SUCCESS;
 
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	dapl_ia_lock(ep->obj.ia);
 	if (ep->state == DAT_EP_STATE_DISCONNECTED) {
+		t.conn = dapl_cm_ep_take_conn_locked(ep);
+		t.pool = dapl_ep_qp_detach_locked(ep);
 		ep->local_port = 0;
 		ep->remote_port = 0;
+		ep->ev_pd_size = 0;
 		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
 		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
 	} else if (dapl_ep_base_state(ep->state) != DAT_EP_STATE_UNCONNECTED) {
 		r = dapl_ep_state_error(ep);
 	}
 	dapl_ia_unlock(ep->obj.ia);
+	if (t.conn)
+		iwe_cm_conn_destroy(t.conn);
+	if (t.pool) {
+		dapl_ep_qp_retire(t.pool);
+		dapl_ia_lock(ep->obj.ia);
+		r = dapl_ep_qp_create_locked(ep);
+		dapl_ia_unlock(ep->obj.ia);
+	}
 	return r;
 }
 
@@ -822,14 +893,16 @@ DAT_RETURN dapl_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs,
 			      DAT_COUNT *span)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_COUNT recvs, requests;
 
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	dapl_ia_lock(ep->obj.ia);
+	dapl_ep_outstanding_locked(ep, &recvs, &requests);
 	if (nbufs)
-		*nbufs = ep->posted_recvs;
+		*nbufs = recvs;
 	if (span)
-		*span = ep->posted_recvs;
+		*span = recvs;
 	dapl_ia_unlock(ep->obj.ia);
 	return DAT_SUCCESS;
 }

@@ -1,15 +1,11 @@
-/* Endpoints: connection calls, work posting and completion conversion.
- *
- * This issue checks every argument and state exactly as the finished
- * provider will, then stops at a clearly named hook (ep_connect_start,
- * ep_disconnect_start, ep_post_start) that returns DAT_NOT_IMPLEMENTED until
- * the engine's QPs and connection manager arrive in the next issue.
+/* Endpoints: the connection calls' argument checks and work posting.
+ * The connection manager glue is in cm.c; the QP, the work slots named by
+ * ibv_wc.wr_id and completion conversion are in ep_qp.c.
  *
  * Choices where DAT 2.0 leaves room:
  *   - Addresses: the engine speaks IPv4 only, so any other family is
  *     DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED.
- *   - Connection qualifiers are TCP/UDP ports: 1..65535, else
- *     DAT_INVALID_PARAMETER on that argument.
+ *   - Connection qualifiers: any non-zero value (0 is DAT_INVALID_PARAMETER).
  *   - Timeouts must be positive (DAT 2.0: "Values must be positive").
  *   - DAT_CONNECT_MULTIPATH_REQUESTED_FLAG is honoured with a single path;
  *     DAT_CONNECT_MULTIPATH_REQUIRED_FLAG cannot be, and the IA reports
@@ -24,6 +20,9 @@
  */
 #include "config.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -92,24 +91,6 @@ static DAT_RETURN ep_connectable(struct dapl_ep *ep)
 	return r;
 }
 
-/* ------------------------------------------------- connection hooks */
-
-/* Start an active connection: the connection manager (TCP connect, MPA
- * request, ACTIVE_CONNECTION_PENDING) comes with the next issue. */
-static DAT_RETURN ep_connect_start(struct dapl_ep *ep,
-				   const struct sockaddr_in *dst,
-				   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
-				   DAT_COUNT pd_size, const void *pd)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
-/* Tear a connection down (graceful: MPA/TCP close; abrupt: flush). */
-static DAT_RETURN ep_disconnect_start(struct dapl_ep *ep, DAT_CLOSE_FLAGS how)
-{
-	return DAT_NOT_IMPLEMENTED;
-}
-
 /* --------------------------------------------------------- connecting */
 
 DAT_RETURN dapl_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr,
@@ -136,8 +117,8 @@ DAT_RETURN dapl_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr,
 		return r;
 	if ((r = ep_connectable(ep)))
 		return r;
-	return ep_connect_start(ep, (const struct sockaddr_in *)addr, qual,
-				timeout, pd_size, pd);
+	return dapl_cm_connect(ep, (const struct sockaddr_in *)addr, qual,
+			       timeout, pd_size, pd);
 }
 
 /* Connecting to a Common Service Point: the remote address carries the
@@ -164,8 +145,8 @@ DAT_RETURN dapl_ep_common_connect(DAT_EP_HANDLE ep_handle,
 		return r;
 	if ((r = ep_connectable(ep)))
 		return r;
-	return ep_connect_start(ep, sin, ntohs(sin->sin_port), timeout,
-				pd_size, pd);
+	return dapl_cm_connect(ep, sin, ntohs(sin->sin_port), timeout,
+			       pd_size, pd);
 }
 
 /* A connection to the same remote EP as 'dup', which must be connected. */
@@ -175,6 +156,8 @@ DAT_RETURN dapl_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
 	struct dapl_ep *dup = dapl_obj_get(dup_handle, DAT_HANDLE_TYPE_EP);
+	struct sockaddr_in dst;
+	DAT_CONN_QUAL qual = 0;
 	DAT_RETURN r;
 
 	if (!ep)
@@ -191,11 +174,16 @@ DAT_RETURN dapl_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle
 	r = dapl_ep_check_connectable(ep);
 	if (r == DAT_SUCCESS && !ep_connected(dup))
 		r = dapl_ep_state_error(dup);
+	if (r == DAT_SUCCESS) {
+		/* The remote qualifier an active EP connected to, or the
+		 * peer's port of a passive one: the best DAT lets us know. */
+		memcpy(&dst, &dup->remote_addr, sizeof(dst));
+		qual = dup->remote_port;
+	}
 	dapl_ia_unlock(ep->obj.ia);
 	if (r != DAT_SUCCESS)
 		return r;
-	/* Next issue: connect to dup's remote address and port. */
-	return DAT_NOT_IMPLEMENTED;
+	return dapl_cm_connect(ep, &dst, qual, timeout, pd_size, pd);
 }
 
 DAT_RETURN dapl_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
@@ -219,7 +207,8 @@ DAT_RETURN dapl_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
 	case DAT_EP_STATE_CONNECTED_MULTI_PATH:
 	case DAT_EP_STATE_DISCONNECT_PENDING:
 	case DAT_EP_STATE_COMPLETION_PENDING:
-		return ep_disconnect_start(ep, flags);
+		/* cm.c re-checks under the lock: the state may move. */
+		return dapl_cm_disconnect(ep, flags);
 	default:
 		/* Never connected, or a CR is pending (reject it instead). */
 		return DAT_INVALID_STATE | dapl_ep_state_subtype(state);
@@ -286,13 +275,124 @@ struct post {
 	DAT_DTO_COOKIE cookie;
 	DAT_COMPLETION_FLAGS flags;
 	uint64_t total;			/* filled by the checks */
+	int invalidate;			/* Send with Invalidate */
+	DAT_RMR_CONTEXT inv_rkey;
 };
 
-/* Hand the work request to the engine QP: next issue.  It will build a
- * struct dapl_wr_ctx (ep, cookie, op, length, flags) as the wr_id. */
-static DAT_RETURN ep_post_start(struct dapl_ep *ep, const struct post *p)
+/* Completion flags of a request, as the engine knows them.
+ *   SUPPRESS: a successful completion produces no event (errors still do:
+ *     the engine always reports them), so no IBV_SEND_SIGNALED.
+ *   UNSIGNALLED: DAT still queues the event but need not notify waiters;
+ *     the engine has no per-completion notification control for requests,
+ *     so the event is queued and may notify (DAT allows a provider to
+ *     notify anyway: the flag is a hint for consumers that poll).
+ *   SOLICITED_WAIT on a Send: RDMAP Send with Solicited Event.
+ *   BARRIER_FENCE: wait for earlier RDMA Reads (IBV_SEND_FENCE). */
+static unsigned int send_flags(DAT_COMPLETION_FLAGS f, DAT_DTOS op)
 {
-	return DAT_NOT_IMPLEMENTED;
+	unsigned int s = 0;
+
+	if (!(f & DAT_COMPLETION_SUPPRESS_FLAG))
+		s |= IBV_SEND_SIGNALED;
+	if ((f & DAT_COMPLETION_SOLICITED_WAIT_FLAG) && op == DAT_DTO_SEND)
+		s |= IBV_SEND_SOLICITED;
+	if (f & DAT_COMPLETION_BARRIER_FENCE_FLAG)
+		s |= IBV_SEND_FENCE;
+	return s;
+}
+
+/* LMR triplets as engine SGEs; the STag is the lmr_context. */
+static void sge_fill(struct ibv_sge *sge, const DAT_LMR_TRIPLET *iov,
+		     DAT_COUNT n)
+{
+	for (DAT_COUNT i = 0; i < n; i++) {
+		sge[i].addr = iov[i].virtual_address;
+		sge[i].length = (uint32_t)iov[i].segment_length;
+		sge[i].lkey = iov[i].lmr_context;
+	}
+}
+
+/* An RDMA Read moves exactly the remote segment: the engine reads as much
+ * as the sink SGEs hold, so trim them to that length. */
+static int sge_trim(struct ibv_sge *sge, int n, uint64_t len)
+{
+	int i;
+
+	for (i = 0; i < n && len > 0; i++) {
+		if (sge[i].length > len)
+			sge[i].length = (uint32_t)len;
+		len -= sge[i].length;
+	}
+	return i;
+}
+
+static DAT_RETURN post_request(struct dapl_wr_pool *pool, const struct post *p,
+			       const struct dapl_wr_ctx *ctx)
+{
+	struct ibv_sge sge[IWE_MAX_SGE];
+	struct ibv_send_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	sge_fill(sge, p->iov, p->n);
+	wr.sg_list = sge;
+	wr.num_sge = (int)p->n;
+	wr.send_flags = send_flags(p->flags, p->op);
+	switch (p->op) {
+	case DAT_DTO_RDMA_WRITE:
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		break;
+	case DAT_DTO_RDMA_READ:
+		wr.opcode = IBV_WR_RDMA_READ;
+		wr.num_sge = sge_trim(sge, wr.num_sge,
+				      p->remote->segment_length);
+		break;
+	default:
+		wr.opcode = p->invalidate ? IBV_WR_SEND_WITH_INV : IBV_WR_SEND;
+		wr.invalidate_rkey = p->inv_rkey;
+		break;
+	}
+	if (p->remote) {
+		wr.wr.rdma.remote_addr = p->remote->virtual_address;
+		wr.wr.rdma.rkey = p->remote->rmr_context;
+	}
+	return dapl_ep_pool_post_send(pool, &wr, ctx, p->total);
+}
+
+static DAT_RETURN post_receive(struct dapl_wr_pool *pool, const struct post *p,
+			       const struct dapl_wr_ctx *ctx)
+{
+	struct ibv_sge sge[IWE_MAX_SGE];
+	struct ibv_recv_wr wr;
+
+	memset(&wr, 0, sizeof(wr));
+	sge_fill(sge, p->iov, p->n);
+	wr.sg_list = sge;
+	wr.num_sge = (int)p->n;
+	return dapl_ep_pool_post_recv(pool, &wr, ctx, p->total);
+}
+
+/* Hand the checked work request to the engine QP; the pool was locked
+ * under ia->lock and is released here. */
+static DAT_RETURN ep_post_start(struct dapl_wr_pool *pool, const struct post *p)
+{
+	struct dapl_wr_ctx ctx;
+	DAT_RETURN r;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cookie = p->cookie;
+	ctx.op = p->op;
+	ctx.flags = p->flags;
+	ctx.suppressed = p->op != DAT_DTO_RECEIVE &&
+			 (p->flags & DAT_COMPLETION_SUPPRESS_FLAG);
+	/* For a read, what moves is the remote segment. */
+	ctx.length = (DAT_SEG_LENGTH)(p->op == DAT_DTO_RDMA_READ ?
+				      p->remote->segment_length : p->total);
+	if (p->op == DAT_DTO_RECEIVE)
+		r = post_receive(pool, p, &ctx);
+	else
+		r = post_request(pool, p, &ctx);
+	dapl_ep_pool_release(pool);
+	return r;
 }
 
 static DAT_COUNT iov_limit(const struct dapl_ep *ep, DAT_DTOS op)
@@ -319,6 +419,11 @@ static DAT_RETURN recv_state_check(const struct dapl_ep *ep)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_PZ;
 	if (!ep->recv_evd)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_RECV;
+	/* The QP exists once the EP is configured (PZ and all three EVDs). */
+	if (!ep->request_evd)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_REQUEST;
+	if (!ep->connect_evd)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_CONNECT;
 	return DAT_SUCCESS;
 }
 
@@ -376,6 +481,7 @@ static DAT_RETURN post_lmr(DAT_EP_HANDLE ep_handle, struct post *p,
 			   DAT_COMPLETION_FLAGS allowed, DAT_RETURN flags_arg)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct dapl_wr_pool *pool = NULL;
 	DAT_RETURN r;
 
 	if (!ep)
@@ -391,17 +497,25 @@ static DAT_RETURN post_lmr(DAT_EP_HANDLE ep_handle, struct post *p,
 		r = DAT_INVALID_PARAMETER | flags_arg;
 	else
 		r = post_check_locked(ep, p);
+	/* Locked under ia->lock so a concurrent reset or free cannot retire
+	 * it between the checks and the post; held across the engine call so
+	 * slots are taken in the engine's queue order. */
+	if (r == DAT_SUCCESS) {
+		pool = dapl_ep_pool_hold_locked(ep);
+		if (!pool)
+			r = DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	}
 	dapl_ia_unlock(ep->obj.ia);
 	if (r != DAT_SUCCESS)
 		return r;
-	return ep_post_start(ep, p);
+	return ep_post_start(pool, p);
 }
 
 DAT_RETURN dapl_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
 			     DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
 			     DAT_COMPLETION_FLAGS flags)
 {
-	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0 };
+	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0, 0, 0 };
 
 	return post_lmr(ep_handle, &p, POST_SEND_FLAGS, DAT_INVALID_ARG5);
 }
@@ -413,11 +527,12 @@ DAT_RETURN dapl_ep_post_send_with_invalidate(DAT_EP_HANDLE ep_handle,
 					     DAT_BOOLEAN invalidate,
 					     DAT_RMR_CONTEXT rmr_context)
 {
-	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0 };
+	struct post p = { DAT_DTO_SEND, n, iov, NULL, cookie, flags, 0,
+			  invalidate == DAT_TRUE, rmr_context };
 
 	if (invalidate != DAT_TRUE && invalidate != DAT_FALSE)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
-	/* Next issue: RDMAP Send with Invalidate carries rmr_context. */
+	/* RDMAP Send with Invalidate carries rmr_context to the peer. */
 	return post_lmr(ep_handle, &p, POST_SEND_FLAGS, DAT_INVALID_ARG5);
 }
 
@@ -425,7 +540,7 @@ DAT_RETURN dapl_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
 			     DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
 			     DAT_COMPLETION_FLAGS flags)
 {
-	struct post p = { DAT_DTO_RECEIVE, n, iov, NULL, cookie, flags, 0 };
+	struct post p = { DAT_DTO_RECEIVE, n, iov, NULL, cookie, flags, 0, 0, 0 };
 
 	return post_lmr(ep_handle, &p, POST_RECV_FLAGS, DAT_INVALID_ARG5);
 }
@@ -435,7 +550,7 @@ static DAT_RETURN post_rdma(DAT_EP_HANDLE ep_handle, DAT_DTOS op, DAT_COUNT n,
 			    const DAT_RMR_TRIPLET *remote,
 			    DAT_COMPLETION_FLAGS flags)
 {
-	struct post p = { op, n, iov, remote, cookie, flags, 0 };
+	struct post p = { op, n, iov, remote, cookie, flags, 0, 0, 0 };
 
 	if (!dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP))
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
@@ -462,9 +577,12 @@ DAT_RETURN dapl_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
 			 flags);
 }
 
-/* RDMA Read into a local RMR: iWARP reads land through an STag, so this
- * fits the engine; the local RMR's binding (its PZ and local write right)
- * is checked by the next issue, which owns the bind work requests. */
+/* RDMA Read into a local RMR: iWARP reads land through an STag, so the
+ * wire could do it, but the engine's RDMA Read takes its sink as an SGE
+ * list resolved through MR lkeys, and memory windows are not bound by
+ * posts on a QP yet (dat_rmr_bind is still local).  Until the engine
+ * accepts an MW STag as the sink, this stays DAT_NOT_IMPLEMENTED after
+ * full checking. */
 DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 					 const DAT_RMR_TRIPLET *local,
 					 DAT_DTO_COOKIE cookie,
@@ -474,6 +592,7 @@ DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
 	DAT_RETURN r = DAT_SUCCESS;
 
+	(void)cookie;
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (!local)
@@ -490,109 +609,4 @@ DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 		r = DAT_LENGTH_ERROR;
 	dapl_ia_unlock(ep->obj.ia);
 	return r != DAT_SUCCESS ? r : DAT_NOT_IMPLEMENTED;
-}
-
-/* ------------------------------------------------------- completions */
-
-static DAT_DTO_COMPLETION_STATUS wc_status(enum ibv_wc_status s)
-{
-	switch (s) {
-	case IBV_WC_SUCCESS:
-		return DAT_DTO_SUCCESS;
-	case IBV_WC_WR_FLUSH_ERR:
-		return DAT_DTO_ERR_FLUSHED;
-	case IBV_WC_LOC_LEN_ERR:
-		return DAT_DTO_ERR_LOCAL_LENGTH;
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_LOC_EEC_OP_ERR:
-	case IBV_WC_TM_ERR:
-	case IBV_WC_TM_RNDV_INCOMPLETE:
-		return DAT_DTO_ERR_LOCAL_EP;
-	case IBV_WC_LOC_PROT_ERR:
-	case IBV_WC_LOC_ACCESS_ERR:
-	case IBV_WC_LOC_RDD_VIOL_ERR:
-		return DAT_DTO_ERR_LOCAL_PROTECTION;
-	case IBV_WC_MW_BIND_ERR:
-		return DAT_RMR_OPERATION_FAILED;
-	case IBV_WC_BAD_RESP_ERR:
-		return DAT_DTO_ERR_BAD_RESPONSE;
-	case IBV_WC_REM_ACCESS_ERR:
-		return DAT_DTO_ERR_REMOTE_ACCESS;
-	case IBV_WC_REM_INV_REQ_ERR:
-	case IBV_WC_REM_OP_ERR:
-	case IBV_WC_REM_INV_RD_REQ_ERR:
-	case IBV_WC_REM_ABORT_ERR:
-		return DAT_DTO_ERR_REMOTE_RESPONDER;
-	case IBV_WC_RNR_RETRY_EXC_ERR:
-		return DAT_DTO_ERR_RECEIVER_NOT_READY;
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_INV_EECN_ERR:
-	case IBV_WC_INV_EEC_STATE_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_RESP_TIMEOUT_ERR:
-	case IBV_WC_GENERAL_ERR:
-		return DAT_DTO_ERR_TRANSPORT;
-	}
-	return DAT_DTO_ERR_TRANSPORT;	/* a status newer than this code */
-}
-
-/* Only meaningful for successful completions (verbs leaves the opcode of
- * an error completion undefined). */
-static DAT_DTOS wc_op(const struct ibv_wc *wc)
-{
-	switch (wc->opcode) {
-	case IBV_WC_SEND:
-		return DAT_DTO_SEND;
-	case IBV_WC_RDMA_WRITE:
-		return DAT_DTO_RDMA_WRITE;
-	case IBV_WC_RDMA_READ:
-		return DAT_DTO_RDMA_READ;
-	case IBV_WC_BIND_MW:
-		return DAT_DTO_BIND_MW;
-	case IBV_WC_LOCAL_INV:
-		return DAT_DTO_LMR_INVALIDATE;
-	case IBV_WC_RECV:
-	case IBV_WC_RECV_RDMA_WITH_IMM:
-	case IBV_WC_TM_RECV:
-	case IBV_WC_TM_NO_TAG:
-		return (wc->wc_flags & IBV_WC_WITH_INV)
-			       ? DAT_DTO_RECEIVE_WITH_INVALIDATE
-			       : DAT_DTO_RECEIVE;
-	default:
-		/* Atomics and the rest have no DAT 2.0 operation. */
-		return DAT_DTO_EXTENSION_BASE;
-	}
-}
-
-void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
-{
-	const struct dapl_wr_ctx *ctx =
-		(const struct dapl_wr_ctx *)(uintptr_t)wc->wr_id;
-	DAT_DTO_COMPLETION_EVENT_DATA *d =
-		&event->event_data.dto_completion_event_data;
-	int ok = wc->status == IBV_WC_SUCCESS;
-
-	/* The caller sets evd_handle afterwards. */
-	memset(event, 0, sizeof(*event));
-	event->event_number = DAT_DTO_COMPLETION_EVENT;
-	d->status = wc_status(wc->status);
-	if (ctx) {
-		d->ep_handle = ctx->ep ? ctx->ep->obj.handle : DAT_HANDLE_NULL;
-		d->user_cookie = ctx->cookie;
-	}
-	/* On error DAT leaves length and operation-specific data undefined;
-	 * the posted operation is still the most useful thing to report. */
-	d->operation = ok ? wc_op(wc) : ctx ? ctx->op : DAT_DTO_SEND;
-	if (!ok)
-		return;
-	/* byte_len is what arrived in a receive; for the operations we
-	 * initiate the posted length (for a read, the remote segment) is what
-	 * moved, and verbs does not define byte_len for all of them. */
-	if (d->operation == DAT_DTO_RECEIVE ||
-	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE || !ctx)
-		d->transfered_length = wc->byte_len;
-	else
-		d->transfered_length = ctx->length;
-	if (d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
-		d->rmr_context = wc->invalidated_rkey;
 }

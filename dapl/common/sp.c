@@ -1,18 +1,25 @@
 /* Service Points: Public (PSP), Reserved (RSP) and Common (CSP).
  *
- * A connection qualifier is the TCP (or UDP) port of the IA's address.
- * This issue registers qualifiers in a process-wide table, so two Service
- * Points of this provider cannot claim the same port of the same address
- * and transport; the next issue binds the real listening socket in
- * sp_listen_start(), which then also catches other programs' sockets.
+ * A PSP or RSP is an engine listener (iwe_cm_listen) on the IA's address:
+ * a qualifier up to 65535 is the TCP port; a larger one is mapped by the
+ * engine onto a port range, travels in the request and is verified there.
+ * Qualifiers are also registered in a process-wide table, so two Service
+ * Points of this provider (even of two IAs on one address) never claim
+ * the same one; the engine's bind catches other programs' sockets, and
+ * either collision is DAT_CONN_QUAL_IN_USE.
+ *
+ * Each request the listener delivers becomes a CR (cm.c).  Freeing an SP
+ * stops the listener first (requests not yet delivered are refused as if
+ * nobody listened, DAT 2.0 dat_psp_free), and releases its EVD only after
+ * the engine promised no more handler calls.
  *
  * Choices where DAT 2.0 leaves room:
- *   - Qualifiers outside 1..65535 cannot be ports: DAT_INVALID_PARAMETER
- *     rather than silently aliasing two qualifiers.
- *   - dat_psp_create_any picks from the IANA dynamic range 49152..65535,
- *     round-robin so that consecutive calls give distinct qualifiers even
- *     after a free.  (The next issue may let the kernel choose an
- *     ephemeral port instead; the registry stays the arbiter.)
+ *   - Qualifier 0 is DAT_INVALID_PARAMETER; every other 64-bit value is
+ *     valid (MPI libraries derive qualifiers from process ids).
+ *   - dat_psp_create_any lets the kernel choose a free port (an ephemeral
+ *     one), so it never collides with another program.
+ *   - An RSP delivers at most one request.  It stays until dat_rsp_free
+ *     (the dat_rsp_free page), so the CR event carries its handle.
  *   - An RSP may reserve an unconfigured EP (UNCONFIGURED_RESERVED):
  *     DAT 2.0 defines that state so the consumer can configure the EP with
  *     dat_ep_modify before the request arrives.
@@ -21,6 +28,7 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +37,10 @@
 #include "dapl_ep.h"
 #include "dapl_evd.h"
 
-#define QUAL_ANY_MIN 49152
-#define QUAL_ANY_MAX 65535
-
 /* -------------------------------------------------- qualifier registry */
 
 static pthread_mutex_t qual_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dapl_sp *qual_list;	/* every live PSP and RSP */
-static DAT_CONN_QUAL qual_cursor = QUAL_ANY_MIN;	/* for create_any */
 
 static int same_port(const struct dapl_sp *a, const struct dapl_sp *b)
 {
@@ -74,33 +78,36 @@ static void qual_unregister(struct dapl_sp *sp)
 	pthread_mutex_unlock(&qual_lock);
 }
 
-static DAT_CONN_QUAL qual_next_candidate(void)
-{
-	DAT_CONN_QUAL q;
+/* ---------------------------------------------------------- listening */
 
-	pthread_mutex_lock(&qual_lock);
-	q = qual_cursor;
-	qual_cursor = q == QUAL_ANY_MAX ? QUAL_ANY_MIN : q + 1;
-	pthread_mutex_unlock(&qual_lock);
-	return q;
+static DAT_RETURN listen_errno(int err)
+{
+	if (err == EADDRINUSE)
+		return DAT_CONN_QUAL_IN_USE;
+	if (err == EACCES)		/* a privileged port */
+		return DAT_CONN_QUAL_UNAVAILABLE;
+	return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 }
 
-/* ---------------------------------------------------- listening hooks */
-
-/* Start listening on sp->qual.  Next issue: the connection manager binds
- * and listens on the IA's address and port here, returns
- * DAT_CONN_QUAL_IN_USE on EADDRINUSE, and turns each MPA request into a
- * CR (dapl_cr_create).  Until then a Service Point is a claimed qualifier
- * that never produces a connection request. */
+/* Start listening on sp->qual (RSP: one request at most). */
 static DAT_RETURN sp_listen_start(struct dapl_sp *sp)
 {
-	return DAT_SUCCESS;
+	struct iwe_cm_params params;
+	int err;
+
+	dapl_cm_listen_params(sp->obj.ia, &params);
+	err = iwe_cm_listen(sp->obj.ia->dev, sp->qual, &params,
+			    sp->sp_kind == DAPL_SP_RSP ? 1 : 0,
+			    dapl_cm_sp_handler, sp, &sp->listener);
+	return err ? listen_errno(err) : DAT_SUCCESS;
 }
 
-/* Stop listening; pending connections not yet turned into CRs are
- * refused as if nobody listened (DAT 2.0 dat_psp_free). */
+/* Stop listening: no handler runs after this.  No lock held. */
 static void sp_listen_stop(struct dapl_sp *sp)
 {
+	iwe_cm_listen_destroy(sp->listener);
+	sp->listener = NULL;
+	dapl_cm_sp_reap(sp);
 }
 
 /* Claim the qualifier and listen; on failure nothing is held. */
@@ -116,18 +123,26 @@ static DAT_RETURN sp_bind(struct dapl_sp *sp)
 	return r;
 }
 
-/* The same with a qualifier of our choosing: try every candidate once. */
+/* The kernel picks the port; the registry is told afterwards (it cannot
+ * collide: the port was free). */
 static DAT_RETURN sp_bind_any(struct dapl_sp *sp)
 {
-	for (int i = 0; i <= QUAL_ANY_MAX - QUAL_ANY_MIN; i++) {
-		DAT_RETURN r;
+	struct iwe_cm_params params;
+	uint64_t svc = 0;
+	DAT_RETURN r;
+	int err;
 
-		sp->qual = qual_next_candidate();
-		r = sp_bind(sp);
-		if (DAT_GET_TYPE(r) != DAT_CONN_QUAL_IN_USE)
-			return r;
-	}
-	return DAT_CONN_QUAL_UNAVAILABLE;
+	dapl_cm_listen_params(sp->obj.ia, &params);
+	err = iwe_cm_listen_any(sp->obj.ia->dev, &svc, &params,
+				dapl_cm_sp_handler, sp, &sp->listener);
+	if (err)
+		return err == EADDRINUSE ? DAT_CONN_QUAL_UNAVAILABLE
+					 : listen_errno(err);
+	sp->qual = svc;
+	r = qual_register(sp);
+	if (r != DAT_SUCCESS)
+		sp_listen_stop(sp);
+	return r;
 }
 
 static void sp_unbind(struct dapl_sp *sp)
@@ -136,16 +151,35 @@ static void sp_unbind(struct dapl_sp *sp)
 	qual_unregister(sp);
 }
 
+void dapl_sp_forget_ep_locked(struct dapl_ep *ep)
+{
+	const struct dapl_obj *owner = ep->reserved_by;
+	struct dapl_sp *sp;
+
+	/* Owners (RSP, SSP) begin with struct dapl_obj. */
+	if (!owner || owner->kind != DAPL_K_RSP)
+		return;
+	sp = (struct dapl_sp *)ep->reserved_by;
+	if (sp->ep == ep)
+		sp->ep = NULL;
+}
+
 /* ------------------------------------------------------ create / free */
 
-/* Release everything the SP holds and unregister it.  Caller holds
- * ia->lock; the qualifier is released by the caller after unlocking. */
-static void sp_unlink_locked(struct dapl_sp *sp)
+/* Release what the SP holds (its EP's reservation, its EVD).  Caller
+ * holds ia->lock, and the listener is gone. */
+static void sp_release_locked(struct dapl_sp *sp)
 {
 	if (sp->ep)
 		dapl_ep_unreserve(sp->ep, sp);
 	sp->ep = NULL;
 	dapl_ep_unpin_evd_locked(sp->evd);
+}
+
+/* The same and unregister it. */
+static void sp_unlink_locked(struct dapl_sp *sp)
+{
+	sp_release_locked(sp);
 	dapl_obj_fini_locked(&sp->obj);
 }
 
@@ -157,9 +191,12 @@ static void sp_destroy_cb(struct dapl_obj *obj)
 	struct dapl_ia *ia = obj->ia;
 
 	dapl_ia_lock(ia);
-	sp_unlink_locked(sp);
+	sp->dead = 1;
 	dapl_ia_unlock(ia);
 	sp_unbind(sp);
+	dapl_ia_lock(ia);
+	sp_unlink_locked(sp);
+	dapl_ia_unlock(ia);
 	free(sp);
 }
 
@@ -180,6 +217,7 @@ static struct dapl_sp *sp_alloc(struct dapl_ia *ia, enum dapl_sp_kind kind,
 		return NULL;
 	}
 	sp->sp_kind = kind;
+	sp->obj.ia = ia;	/* sp_bind needs it before registration */
 	sp->addr = ia->dev_attr.addr.sin_addr;
 	sp->transport = ia->dev_attr.transport;
 	return sp;
@@ -204,16 +242,21 @@ static DAT_RETURN sp_publish(struct dapl_ia *ia, struct dapl_sp *sp, int any,
 				     [DAPL_SP_RSP] = DAT_HANDLE_TYPE_RSP };
 	static const enum dapl_kind kind[] = { [DAPL_SP_PSP] = DAPL_K_PSP,
 					       [DAPL_SP_RSP] = DAPL_K_RSP };
-	DAT_RETURN r = any ? sp_bind_any(sp) : sp_bind(sp);
+	DAT_RETURN r;
 
+	/* Registered first: a request may arrive as soon as the listener
+	 * exists, and its CR names the SP's handle. */
+	r = dapl_obj_init(&sp->obj, ia, kind[sp->sp_kind], htype[sp->sp_kind],
+			  sp_destroy_cb);
 	if (r != DAT_SUCCESS) {
 		sp_discard(ia, sp);
 		return r;
 	}
-	r = dapl_obj_init(&sp->obj, ia, kind[sp->sp_kind], htype[sp->sp_kind],
-			  sp_destroy_cb);
+	r = any ? sp_bind_any(sp) : sp_bind(sp);
 	if (r != DAT_SUCCESS) {
-		sp_unbind(sp);
+		dapl_ia_lock(ia);
+		dapl_obj_fini_locked(&sp->obj);
+		dapl_ia_unlock(ia);
 		sp_discard(ia, sp);
 		return r;
 	}
@@ -280,10 +323,17 @@ static DAT_RETURN sp_free(DAT_HANDLE handle, int htype, DAT_RETURN bad)
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_HANDLE | bad;
 	}
-	/* CRs already generated are independent of their SP (DAT 2.0). */
-	sp_unlink_locked(sp);
+	/* CRs already generated are independent of their SP (DAT 2.0).
+	 * The handle goes now; the listener stops without ia->lock (it waits
+	 * for a handler that may want it), and only then are the EVD and
+	 * the RSP's EP released: a handler may still use them until then. */
+	sp->dead = 1;
+	dapl_obj_fini_locked(&sp->obj);
 	dapl_ia_unlock(ia);
 	sp_unbind(sp);
+	dapl_ia_lock(ia);
+	sp_release_locked(sp);
+	dapl_ia_unlock(ia);
 	free(sp);
 	return DAT_SUCCESS;
 }

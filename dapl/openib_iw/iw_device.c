@@ -22,6 +22,7 @@
 #include <netlink/route/addr.h>
 
 #include "iw_priv.h"
+#include "iw_progress.h"
 
 /* ------------------------------------------------------ rtnetlink helpers */
 
@@ -251,6 +252,10 @@ void iwe_device_close(struct iwe_device *dev)
 {
 	if (!dev)
 		return;
+	if (dev->prog) {
+		iwe_cm_dev_fini(dev);
+		iwe_prog_stop(dev->prog);
+	}
 	pthread_mutex_destroy(&dev->lock);
 	free(dev->stags.ent);
 	free(dev);

@@ -339,11 +339,16 @@ struct iwe_cm_event {
 
 typedef void (*iwe_cm_handler)(const struct iwe_cm_event *ev, void *ctx);
 
+/* Ready-to-receive message types (RFC 6581), for iwe_cm_params.rtr. */
+#define IWE_RTR_SEND  0x1	/* zero-length Send */
+#define IWE_RTR_WRITE 0x2	/* zero-length RDMA Write to STag 1 */
+#define IWE_RTR_READ  0x4	/* zero-length RDMA Read */
+
 /* Negotiation knobs (from the IA's instance data and the environment). */
 struct iwe_cm_params {
 	int mpa_rev;			/* 1 or 2 */
 	int crc;			/* ask for CRC */
-	unsigned rtr;			/* IW_RTR_* preference (0: none) */
+	unsigned rtr;			/* IWE_RTR_* preference (0: none) */
 	int mpa_timeout_ms;		/* passive: wait for the request */
 	uint32_t ird, ord;		/* of the QP that will be used */
 };
@@ -420,6 +425,11 @@ int iwe_cm_release_socket(struct iwe_conn *c);
 /* Addresses of a conn's socket. */
 void iwe_cm_conn_addrs(const struct iwe_conn *c, struct sockaddr_in *local,
 		       struct sockaddr_in *remote);
+
+/* Override p's fields from the environment, where set and valid:
+ * IWDAPL_MPA_REV (1|2), IWDAPL_CRC (0|1|off|on|no|yes), IWDAPL_RTR
+ * (none|write|read|send), IWDAPL_MPA_TIMEOUT_MS (milliseconds). */
+void iwe_cm_params_from_env(struct iwe_cm_params *p);
 
 #ifdef __cplusplus
 }

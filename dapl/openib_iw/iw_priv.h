@@ -70,7 +70,15 @@ struct iwe_device {
 	int is_loopback;		/* interface has IFF_LOOPBACK */
 	struct iwe_stag_table stags;
 	uint32_t npd, ncq;
+	struct iwe_prog *prog;		/* progress thread, once started */
+	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
 };
+
+struct iwe_prog;
+struct iwe_cm_dev;
+/* Free what the connection manager still holds (iw_cm.c); called by
+ * iwe_device_close before the progress thread stops. */
+void iwe_cm_dev_fini(struct iwe_device *dev);
 
 struct iwe_pd {
 	struct iwe_device *dev;

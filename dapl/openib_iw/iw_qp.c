@@ -339,6 +339,10 @@ static void qp_reset(struct iwe_qp_priv *q)
 	q->orq_head = q->orq_tail = q->irq_head = q->irq_tail = 0;
 	q->fd = -1;
 	q->stream_err = 0;
+	q->tx_hook = NULL;
+	q->tx_hook_arg = NULL;
+	q->tx_gate = q->first_rx = 0;
+	q->rtr_expect = 0;
 	memset(&q->term_sent, 0, sizeof(q->term_sent));
 	memset(&q->term_rcvd, 0, sizeof(q->term_rcvd));
 	iwe_tx_fini(q);
@@ -576,10 +580,31 @@ static int stream_params_valid(const struct iwe_stream_params *p)
 int iwe_qp_attach_stream(struct iwe_qp *qp, int fd,
 			 const struct iwe_stream_params *p)
 {
+	return iwe_qp_attach_cm(qp, fd, p, NULL);
+}
+
+static void apply_cm_opts(struct iwe_qp_priv *q, const struct iwe_qp_cm_opts *o)
+{
+	q->tx_hook = o->tx_hook;
+	q->tx_hook_arg = o->tx_hook_arg;
+	if (o->responder) {
+		/* MPA: only the initiator may send the first FPDU. */
+		q->tx_gate = 1;
+		q->rtr_expect = o->rtr;
+	} else {
+		q->tx.rtr_pending = o->rtr;
+	}
+}
+
+int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
+		     const struct iwe_stream_params *p,
+		     const struct iwe_qp_cm_opts *o)
+{
 	struct iwe_qp_priv *q;
 	int err = 0;
 
-	if (!qp || fd < 0 || !p || !stream_params_valid(p))
+	if (!qp || fd < 0 || !p || !stream_params_valid(p) ||
+	    (o && (o->rtr & ~7u)))
 		return EINVAL;
 	q = iwe_qp_priv(qp);
 	pthread_mutex_lock(&q->lock);
@@ -593,11 +618,62 @@ int iwe_qp_attach_stream(struct iwe_qp *qp, int fd,
 		q->ird = p->ird ? p->ird : 1;
 		q->ord = p->ord ? p->ord : 1;
 		q->state = IWE_QPS_RTS;
-		/* Receives and sends may have been posted before. */
+		if (o)
+			apply_cm_opts(q, o);
+		/* Receives and sends may have been posted before; the
+		 * initiator's RTR goes first. */
 		iwe_tx_progress_locked(q);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return err;
+}
+
+void iwe_qp_clear_tx_hook(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+
+	pthread_mutex_lock(&q->lock);
+	q->tx_hook = NULL;
+	q->tx_hook_arg = NULL;
+	pthread_mutex_unlock(&q->lock);
+}
+
+int iwe_qp_tx_blocked(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	int r;
+
+	pthread_mutex_lock(&q->lock);
+	r = q->fd >= 0 && q->tx.fpdu_len != 0;
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
+int iwe_qp_first_rx(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	int r;
+
+	pthread_mutex_lock(&q->lock);
+	r = q->first_rx;
+	pthread_mutex_unlock(&q->lock);
+	return r;
+}
+
+int iwe_qp_tx_drained(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	int r;
+
+	pthread_mutex_lock(&q->lock);
+	if (q->fd < 0 || q->state == IWE_QPS_ERROR)
+		r = q->tx.fpdu_len == 0;
+	else
+		r = !iwe_tx_busy(q) && !q->tx.rtr_pending &&
+		    !q->tx.term_pending && q->sq_tx == q->sq_tail &&
+		    q->irq_head == q->irq_tail;
+	pthread_mutex_unlock(&q->lock);
+	return r;
 }
 
 int iwe_qp_progress_tx(struct iwe_qp *qp)

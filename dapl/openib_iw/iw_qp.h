@@ -56,6 +56,7 @@ struct iwe_orq_ent {
 	uint32_t done;			/* response bytes placed */
 	uint32_t src_stag;		/* for matching a Terminate */
 	uint64_t src_to;
+	uint8_t rtr;			/* the Read RTR: no WR behind it */
 };
 
 /* A Read Request we accepted and must answer. */
@@ -81,6 +82,7 @@ enum iwe_tx_kind {
 	IWE_TX_SQ,			/* a Send / Write / Read Request */
 	IWE_TX_READ_RESP,
 	IWE_TX_TERMINATE,
+	IWE_TX_RTR,			/* the initiator's zero-length RTR */
 };
 
 #define IWE_TX_HDR_MAX (IW_FPDU_LEN_FIELD + IW_TERM_MAX_ULPDU)
@@ -111,6 +113,8 @@ struct iwe_tx {
 	/* Pending Terminate; goes out at the next FPDU boundary. */
 	int term_pending, term_sent;
 	struct iwe_term term;
+	/* Initiator: IW_RTR_* still to send as the very first FPDU. */
+	unsigned rtr_pending;
 };
 
 enum iwe_rx_stage {
@@ -146,6 +150,8 @@ struct iwe_rx {
 	uint32_t send_mo;		/* bytes of the current Send so far */
 	int send_active;
 	uint32_t inv_stag;		/* Send with Invalidate, this FPDU */
+	int rtr_send;			/* this FPDU is the zero-length Send
+					 * RTR: consumed without a receive */
 	struct iwe_irq_ent rreq;	/* Read Request, acted on at its end */
 	char scratch[4096];		/* discard sink */
 };
@@ -176,6 +182,14 @@ struct iwe_qp_priv {
 	struct iwe_rx rx;
 	struct iwe_term_info term_sent, term_rcvd;
 	int stream_err;			/* errno the progress calls report */
+	/* Set by the connection manager (iwe_qp_attach_cm). */
+	void (*tx_hook)(void *arg);	/* TX hit EAGAIN: the progress thread
+					 * must watch for writability */
+	void *tx_hook_arg;
+	int tx_gate;			/* responder: transmit nothing until
+					 * the first FPDU has arrived */
+	int first_rx;			/* the first FPDU has arrived */
+	unsigned rtr_expect;		/* responder: the negotiated RTR */
 };
 
 static inline struct iwe_qp_priv *iwe_qp_priv(struct iwe_qp *qp)
@@ -194,6 +208,30 @@ static inline struct iwe_rwqe *iwe_rq_slot(struct iwe_qp_priv *q,
 {
 	return &q->rq[ctr % q->pub.cap.max_recv_wr];
 }
+
+/* ---- iw_qp.c: connection-manager attachment (take q->lock) */
+
+struct iwe_qp_cm_opts {
+	int responder;			/* stay silent until the first FPDU */
+	unsigned rtr;			/* IW_RTR_*: initiator sends it first;
+					 * responder consumes it */
+	void (*tx_hook)(void *arg);	/* see iwe_qp_priv.tx_hook */
+	void *tx_hook_arg;
+};
+
+/* iwe_qp_attach_stream with the MPA roles: NULL opts is the initiator
+ * without RTR (what iwe_qp_attach_stream does). */
+int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
+		     const struct iwe_stream_params *p,
+		     const struct iwe_qp_cm_opts *o);
+/* Forget the TX hook: after return it is not called any more. */
+void iwe_qp_clear_tx_hook(struct iwe_qp *qp);
+/* An FPDU waits for the socket to become writable. */
+int iwe_qp_tx_blocked(struct iwe_qp *qp);
+/* The first FPDU from the peer has been received (responder's RTR). */
+int iwe_qp_first_rx(struct iwe_qp *qp);
+/* Nothing left that the transmit side could still send on its own. */
+int iwe_qp_tx_drained(struct iwe_qp *qp);
 
 /* ---- iw_qp.c (all with q->lock held) */
 

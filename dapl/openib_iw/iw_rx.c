@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 
 #include "iw_crc32c.h"
+#include "iw_mpa.h"
 #include "iw_qp.h"
 
 /* Length field plus the shortest DDP header: read before anything else
@@ -60,6 +61,7 @@ static void rx_next_fpdu(struct iwe_rx *r)
 	r->discard = 0;
 	r->err_pending = 0;
 	r->inv_stag = 0;
+	r->rtr_send = 0;
 }
 
 void iwe_rx_init(struct iwe_qp_priv *q)
@@ -111,6 +113,7 @@ static void rx_error(struct iwe_qp_priv *q, unsigned layer, unsigned etype,
 /* Report the recorded error: Terminate out, QP to ERROR, stream dead. */
 static int rx_fatal(struct iwe_qp_priv *q)
 {
+	q->tx_gate = 0;		/* the peer did send: it may hear why */
 	iwe_tx_queue_terminate(q, &q->rx.term);
 	q->rx.stage = IWE_RX_DEAD;
 	iwe_qp_fail(q, EPROTO);
@@ -268,6 +271,13 @@ static void rx_send(struct iwe_qp_priv *q)
 	mo = iw_be32(h.mo_be);
 	if (msn != r->msn_send) {
 		untagged_error(q, IW_TERM_DDP_UNTAG_INV_MSN);
+		return;
+	}
+	if (q->rtr_expect == IW_RTR_SEND && !q->first_rx && len == 0 &&
+	    mo == 0 && iw_ctrl_last(r->ctrl)) {
+		/* The Send RTR: it must not take one of the consumer's
+		 * receives, but it does use MSN 1. */
+		r->rtr_send = 1;
 		return;
 	}
 	if (q->rq_head == q->rq_tail) {
@@ -504,6 +514,10 @@ static void rx_end_send(struct iwe_qp_priv *q)
 	int se = r->opcode == IW_OP_SEND_SE || r->opcode == IW_OP_SEND_SE_INV;
 	uint32_t inv = r->inv_stag;
 
+	if (r->rtr_send) {
+		r->msn_send++;
+		return;
+	}
 	r->send_mo += r->payload_len;
 	if (!iw_ctrl_last(r->ctrl))
 		return;
@@ -532,6 +546,8 @@ static void rx_end_read_resp(struct iwe_qp_priv *q)
 		return;
 	}
 	q->orq_head++;
+	if (o->rtr)
+		return;		/* our Read RTR: no WR, no completion */
 	iwe_sq_slot(q, o->wqe_idx)->rd_pending--;
 	iwe_qp_sq_retire(q);
 	/* An ORD slot is free: the next Read may go. */
@@ -612,6 +628,10 @@ static int crc_ok(struct iwe_qp_priv *q)
 static int rx_fpdu_end(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
+
+	/* A responder may transmit once the first FPDU is in. */
+	q->first_rx = 1;
+	q->tx_gate = 0;
 
 	if (!crc_ok(q)) {
 		r->err_pending = 0;

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "iw_crc32c.h"
+#include "iw_mpa.h"
 #include "iw_qp.h"
 
 void iwe_tx_init(struct iwe_qp_priv *q)
@@ -281,6 +282,43 @@ static void start_terminate(struct iwe_qp_priv *q)
 	build_fpdu(q, body, n);
 }
 
+/* The initiator's Ready-To-Receive (RFC 6581 section 9): a zero-length
+ * Write to STag 1, a zero-length Send, or a zero-length Read whose
+ * response is consumed without a completion (orq entry marked rtr). */
+static void start_rtr(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+	unsigned rtr = t->rtr_pending;
+	struct iwe_orq_ent *o;
+	struct iw_read_req_body b;
+
+	t->rtr_pending = 0;
+	if (rtr == IW_RTR_READ) {
+		o = &q->orq[q->orq_tail++ % IWE_MAX_ORD];
+		memset(o, 0, sizeof(*o));
+		o->sink_stag = o->src_stag = IW_RTR_WRITE_STAG;
+		o->rtr = 1;
+		b = (struct iw_read_req_body){
+			.sink_stag_be = iw_be32(IW_RTR_WRITE_STAG),
+			.src_stag_be = iw_be32(IW_RTR_WRITE_STAG),
+		};
+		start_msg(t, IWE_TX_RTR, IW_OP_READ_REQ);
+		t->qn = IW_QN_READ_REQ;
+		t->msn = t->msn_rreq++;
+		build_fpdu(q, (const uint8_t *)&b, sizeof(b));
+		return;
+	}
+	if (rtr == IW_RTR_SEND) {
+		start_msg(t, IWE_TX_RTR, IW_OP_SEND);
+		t->qn = IW_QN_SEND;
+		t->msn = t->msn_send++;	/* the consumer's Sends follow */
+	} else {
+		start_msg(t, IWE_TX_RTR, IW_OP_WRITE);
+		t->stag = IW_RTR_WRITE_STAG;
+	}
+	build_fpdu(q, NULL, 0);
+}
+
 /* Fences wait for every earlier RDMA Read to complete. */
 static int sq_may_start(const struct iwe_qp_priv *q, const struct iwe_swqe *w)
 {
@@ -304,6 +342,10 @@ static int start_next(struct iwe_qp_priv *q)
 	}
 	if (q->state == IWE_QPS_ERROR || q->tx.term_sent)
 		return 0;
+	if (q->tx.rtr_pending) {
+		start_rtr(q);
+		return 1;
+	}
 	if (q->irq_head != q->irq_tail) {
 		start_read_resp(q);
 		return 1;
@@ -401,11 +443,18 @@ int iwe_tx_progress_locked(struct iwe_qp_priv *q)
 
 	if (q->fd < 0)
 		return 0;
+	if (q->tx_gate)		/* responder before the first FPDU */
+		return q->state == IWE_QPS_ERROR ? q->stream_err : 0;
 	for (;;) {
 		if (t->fpdu_len) {
 			err = write_fpdu(q);
-			if (err == EAGAIN)
+			if (err == EAGAIN) {
+				/* Whoever holds the socket must resume us
+				 * when it drains (may be another thread). */
+				if (q->tx_hook)
+					q->tx_hook(q->tx_hook_arg);
 				return 0;
+			}
 			if (err) {
 				iwe_qp_fail(q, err);
 				return err;

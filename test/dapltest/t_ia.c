@@ -157,8 +157,8 @@ static void test_abrupt_everything(void)
 	made += dat_srq_create(ia, pz, &sattr, &srq) == DAT_SUCCESS;
 	made += dat_ep_create(ia, pz, dto, dto, conn, NULL, &ep) == DAT_SUCCESS;
 	made += dat_ep_create(ia, pz, dto, dto, conn, NULL, &ep2) == DAT_SUCCESS;
-	made += dat_psp_create(ia, 45001, cr, DAT_PSP_CONSUMER_FLAG, &psp) == DAT_SUCCESS;
-	made += dat_rsp_create(ia, 45002, ep2, cr, &rsp) == DAT_SUCCESS;
+	made += dat_psp_create(ia, 63001, cr, DAT_PSP_CONSUMER_FLAG, &psp) == DAT_SUCCESS;
+	made += dat_rsp_create(ia, 63002, ep2, cr, &rsp) == DAT_SUCCESS;
 	CHECK(made == 12, "one object of every kind created (%d of 12)", made);
 	CHECK_RET(dat_ia_close(ia, DAT_CLOSE_GRACEFUL_FLAG), DAT_INVALID_STATE,
 		  "graceful close with every kind alive -> DAT_INVALID_STATE");

@@ -157,7 +157,7 @@ static void test_resize_lw_post(const struct env *e)
 		   "srq_post_recv: unknown lmr_context -> PRIVILEGES_VIOLATION");
 	t[0].lmr_context = e->ctx;
 	CHECK_CODE(dat_srq_post_recv(e->srq, 2, t, ck), DAT_NOT_IMPLEMENTED,
-		   "srq_post_recv: valid -> NOT_IMPLEMENTED (next issue)");
+		   "srq_post_recv: valid -> NOT_IMPLEMENTED (no engine SRQ yet)");
 	CHECK_CODE(dat_srq_post_recv(e->pz, 1, t, ck),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_SRQ,
 		   "srq_post_recv on a PZ -> INVALID_HANDLE_SRQ");
@@ -191,6 +191,20 @@ static void test_ep_with_srq(const struct env *e)
 	CHECK_CODE(dat_ep_post_recv(ep, 1, &t, ck, 0),
 		   DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY,
 		   "post_recv on an EP fed by an SRQ -> INVALID_STATE");
+	{
+		DAT_IA_ATTR a;
+
+		/* The engine has no SRQ yet: such an EP cannot connect. */
+		dat_ia_query(e->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &a, 0, NULL);
+		CHECK_CODE(dat_ep_connect(ep, a.ia_address_ptr, 45001, 1000000, 0,
+					  NULL, DAT_QOS_BEST_EFFORT,
+					  DAT_CONNECT_DEFAULT_FLAG),
+			   DAT_NOT_IMPLEMENTED,
+			   "connect of an EP fed by an SRQ -> NOT_IMPLEMENTED");
+		CHECK(dat_ep_query(ep, DAT_EP_FIELD_ALL, &p) == DAT_SUCCESS &&
+		      p.ep_state == DAT_EP_STATE_UNCONNECTED,
+		      "... and it stays UNCONNECTED");
+	}
 	CHECK_CODE(dat_srq_free(e->srq), DAT_INVALID_STATE | DAT_INVALID_STATE_SRQ_IN_USE,
 		   "srq_free while an EP uses it -> SRQ_IN_USE");
 	CHECK_CODE(dat_ep_free(ep), DAT_SUCCESS, "dat_ep_free");

@@ -1,0 +1,647 @@
+/* Connection management: the glue between the engine's connection manager
+ * (iwe_cm_*, events on the device's progress thread) and DAT's EP states,
+ * Connection Requests and connection events.
+ *
+ * Threading.  Engine handlers run on the progress thread and take ia->lock;
+ * every iwe_cm_* call waits for that thread.  So a consumer thread never
+ * calls the engine with ia->lock held: each operation is
+ *   1. a transition under ia->lock (check, move the state, take what the
+ *      engine call needs),
+ *   2. the engine call, unlocked,
+ *   3. a second small step under ia->lock to record or undo.
+ * A handler names its EP or SP through ctx; those objects stay allocated
+ * until the engine promised no more handler calls (iwe_cm_conn_destroy,
+ * iwe_cm_listen_destroy return), and a dying EP is flagged so a handler
+ * running in that window changes nothing and posts nothing.
+ *
+ * Ownership of conns: the CR holds the conn of a pending request; accept
+ * hands it to the EP, reject destroys it.  An EP holds its conn from
+ * dat_ep_connect / dat_cr_accept until dat_ep_reset, dat_ep_free or an
+ * abrupt dat_ia_close destroys it (after its final event, or abandoning
+ * it).  A request an SP must refuse inside the handler (handlers may not
+ * destroy conns) is rejected there and parked on the SP, destroyed when
+ * the SP is freed.
+ *
+ * Events (DAT 2.0):
+ *   active: ESTABLISHED (with the accepter's private data), PEER_REJECTED
+ *   (with the rejecter's), NON_PEER_REJECTED, UNREACHABLE, TIMED_OUT;
+ *   passive, after dat_cr_accept: ESTABLISHED, or ACCEPT_COMPLETION_ERROR
+ *   when the connection breaks before it is established;
+ *   both, once connected: exactly one DISCONNECTED or BROKEN per
+ *   connection, whoever disconnects first, in any order.  Every failure
+ *   and end moves the EP to DISCONNECTED and flushes its QP.
+ *   An abrupt dat_ep_disconnect posts DISCONNECTED before it returns and
+ *   leaves the EP DISCONNECTED (so dat_ep_reset may follow at once); a
+ *   graceful one leaves it DISCONNECT_PENDING until the close completes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dapl.h"
+#include "dapl_ep.h"
+#include "dapl_evd.h"
+
+/* ------------------------------------------------------------ params */
+
+/* dapl_config.rtr: 0 none, 1 write, 2 read, 3 send (dapl_instance.c). */
+static unsigned int rtr_bits(int cfg_rtr)
+{
+	static const unsigned int map[] = { 0, IWE_RTR_WRITE, IWE_RTR_READ,
+					    IWE_RTR_SEND };
+
+	return cfg_rtr >= 0 && cfg_rtr < 4 ? map[cfg_rtr] : 0;
+}
+
+static void params_from_cfg(const struct dapl_ia *ia, struct iwe_cm_params *p)
+{
+	const struct dapl_config *c = &ia->prov->cfg;
+
+	memset(p, 0, sizeof(*p));
+	p->mpa_rev = c->mpa_rev;
+	p->crc = c->crc;
+	p->rtr = rtr_bits(c->rtr);
+	p->mpa_timeout_ms = c->mpa_timeout_ms;
+	/* IWDAPL_* variables override the instance data (doc/testing). */
+	iwe_cm_params_from_env(p);
+}
+
+void dapl_cm_params(const struct dapl_ep *ep, struct iwe_cm_params *p)
+{
+	params_from_cfg(ep->obj.ia, p);
+	p->ird = (uint32_t)ep->attr.max_rdma_read_in;
+	p->ord = (uint32_t)ep->attr.max_rdma_read_out;
+}
+
+/* A listener answers before it knows which EP accepts: offer what the
+ * device can serve (every engine QP has room for its maximum). */
+void dapl_cm_listen_params(const struct dapl_ia *ia, struct iwe_cm_params *p)
+{
+	params_from_cfg(ia, p);
+	p->ird = ia->dev_attr.max_ird;
+	p->ord = ia->dev_attr.max_ord;
+}
+
+/* DAT timeouts are microseconds; the engine takes milliseconds, <= 0
+ * meaning infinite.  Round up so a short timeout never becomes infinite. */
+static int timeout_ms(DAT_TIMEOUT us)
+{
+	uint64_t ms;
+
+	if (us == DAT_TIMEOUT_INFINITE)
+		return 0;
+	ms = ((uint64_t)us + 999) / 1000;
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+/* ------------------------------------------------------------ events */
+
+/* ia->lock held.  Keep the private data in the EP: the event points to
+ * it, and it stays until the EP is reused or freed. */
+static void ep_save_pd_locked(struct dapl_ep *ep, const void *pd, size_t len)
+{
+	if (len > sizeof(ep->ev_pd))
+		len = sizeof(ep->ev_pd);
+	if (len)
+		memcpy(ep->ev_pd, pd, len);
+	ep->ev_pd_size = (DAT_COUNT)len;
+}
+
+static void ep_post_conn_event_locked(struct dapl_ep *ep,
+				      DAT_EVENT_NUMBER number, int with_pd)
+{
+	DAT_CONNECTION_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	if (!ep->connect_evd)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = number;
+	d = &ev.event_data.connect_event_data;
+	d->ep_handle = ep->obj.handle;
+	if (with_pd && ep->ev_pd_size) {
+		d->private_data_size = ep->ev_pd_size;
+		d->private_data = ep->ev_pd;
+	}
+	/* A full EVD reports its overflow on the async EVD itself. */
+	(void)dapl_evd_post(ep->connect_evd, &ev);
+}
+
+static void sin_to_dat(DAT_SOCK_ADDR6 *to, const struct sockaddr_in *from)
+{
+	memset(to, 0, sizeof(*to));
+	memcpy(to, from, sizeof(*from));
+}
+
+static void ep_flush_locked(struct dapl_ep *ep)
+{
+	struct iwe_qp *qp = dapl_ep_qp(ep->pool);
+
+	/* Any state may go to ERROR; posted work completes FLUSHED. */
+	if (qp)
+		iwe_modify_qp(qp, IWE_QPS_ERROR);
+}
+
+/* The connection is over (or never came): one event, EP DISCONNECTED. */
+static void ep_end_locked(struct dapl_ep *ep, DAT_EVENT_NUMBER number,
+			  const void *pd, size_t pd_len)
+{
+	ep->cm_final = 1;
+	ep_flush_locked(ep);
+	dapl_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
+	if (ep->disc_posted)
+		return;
+	ep->disc_posted = 1;
+	ep_save_pd_locked(ep, pd, pd_len);
+	ep_post_conn_event_locked(ep, number, pd_len > 0);
+}
+
+static void ep_established_locked(struct dapl_ep *ep,
+				  const struct iwe_cm_event *ev)
+{
+	DAT_EP_STATE s = dapl_ep_base_state(ep->state);
+
+	/* A disconnect may have overtaken the establishment. */
+	if (s != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING &&
+	    s != DAT_EP_STATE_COMPLETION_PENDING)
+		return;
+	sin_to_dat(&ep->remote_addr, &ev->remote);
+	/* Ports: the qualifiers are already known (remote for the active
+	 * side, local for the passive); the other side is a TCP port. */
+	if (s == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+		ep->local_port = ntohs(ev->local.sin_port);
+	else
+		ep->remote_port = ntohs(ev->remote.sin_port);
+	ep_save_pd_locked(ep, ev->pdata, ev->pdata_len);
+	dapl_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
+	ep_post_conn_event_locked(ep, DAT_CONNECTION_EVENT_ESTABLISHED, 1);
+}
+
+/* A passive connection that breaks before ESTABLISHED failed to
+ * complete the accept. */
+static DAT_EVENT_NUMBER broken_event(const struct dapl_ep *ep)
+{
+	return dapl_ep_base_state(ep->state) == DAT_EP_STATE_COMPLETION_PENDING
+		       ? DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR
+		       : DAT_CONNECTION_EVENT_BROKEN;
+}
+
+static void ep_on_event_locked(struct dapl_ep *ep,
+			       const struct iwe_cm_event *ev)
+{
+	switch (ev->type) {
+	case IWE_CM_ESTABLISHED:
+		ep_established_locked(ep, ev);
+		break;
+	case IWE_CM_REJECTED:
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_PEER_REJECTED,
+			      ev->pdata, ev->pdata_len);
+		break;
+	case IWE_CM_NON_PEER_REJECTED:
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED,
+			      NULL, 0);
+		break;
+	case IWE_CM_UNREACHABLE:
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_UNREACHABLE, NULL, 0);
+		break;
+	case IWE_CM_TIMED_OUT:
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_TIMED_OUT, NULL, 0);
+		break;
+	case IWE_CM_DISCONNECTED:
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0);
+		break;
+	case IWE_CM_BROKEN:
+		ep_end_locked(ep, broken_event(ep), NULL, 0);
+		break;
+	default:
+		break;		/* SSP events never reach an EP's conn */
+	}
+}
+
+void dapl_cm_ep_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct dapl_ep *ep = ctx;
+	struct dapl_ia *ia = ep->obj.ia;
+
+	dapl_ia_lock(ia);
+	/* The handler may run before the connecting thread stored the conn;
+	 * a conn the EP no longer owns (being destroyed by a reset or free)
+	 * is ignored. */
+	if (!ep->conn && ep->cm_adopt) {
+		ep->conn = ev->conn;
+		ep->cm_adopt = 0;
+	}
+	if (!ep->dying && ep->conn == ev->conn)
+		ep_on_event_locked(ep, ev);
+	dapl_ia_unlock(ia);
+}
+
+struct iwe_conn *dapl_cm_ep_take_conn_locked(struct dapl_ep *ep)
+{
+	struct iwe_conn *c = ep->conn;
+
+	ep->conn = NULL;
+	ep->cm_final = 0;
+	ep->cm_adopt = 0;
+	ep->disc_posted = 0;
+	return c;
+}
+
+/* ------------------------------------------------------- active side */
+
+static DAT_RETURN cm_errno(int err)
+{
+	switch (err) {
+	case EINVAL:
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	case ENOMEM:
+	case EMFILE:
+	case ENFILE:
+	case ENOBUFS:
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	default:
+		return DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNREACHABLE;
+	}
+}
+
+/* ia->lock held: UNCONNECTED -> ACTIVE_CONNECTION_PENDING. */
+static DAT_RETURN connect_begin_locked(struct dapl_ep *ep,
+				       const struct sockaddr_in *dst,
+				       DAT_CONN_QUAL qual, struct iwe_qp **qp)
+{
+	DAT_RETURN r = dapl_ep_check_connectable(ep);
+
+	if (r != DAT_SUCCESS)
+		return r;
+	/* The engine has no SRQ yet, so an SRQ EP has no QP: that is the
+	 * next step of the engine, not a state the consumer can fix. */
+	if (ep->srq)
+		return DAT_NOT_IMPLEMENTED;
+	(void)dapl_ep_qp_create_locked(ep);
+	*qp = dapl_ep_qp(ep->pool);
+	if (!*qp || iwe_qp_get_state(*qp) != IWE_QPS_INIT)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	sin_to_dat(&ep->remote_addr, dst);
+	ep->remote_port = qual;
+	ep->local_port = 0;
+	ep->ev_pd_size = 0;
+	ep->cm_final = 0;
+	ep->disc_posted = 0;
+	ep->cm_adopt = 1;
+	dapl_ep_set_state(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
+			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
+			   DAT_COUNT pd_size, const void *pd)
+{
+	struct dapl_ia *ia = ep->obj.ia;
+	struct iwe_cm_params params;
+	struct iwe_conn *conn = NULL;
+	struct iwe_qp *qp = NULL;
+	DAT_RETURN r;
+	int err;
+
+	dapl_ia_lock(ia);
+	r = connect_begin_locked(ep, dst, qual, &qp);
+	if (r == DAT_SUCCESS)
+		dapl_cm_params(ep, &params);
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS)
+		return r;
+	err = iwe_cm_connect(qp, dst, qual, pd, (size_t)pd_size,
+			     timeout_ms(timeout), &params, dapl_cm_ep_handler,
+			     ep, &conn);
+	dapl_ia_lock(ia);
+	if (err) {
+		/* Nothing was started: the EP is as before the call. */
+		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
+		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
+		ep->remote_port = 0;
+	} else if (!ep->conn && !ep->dying) {
+		ep->conn = conn;
+	}
+	ep->cm_adopt = 0;
+	dapl_ia_unlock(ia);
+	return err ? cm_errno(err) : DAT_SUCCESS;
+}
+
+/* -------------------------------------------------------- disconnect */
+
+/* ia->lock held.  What dat_ep_disconnect has to do now. */
+enum disc_plan { DISC_NOTHING, DISC_CALL, DISC_ERROR };
+
+static enum disc_plan disc_begin_locked(struct dapl_ep *ep,
+					DAT_CLOSE_FLAGS how,
+					struct iwe_conn **conn, DAT_RETURN *r)
+{
+	DAT_EP_STATE s = dapl_ep_base_state(ep->state);
+
+	*r = DAT_SUCCESS;
+	switch (s) {
+	case DAT_EP_STATE_DISCONNECTED:
+		return DISC_NOTHING;
+	case DAT_EP_STATE_DISCONNECT_PENDING:
+		/* A second graceful call adds nothing; abrupt hurries. */
+		if (how == DAT_CLOSE_GRACEFUL_FLAG)
+			return DISC_NOTHING;
+		break;
+	case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
+	case DAT_EP_STATE_COMPLETION_PENDING:
+	case DAT_EP_STATE_CONNECTED:
+	case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
+	case DAT_EP_STATE_CONNECTED_MULTI_PATH:
+		break;
+	default:
+		*r = dapl_ep_state_error(ep);
+		return DISC_ERROR;
+	}
+	*conn = ep->conn;
+	if (!*conn || ep->cm_final) {
+		/* The conn is not known yet (connect still returning) or is
+		 * over: end the DAT side here. */
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0);
+		return DISC_NOTHING;
+	}
+	if (how == DAT_CLOSE_GRACEFUL_FLAG && s != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+		dapl_ep_set_state(ep, DAT_EP_STATE_DISCONNECT_PENDING);
+	return DISC_CALL;
+}
+
+DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how)
+{
+	struct dapl_ia *ia = ep->obj.ia;
+	struct iwe_conn *conn = NULL;
+	enum disc_plan plan;
+	DAT_RETURN r;
+	int graceful = how == DAT_CLOSE_GRACEFUL_FLAG;
+
+	dapl_ia_lock(ia);
+	plan = disc_begin_locked(ep, how, &conn, &r);
+	dapl_ia_unlock(ia);
+	if (plan != DISC_CALL)
+		return r;
+	/* The engine turns a graceful close of a connection not yet
+	 * established into an abrupt one, as DAT asks. */
+	(void)iwe_cm_disconnect(conn, graceful);
+	dapl_ia_lock(ia);
+	/* Abrupt: over now.  The engine's own DISCONNECTED event, when it
+	 * comes, finds the event posted and changes nothing. */
+	if (!graceful && ep->conn == conn && !ep->dying)
+		ep_end_locked(ep, DAT_CONNECTION_EVENT_DISCONNECTED, NULL, 0);
+	dapl_ia_unlock(ia);
+	return DAT_SUCCESS;
+}
+
+/* ------------------------------------------------------ passive side */
+
+void dapl_cm_sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c)
+{
+	/* Allowed in a handler, and the reject reply goes out before the
+	 * close (the initiator sees PEER_REJECTED, not a reset). */
+	(void)iwe_cm_reject(c, NULL, 0);
+	if (sp->nparked == sp->parked_cap) {
+		int cap = sp->parked_cap ? 2 * sp->parked_cap : 4;
+		struct iwe_conn **a = realloc(sp->parked, (size_t)cap * sizeof(*a));
+
+		if (!a)
+			return;	/* freed with the device at IA close */
+		sp->parked = a;
+		sp->parked_cap = cap;
+	}
+	sp->parked[sp->nparked++] = c;
+}
+
+void dapl_cm_sp_reap(struct dapl_sp *sp)
+{
+	for (int i = 0; i < sp->nparked; i++)
+		iwe_cm_conn_destroy(sp->parked[i]);
+	free(sp->parked);
+	sp->parked = NULL;
+	sp->nparked = sp->parked_cap = 0;
+}
+
+/* What the handler learns about the SP under ia->lock. */
+struct sp_view {
+	DAT_HANDLE handle;
+	DAT_CONN_QUAL qual;
+	struct dapl_evd *evd;
+	struct dapl_ep *rsp_ep;		/* RSP: the reserved EP */
+	int provider_ep;		/* PSP with DAT_PSP_PROVIDER_FLAG */
+};
+
+static void cr_info_fill(struct dapl_cr_info *info, const struct sp_view *v,
+			 const struct iwe_cm_event *ev, struct dapl_ep *ep)
+{
+	memset(info, 0, sizeof(*info));
+	info->sp_handle = v->handle;
+	/* The qualifier the consumer listened on (the engine verified the
+	 * full value of a large one). */
+	info->conn_qual = v->qual;
+	info->ep = ep;
+	info->remote = (const struct sockaddr *)&ev->remote;
+	info->remote_port = ntohs(ev->remote.sin_port);
+	info->pd = ev->pdata;
+	info->pd_size = (DAT_COUNT)ev->pdata_len;
+	info->conn = ev->conn;
+}
+
+static DAT_RETURN cr_event_post(struct dapl_ia *ia, const struct sp_view *v,
+				struct dapl_cr *cr)
+{
+	DAT_CR_ARRIVAL_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
+	d = &ev.event_data.cr_arrival_event_data;
+	/* dat.h says an RSP's handle is NULL here because the RSP goes away
+	 * with its request; the dat_rsp_free page says the consumer frees
+	 * it.  The RSP stays until freed, so its handle is still good. */
+	d->sp_handle.psp_handle = v->handle;
+	d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->ia_addr;
+	d->conn_qual = v->qual;
+	d->cr_handle = cr->obj.handle;
+	return dapl_evd_post(v->evd, &ev);
+}
+
+/* Turn a request into a CR and its event; on failure nothing is left
+ * but the conn, which the caller refuses. */
+static DAT_RETURN sp_request(struct dapl_ia *ia, const struct sp_view *v,
+			     const struct iwe_cm_event *ev)
+{
+	struct dapl_ep *ep = v->rsp_ep;
+	struct dapl_cr_info info;
+	struct dapl_cr *cr;
+	DAT_RETURN r;
+
+	if (v->provider_ep) {
+		r = dapl_ep_create_internal(ia, &ep);
+		if (r != DAT_SUCCESS)
+			return r;
+	}
+	cr_info_fill(&info, v, ev, ep);
+	r = dapl_cr_create(ia, &info, &cr);
+	if (r == DAT_SUCCESS) {
+		r = cr_event_post(ia, v, cr);
+		if (r != DAT_SUCCESS) {
+			cr->conn = NULL;
+			if (cr->ep && v->rsp_ep) {
+				dapl_ia_lock(ia);
+				dapl_ep_set_state(cr->ep, DAT_EP_STATE_RESERVED);
+				dapl_ia_unlock(ia);
+			}
+			dapl_cr_free(cr);
+		}
+	}
+	if (r != DAT_SUCCESS && v->provider_ep)
+		dapl_ep_destroy(ep);
+	return r;
+}
+
+void dapl_cm_sp_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct dapl_sp *sp = ctx;
+	struct dapl_ia *ia = sp->obj.ia;
+	struct sp_view v;
+	int dead;
+
+	if (ev->type != IWE_CM_CONNECT_REQUEST)
+		return;
+	dapl_ia_lock(ia);
+	/* The SP, its EVD and an RSP's reservation stay valid until
+	 * iwe_cm_listen_destroy has returned, which waits for us. */
+	dead = sp->dead || (sp->sp_kind == DAPL_SP_RSP && !sp->ep);
+	v.handle = sp->obj.handle;
+	v.qual = sp->qual;
+	v.evd = sp->evd;
+	v.rsp_ep = sp->sp_kind == DAPL_SP_RSP ? sp->ep : NULL;
+	v.provider_ep = sp->sp_kind == DAPL_SP_PSP &&
+			sp->psp_flags == DAT_PSP_PROVIDER_FLAG;
+	if (dead)
+		dapl_cm_sp_park_locked(sp, ev->conn);
+	dapl_ia_unlock(ia);
+	if (dead || sp_request(ia, &v, ev) == DAT_SUCCESS)
+		return;
+	dapl_ia_lock(ia);
+	dapl_cm_sp_park_locked(sp, ev->conn);
+	dapl_ia_unlock(ia);
+}
+
+/* ---------------------------------------------------- accept / reject */
+
+/* ia->lock held.  The CR's conn moves to the EP, which goes to
+ * COMPLETION_PENDING; 'prev' remembers its state for an undo. */
+static DAT_RETURN accept_begin_locked(struct dapl_cr *cr, struct dapl_ep *ep,
+				      struct iwe_qp **qp, DAT_EP_STATE *prev)
+{
+	if (cr->busy || !cr->conn)
+		return DAT_INVALID_STATE;
+	if (ep->srq)
+		return DAT_NOT_IMPLEMENTED;	/* engine SRQ: next step */
+	(void)dapl_ep_qp_create_locked(ep);
+	*qp = dapl_ep_qp(ep->pool);
+	if (!*qp || iwe_qp_get_state(*qp) != IWE_QPS_INIT)
+		return dapl_ep_state_error(ep);
+	cr->busy = 1;
+	*prev = ep->state;
+	ep->conn = cr->conn;
+	cr->conn = NULL;
+	ep->cm_final = 0;
+	ep->disc_posted = 0;
+	ep->ev_pd_size = 0;
+	memcpy(&ep->remote_addr, &cr->remote_addr, sizeof(ep->remote_addr));
+	ep->remote_port = cr->remote_port;
+	ep->local_port = cr->conn_qual;
+	dapl_ep_set_state(ep, DAT_EP_STATE_COMPLETION_PENDING);
+	return DAT_SUCCESS;
+}
+
+/* ia->lock held.  Undo accept_begin_locked. */
+static void accept_undo_locked(struct dapl_cr *cr, struct dapl_ep *ep,
+			       DAT_EP_STATE prev)
+{
+	cr->conn = ep->conn;
+	ep->conn = NULL;
+	ep->state = prev;
+	cr->busy = 0;
+}
+
+/* After a successful accept or reject: the CR goes, and so does a
+ * provider-created EP nobody uses; an RSP's EP is no longer reserved. */
+static void cr_done(struct dapl_cr *cr, struct dapl_ep *accepted)
+{
+	struct dapl_ia *ia = cr->obj.ia;
+	struct dapl_ep *own;
+
+	dapl_ia_lock(ia);
+	own = cr->ep;
+	if (own && own != accepted && !own->provider_created)
+		dapl_ep_set_state(own, DAT_EP_STATE_UNCONNECTED);
+	if (own) {
+		dapl_sp_forget_ep_locked(own);
+		own->reserved_by = NULL;
+		if (own == accepted || !own->provider_created)
+			own = NULL;
+	}
+	dapl_ia_unlock(ia);
+	dapl_cr_free(cr);
+	if (own)
+		dapl_ep_destroy(own);
+}
+
+DAT_RETURN dapl_cm_accept(struct dapl_cr *cr, struct dapl_ep *ep,
+			  DAT_COUNT pd_size, const void *pd)
+{
+	struct dapl_ia *ia = cr->obj.ia;
+	DAT_EP_STATE prev = ep->state;
+	struct iwe_conn *conn;
+	struct iwe_qp *qp = NULL;
+	DAT_RETURN r;
+	int err;
+
+	dapl_ia_lock(ia);
+	r = accept_begin_locked(cr, ep, &qp, &prev);
+	conn = ep->conn;
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS)
+		return r;
+	err = iwe_cm_accept(conn, qp, pd, (size_t)pd_size, dapl_cm_ep_handler,
+			    ep);
+	if (err) {
+		dapl_ia_lock(ia);
+		accept_undo_locked(cr, ep, prev);
+		dapl_ia_unlock(ia);
+		return cm_errno(err);
+	}
+	cr_done(cr, ep);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_cm_reject(struct dapl_cr *cr, DAT_COUNT pd_size,
+			  const void *pd)
+{
+	struct dapl_ia *ia = cr->obj.ia;
+	struct iwe_conn *conn;
+
+	dapl_ia_lock(ia);
+	conn = cr->busy ? NULL : cr->conn;
+	if (conn) {
+		cr->busy = 1;
+		cr->conn = NULL;
+	}
+	dapl_ia_unlock(ia);
+	if (!conn)
+		return DAT_INVALID_STATE;
+	/* The reply carries the consumer's data; destroying right after
+	 * lets it finish going out, then closes (engine contract). */
+	(void)iwe_cm_reject(conn, pd, (size_t)pd_size);
+	iwe_cm_conn_destroy(conn);
+	cr_done(cr, NULL);
+	return DAT_SUCCESS;
+}

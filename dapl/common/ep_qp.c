@@ -1,0 +1,567 @@
+/* The EP's engine QP and its work slots; completion conversion.
+ *
+ * Work slots.  Every posted DTO takes one slot of the EP's pool; the slot
+ * keeps the cookie, operation and length, and ibv_wc.wr_id names it as
+ * (qp_num << 32 | slot index): no allocation per post.  A pool belongs to
+ * one engine QP: it is made with the QP and retired with it, so the FIFO
+ * order of that QP's completions in its two CQs holds for the whole life
+ * of the pool.  Slots form two rings in posting order (requests, then
+ * receives) because the engine completes each queue in order.  A slot is
+ * free again once its completion has been converted into a DAT event (DAT:
+ * a DTO is outstanding until its completion is dequeued, and max_*_dtos
+ * bound the outstanding ones).  A request posted with
+ * DAT_COMPLETION_SUPPRESS_FLAG produces no completion when it succeeds; its
+ * slot is released by the completion of a later request of the same QP,
+ * which proves it done (verbs semantics).  A consumer that posts only
+ * suppressed requests must therefore post a signalled one now and then, as
+ * with any verbs provider.
+ *
+ * Completions may still sit in an EVD after their EP was freed or reset
+ * (DAT 2.0 dat_ep_free: "the Consumer must be ready for all completions
+ * that are not dequeued yet either still being on the EVD ... or not being
+ * there").  A retired pool therefore stays findable by qp_num until all of
+ * its slots are consumed, or until RETIRED_MAX newer pools were retired; a
+ * completion whose pool is gone becomes an event with a NULL EP handle and
+ * no cookie instead of a read of freed memory.
+ *
+ * Locks: ia->lock, then pool->lock, then engine locks (posting).  The
+ * qp_num table lock comes before a pool's lock (conversion, reaping); it
+ * is taken under ia->lock only to insert a new pool, and nothing holding
+ * it ever waits for ia->lock.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dapl.h"
+#include "dapl_ep.h"
+#include "dapl_evd.h"
+#include "dapl_mem.h"
+
+#define POOL_BUCKETS 1024
+#define RETIRED_MAX 256
+
+enum { SLOT_FREE, SLOT_POSTED, SLOT_DONE };
+
+/* Positions are free-running 32-bit counters: in use = tail - head. */
+struct wr_ring {
+	uint32_t base;			/* first slot index of the ring */
+	uint32_t n;			/* capacity */
+	uint32_t head, tail;
+};
+
+struct dapl_wr_pool {
+	pthread_mutex_t lock;
+	struct iwe_qp *qp;		/* NULL once retired */
+	uint32_t qp_num;
+	DAT_EP_HANDLE ep_handle;	/* reported in events, even stale */
+	struct wr_ring send, recv;
+	int retired;
+	struct dapl_wr_pool *hnext;	/* qp_num table chain */
+	struct dapl_wr_pool *rnext;	/* retired list, oldest first */
+	struct dapl_wr_ctx slots[];	/* send ring, then recv ring */
+};
+
+static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct dapl_wr_pool *table[POOL_BUCKETS];
+static struct dapl_wr_pool *retired_head, *retired_tail;
+static int nretired;
+
+/* ------------------------------------------------------ qp_num table */
+
+static struct dapl_wr_pool **bucket(uint32_t qp_num)
+{
+	return &table[qp_num % POOL_BUCKETS];
+}
+
+/* table_lock held (any mode). */
+static struct dapl_wr_pool *table_find(uint32_t qp_num)
+{
+	struct dapl_wr_pool *p = *bucket(qp_num);
+
+	while (p && p->qp_num != qp_num)
+		p = p->hnext;
+	return p;
+}
+
+/* table_lock held for writing. */
+static void table_remove(struct dapl_wr_pool *pool)
+{
+	for (struct dapl_wr_pool **pp = bucket(pool->qp_num); *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == pool) {
+			*pp = pool->hnext;
+			return;
+		}
+	}
+}
+
+static uint32_t ring_used(const struct wr_ring *r)
+{
+	return r->tail - r->head;
+}
+
+/* table_lock held for writing: nobody else can reach the pool. */
+static void pool_free(struct dapl_wr_pool *pool)
+{
+	table_remove(pool);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool);
+}
+
+/* table_lock held for writing.  Free retired pools whose completions have
+ * all been consumed, and the oldest ones beyond RETIRED_MAX. */
+static void retired_reap(void)
+{
+	struct dapl_wr_pool **pp = &retired_head, *last = NULL;
+
+	while (*pp) {
+		struct dapl_wr_pool *p = *pp;
+		uint32_t used;
+
+		pthread_mutex_lock(&p->lock);
+		used = ring_used(&p->send) + ring_used(&p->recv);
+		pthread_mutex_unlock(&p->lock);
+		if (used == 0 || nretired > RETIRED_MAX) {
+			*pp = p->rnext;
+			nretired--;
+			pool_free(p);
+		} else {
+			last = p;
+			pp = &p->rnext;
+		}
+	}
+	retired_tail = last;
+}
+
+/* ---------------------------------------------------------- create */
+
+static uint32_t at_least_one(DAT_COUNT v)
+{
+	return v > 0 ? (uint32_t)v : 1;
+}
+
+static uint32_t max3(DAT_COUNT a, DAT_COUNT b, DAT_COUNT c)
+{
+	DAT_COUNT m = a > b ? a : b;
+
+	return (uint32_t)(m > c ? m : c);
+}
+
+/* Engine caps from the EP attributes.  The engine wants at least one WR
+ * per queue; an EP with zero DTOs of a kind still has a (tiny) queue. */
+static void qp_caps(const DAT_EP_ATTR *a, struct iwe_qp_cap *cap)
+{
+	cap->max_send_wr = at_least_one(a->max_request_dtos);
+	cap->max_recv_wr = at_least_one(a->max_recv_dtos);
+	cap->max_send_sge = max3(a->max_request_iov, a->max_rdma_read_iov,
+				 a->max_rdma_write_iov);
+	cap->max_recv_sge = (uint32_t)a->max_recv_iov;
+}
+
+static struct dapl_wr_pool *pool_new(const struct iwe_qp_cap *cap)
+{
+	size_t n = (size_t)cap->max_send_wr + cap->max_recv_wr;
+	struct dapl_wr_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->slots[0]));
+
+	if (!p)
+		return NULL;
+	pthread_mutex_init(&p->lock, NULL);
+	p->send.n = cap->max_send_wr;
+	p->recv.base = cap->max_send_wr;
+	p->recv.n = cap->max_recv_wr;
+	return p;
+}
+
+static DAT_RETURN qp_errno(int err)
+{
+	return err == ENOMEM ? DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP
+			     : DAT_INTERNAL_ERROR;
+}
+
+static struct iwe_qp *qp_new(struct dapl_ep *ep, DAT_RETURN *r)
+{
+	struct iwe_qp_init_attr at;
+	struct iwe_qp *qp;
+
+	memset(&at, 0, sizeof(at));
+	at.send_cq = ep->request_evd->cq;
+	at.recv_cq = ep->recv_evd->cq;
+	qp_caps(&ep->attr, &at.cap);
+	qp = iwe_create_qp(ep->pz->pd, &at);
+	if (!qp) {
+		*r = qp_errno(errno);
+		return NULL;
+	}
+	/* INIT: receives may be posted before any connection (DAT). */
+	if (iwe_modify_qp(qp, IWE_QPS_INIT)) {
+		iwe_destroy_qp(qp);
+		*r = DAT_INTERNAL_ERROR;
+		return NULL;
+	}
+	return qp;
+}
+
+DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep)
+{
+	struct dapl_wr_pool *pool;
+	DAT_RETURN r = DAT_SUCCESS;
+	struct iwe_qp *qp;
+
+	/* An SRQ EP has no QP: the engine has no SRQ yet (see srq.c). */
+	if (ep->pool || ep->srq || !dapl_ep_is_configured(ep))
+		return DAT_SUCCESS;
+	qp = qp_new(ep, &r);
+	if (!qp)
+		return r;
+	pool = pool_new(&qp->cap);
+	if (!pool) {
+		iwe_destroy_qp(qp);
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
+	}
+	pool->qp = qp;
+	pool->qp_num = qp->qp_num;
+	pool->ep_handle = ep->obj.handle;
+	pthread_rwlock_wrlock(&table_lock);
+	pool->hnext = *bucket(pool->qp_num);
+	*bucket(pool->qp_num) = pool;
+	pthread_rwlock_unlock(&table_lock);
+	ep->pool = pool;
+	return DAT_SUCCESS;
+}
+
+struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep)
+{
+	struct dapl_wr_pool *pool = ep->pool;
+
+	ep->pool = NULL;
+	return pool;
+}
+
+struct iwe_qp *dapl_ep_qp(const struct dapl_wr_pool *pool)
+{
+	return pool ? pool->qp : NULL;
+}
+
+void dapl_ep_qp_retire(struct dapl_wr_pool *pool)
+{
+	struct iwe_qp *qp;
+
+	if (!pool)
+		return;
+	/* Waits for a post in progress; later posts see no QP. */
+	pthread_mutex_lock(&pool->lock);
+	qp = pool->qp;
+	pool->qp = NULL;
+	pthread_mutex_unlock(&pool->lock);
+	if (qp) {
+		/* Flush, so every posted DTO reports (DAT: outstanding DTOs
+		 * are flushed), then free the QP; its CQs stay with the
+		 * EVDs, which the EP pins until after this. */
+		iwe_modify_qp(qp, IWE_QPS_ERROR);
+		iwe_destroy_qp(qp);
+	}
+	pthread_rwlock_wrlock(&table_lock);
+	pool->retired = 1;
+	pool->rnext = NULL;
+	if (retired_tail)
+		retired_tail->rnext = pool;
+	else
+		retired_head = pool;
+	retired_tail = pool;
+	nretired++;
+	retired_reap();
+	pthread_rwlock_unlock(&table_lock);
+}
+
+void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
+				DAT_COUNT *requests)
+{
+	struct dapl_wr_pool *p = ep->pool;
+
+	*recvs = *requests = 0;
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	*recvs = (DAT_COUNT)ring_used(&p->recv);
+	*requests = (DAT_COUNT)ring_used(&p->send);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* ---------------------------------------------------------- posting */
+
+struct dapl_wr_pool *dapl_ep_pool_hold_locked(struct dapl_ep *ep)
+{
+	struct dapl_wr_pool *p;
+
+	/* A QP that could not be made at modify time gets another try. */
+	(void)dapl_ep_qp_create_locked(ep);
+	p = ep->pool;
+	if (p)
+		pthread_mutex_lock(&p->lock);
+	return p;
+}
+
+void dapl_ep_pool_release(struct dapl_wr_pool *pool)
+{
+	pthread_mutex_unlock(&pool->lock);
+}
+
+/* The next free slot of a ring, or NULL when every slot is outstanding. */
+static struct dapl_wr_ctx *ring_next(struct dapl_wr_pool *p,
+				     const struct wr_ring *r, uint32_t *idx)
+{
+	if (ring_used(r) >= r->n)
+		return NULL;
+	*idx = r->base + r->tail % r->n;
+	return &p->slots[*idx];
+}
+
+static uint64_t wr_id_of(const struct dapl_wr_pool *p, uint32_t idx)
+{
+	return (uint64_t)p->qp_num << 32 | idx;
+}
+
+static void slot_fill(struct dapl_wr_ctx *s, const struct dapl_wr_ctx *ctx,
+		      uint32_t pos)
+{
+	*s = *ctx;
+	s->pos = pos;
+	s->state = SLOT_POSTED;
+}
+
+/* EINVAL from the engine after our checks: a bad length (too long for a
+ * completion) or memory that changed under us. */
+static DAT_RETURN post_errno(int err, uint64_t total)
+{
+	if (err == ENOMEM)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	if (total > UINT32_MAX)
+		return DAT_LENGTH_ERROR;
+	return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+}
+
+static DAT_RETURN no_qp(void)
+{
+	return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+}
+
+DAT_RETURN dapl_ep_pool_post_send(struct dapl_wr_pool *p,
+				  struct ibv_send_wr *wr,
+				  const struct dapl_wr_ctx *ctx,
+				  uint64_t total)
+{
+	struct ibv_send_wr *bad = NULL;
+	struct dapl_wr_ctx *s;
+	uint32_t idx;
+	int err;
+
+	if (!p->qp)
+		return no_qp();
+	s = ring_next(p, &p->send, &idx);
+	if (!s)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	wr->wr_id = wr_id_of(p, idx);
+	/* Filled before posting: an inline transmit may complete it and a
+	 * consumer thread convert it before iwe_post_send returns. */
+	slot_fill(s, ctx, p->send.tail);
+	p->send.tail++;
+	err = iwe_post_send(p->qp, wr, &bad);
+	if (err) {
+		p->send.tail--;
+		s->state = SLOT_FREE;
+		return post_errno(err, total);
+	}
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
+				  struct ibv_recv_wr *wr,
+				  const struct dapl_wr_ctx *ctx,
+				  uint64_t total)
+{
+	struct ibv_recv_wr *bad = NULL;
+	struct dapl_wr_ctx *s;
+	uint32_t idx;
+	int err;
+
+	if (!p->qp)
+		return no_qp();
+	s = ring_next(p, &p->recv, &idx);
+	if (!s)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	wr->wr_id = wr_id_of(p, idx);
+	slot_fill(s, ctx, p->recv.tail);
+	p->recv.tail++;
+	err = iwe_post_recv(p->qp, wr, &bad);
+	if (err) {
+		p->recv.tail--;
+		s->state = SLOT_FREE;
+		return post_errno(err, total);
+	}
+	return DAT_SUCCESS;
+}
+
+/* ------------------------------------------------------ completions */
+
+/* pool->lock held.  The completion of slot idx arrived: free it, and the
+ * suppressed requests before it (they succeeded silently: an error would
+ * have completed them earlier, in order).  Slots leave the ring in order
+ * only, so a completion converted out of order by a second dequeuing
+ * thread waits for the earlier ones. */
+static void ring_complete(struct dapl_wr_pool *p, struct wr_ring *r,
+			  struct dapl_wr_ctx *s, int requests)
+{
+	if (s->state != SLOT_POSTED)
+		return;		/* already released: nothing to do */
+	s->state = SLOT_DONE;
+	if (requests) {
+		for (uint32_t pos = r->head; pos != s->pos; pos++) {
+			struct dapl_wr_ctx *t =
+				&p->slots[r->base + pos % r->n];
+
+			if (t->state == SLOT_POSTED && t->suppressed)
+				t->state = SLOT_DONE;
+		}
+	}
+	while (ring_used(r)) {
+		struct dapl_wr_ctx *h = &p->slots[r->base + r->head % r->n];
+
+		if (h->state != SLOT_DONE)
+			break;
+		h->state = SLOT_FREE;
+		r->head++;
+	}
+}
+
+/* Copy the slot of a completion and release it.  0 when its pool is gone. */
+static int wc_take_slot(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
+			DAT_EP_HANDLE *ep)
+{
+	uint32_t qp_num = (uint32_t)(wc->wr_id >> 32);
+	uint32_t idx = (uint32_t)wc->wr_id;
+	struct dapl_wr_pool *p;
+	int found = 0;
+
+	pthread_rwlock_rdlock(&table_lock);
+	p = table_find(qp_num);
+	if (p && idx < p->send.n + p->recv.n) {
+		pthread_mutex_lock(&p->lock);
+		*ctx = p->slots[idx];
+		*ep = p->ep_handle;
+		ring_complete(p, idx < p->send.n ? &p->send : &p->recv,
+			      &p->slots[idx], idx < p->send.n);
+		pthread_mutex_unlock(&p->lock);
+		found = 1;
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return found;
+}
+
+static DAT_DTO_COMPLETION_STATUS wc_status(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS:
+		return DAT_DTO_SUCCESS;
+	case IBV_WC_WR_FLUSH_ERR:
+		return DAT_DTO_ERR_FLUSHED;
+	case IBV_WC_LOC_LEN_ERR:
+		return DAT_DTO_ERR_LOCAL_LENGTH;
+	case IBV_WC_LOC_QP_OP_ERR:
+	case IBV_WC_LOC_EEC_OP_ERR:
+	case IBV_WC_TM_ERR:
+	case IBV_WC_TM_RNDV_INCOMPLETE:
+		return DAT_DTO_ERR_LOCAL_EP;
+	case IBV_WC_LOC_PROT_ERR:
+	case IBV_WC_LOC_ACCESS_ERR:
+	case IBV_WC_LOC_RDD_VIOL_ERR:
+		return DAT_DTO_ERR_LOCAL_PROTECTION;
+	case IBV_WC_MW_BIND_ERR:
+		return DAT_RMR_OPERATION_FAILED;
+	case IBV_WC_BAD_RESP_ERR:
+		return DAT_DTO_ERR_BAD_RESPONSE;
+	case IBV_WC_REM_ACCESS_ERR:
+		return DAT_DTO_ERR_REMOTE_ACCESS;
+	case IBV_WC_REM_INV_REQ_ERR:
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_INV_RD_REQ_ERR:
+	case IBV_WC_REM_ABORT_ERR:
+		return DAT_DTO_ERR_REMOTE_RESPONDER;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return DAT_DTO_ERR_RECEIVER_NOT_READY;
+	case IBV_WC_RETRY_EXC_ERR:
+	case IBV_WC_INV_EECN_ERR:
+	case IBV_WC_INV_EEC_STATE_ERR:
+	case IBV_WC_FATAL_ERR:
+	case IBV_WC_RESP_TIMEOUT_ERR:
+	case IBV_WC_GENERAL_ERR:
+		return DAT_DTO_ERR_TRANSPORT;
+	}
+	return DAT_DTO_ERR_TRANSPORT;	/* a status newer than this code */
+}
+
+/* Only meaningful for successful completions (verbs leaves the opcode of
+ * an error completion undefined). */
+static DAT_DTOS wc_op(const struct ibv_wc *wc)
+{
+	switch (wc->opcode) {
+	case IBV_WC_SEND:
+		return DAT_DTO_SEND;
+	case IBV_WC_RDMA_WRITE:
+		return DAT_DTO_RDMA_WRITE;
+	case IBV_WC_RDMA_READ:
+		return DAT_DTO_RDMA_READ;
+	case IBV_WC_BIND_MW:
+		return DAT_DTO_BIND_MW;
+	case IBV_WC_LOCAL_INV:
+		return DAT_DTO_LMR_INVALIDATE;
+	case IBV_WC_RECV:
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+	case IBV_WC_TM_RECV:
+	case IBV_WC_TM_NO_TAG:
+		return (wc->wc_flags & IBV_WC_WITH_INV)
+			       ? DAT_DTO_RECEIVE_WITH_INVALIDATE
+			       : DAT_DTO_RECEIVE;
+	default:
+		/* Atomics and the rest have no DAT 2.0 operation. */
+		return DAT_DTO_EXTENSION_BASE;
+	}
+}
+
+void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA *d =
+		&event->event_data.dto_completion_event_data;
+	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+	struct dapl_wr_ctx ctx;
+	int ok = wc->status == IBV_WC_SUCCESS;
+	int known = wc_take_slot(wc, &ctx, &ep);
+
+	/* The caller sets evd_handle afterwards. */
+	memset(event, 0, sizeof(*event));
+	event->event_number = DAT_DTO_COMPLETION_EVENT;
+	d->status = wc_status(wc->status);
+	d->ep_handle = ep;
+	if (known)
+		d->user_cookie = ctx.cookie;
+	/* On error DAT leaves length and operation-specific data undefined;
+	 * the posted operation is still the most useful thing to report. */
+	d->operation = known ? ctx.op : wc_op(wc);
+	if (!ok)
+		return;
+	if (known && ctx.op == DAT_DTO_RECEIVE)
+		d->operation = wc_op(wc);	/* may carry an invalidate */
+	/* byte_len is what arrived in a receive; for the operations we
+	 * initiate, the posted length (for a read, the remote segment) is
+	 * what moved: verbs does not define byte_len for all of them. */
+	if (d->operation == DAT_DTO_RECEIVE ||
+	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE || !known)
+		d->transfered_length = wc->byte_len;
+	else
+		d->transfered_length = ctx.length;
+	if (d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
+		d->rmr_context = wc->invalidated_rkey;
+}

@@ -1,0 +1,422 @@
+/* The per-device progress thread; see iw_progress.h.
+ *
+ * One loop iteration: run synchronous calls and posted tasks, wait in
+ * epoll_wait until the next timer deadline (0 when tasks are queued),
+ * dispatch the events, fire the expired timers.  Other threads reach the
+ * loop through an eventfd.  Timers live in a binary min-heap ordered by
+ * CLOCK_MONOTONIC deadline, so arming and cancelling are O(log n) even
+ * with thousands of pending connections.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "iw_progress.h"
+
+#define PROG_MAX_EVENTS 64
+
+/* A synchronous call waiting for the thread (lives on the caller's
+ * stack). */
+struct prog_call {
+	struct prog_call *next;
+	void (*fn)(void *arg);
+	void *arg;
+	int done;
+};
+
+struct iwe_prog {
+	pthread_t thread;
+	int epfd, evfd;
+	int stop;				/* under lock */
+	pthread_mutex_t lock;			/* calls, tasks, stop */
+	pthread_cond_t done_cv;
+	struct prog_call *calls, *calls_tail;
+	struct iwe_prog_task *tasks, *tasks_tail;
+	/* Progress thread only: */
+	struct iwe_prog_timer **heap;
+	size_t nheap, heap_cap;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void prog_wake(struct iwe_prog *p)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already non-zero: awake enough. */
+	if (write(p->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		abort();
+}
+
+int iwe_prog_on_thread(const struct iwe_prog *p)
+{
+	return pthread_equal(pthread_self(), p->thread);
+}
+
+/* ------------------------------------------------------------ timers */
+
+static void heap_set(struct iwe_prog *p, size_t i, struct iwe_prog_timer *t)
+{
+	p->heap[i] = t;
+	t->slot = i + 1;
+}
+
+static void heap_up(struct iwe_prog *p, size_t i)
+{
+	struct iwe_prog_timer *t = p->heap[i];
+
+	while (i > 0 && p->heap[(i - 1) / 2]->when > t->when) {
+		heap_set(p, i, p->heap[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	heap_set(p, i, t);
+}
+
+static void heap_down(struct iwe_prog *p, size_t i)
+{
+	struct iwe_prog_timer *t = p->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= p->nheap)
+			break;
+		if (c + 1 < p->nheap && p->heap[c + 1]->when < p->heap[c]->when)
+			c++;
+		if (p->heap[c]->when >= t->when)
+			break;
+		heap_set(p, i, p->heap[c]);
+		i = c;
+	}
+	heap_set(p, i, t);
+}
+
+void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t)
+{
+	struct iwe_prog_timer *m;
+	size_t i;
+
+	if (!t->slot)
+		return;
+	i = t->slot - 1;
+	t->slot = 0;
+	if (i == --p->nheap)
+		return;
+	/* The last timer fills the hole, then finds its place. */
+	m = p->heap[p->nheap];
+	heap_set(p, i, m);
+	heap_up(p, i);
+	heap_down(p, m->slot - 1);
+}
+
+void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
+{
+	iwe_prog_timer_cancel(p, t);
+	if (p->nheap == p->heap_cap) {
+		size_t cap = p->heap_cap ? p->heap_cap * 2 : 64;
+		struct iwe_prog_timer **h = realloc(p->heap, cap * sizeof(*h));
+
+		if (!h)
+			abort();	/* a lost timer would hang a peer */
+		p->heap = h;
+		p->heap_cap = cap;
+	}
+	t->when = now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000u;
+	heap_set(p, p->nheap++, t);
+	heap_up(p, p->nheap - 1);
+}
+
+static void run_timers(struct iwe_prog *p)
+{
+	uint64_t now = now_ns();
+
+	while (p->nheap && p->heap[0]->when <= now) {
+		struct iwe_prog_timer *t = p->heap[0];
+
+		iwe_prog_timer_cancel(p, t);
+		t->cb(t);
+	}
+}
+
+/* epoll_wait timeout: up to the next deadline, rounded up. */
+static int next_timeout(const struct iwe_prog *p)
+{
+	uint64_t now, d;
+
+	if (!p->nheap)
+		return -1;
+	now = now_ns();
+	if (p->heap[0]->when <= now)
+		return 0;
+	d = (p->heap[0]->when - now + 999999u) / 1000000u;
+	return d > 60000 ? 60000 : (int)d;
+}
+
+/* ----------------------------------------------------------- watches */
+
+int iwe_prog_watch_add(struct iwe_prog *p, struct iwe_prog_watch *w, int fd,
+		       uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		return errno;
+	w->fd = fd;
+	w->events = events;
+	return 0;
+}
+
+int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
+		       uint32_t events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (w->fd < 0)
+		return EBADF;
+	if (events == w->events)
+		return 0;
+	if (epoll_ctl(p->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+		return errno;
+	w->events = events;
+	return 0;
+}
+
+void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w)
+{
+	if (w->fd < 0)
+		return;
+	epoll_ctl(p->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->fd = -1;
+}
+
+/* ------------------------------------------------------- calls, tasks */
+
+void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t)
+{
+	int wake;
+
+	pthread_mutex_lock(&p->lock);
+	wake = !t->queued;
+	if (!t->queued) {
+		t->queued = 1;
+		t->next = NULL;
+		if (p->tasks_tail)
+			p->tasks_tail->next = t;
+		else
+			p->tasks = t;
+		p->tasks_tail = t;
+	}
+	pthread_mutex_unlock(&p->lock);
+	/* The thread re-checks the queue before sleeping. */
+	if (wake && !iwe_prog_on_thread(p))
+		prog_wake(p);
+}
+
+void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t)
+{
+	struct iwe_prog_task **pp, *prev = NULL;
+
+	pthread_mutex_lock(&p->lock);
+	for (pp = &p->tasks; *pp; prev = *pp, pp = &(*pp)->next) {
+		if (*pp != t)
+			continue;
+		*pp = t->next;
+		if (p->tasks_tail == t)
+			p->tasks_tail = prev;
+		t->queued = 0;
+		break;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* Run the tasks queued before this point; new ones wait a round, so a
+ * task that re-posts itself cannot starve the loop. */
+static void run_tasks(struct iwe_prog *p)
+{
+	struct iwe_prog_task *t, *last;
+
+	pthread_mutex_lock(&p->lock);
+	last = p->tasks_tail;
+	while (last && (t = p->tasks) != NULL) {
+		p->tasks = t->next;
+		if (!p->tasks)
+			p->tasks_tail = NULL;
+		t->queued = 0;
+		pthread_mutex_unlock(&p->lock);
+		t->fn(t);
+		pthread_mutex_lock(&p->lock);
+		if (t == last)
+			break;
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void run_calls(struct iwe_prog *p)
+{
+	struct prog_call *c;
+
+	pthread_mutex_lock(&p->lock);
+	while ((c = p->calls) != NULL) {
+		p->calls = c->next;
+		if (!p->calls)
+			p->calls_tail = NULL;
+		pthread_mutex_unlock(&p->lock);
+		c->fn(c->arg);
+		pthread_mutex_lock(&p->lock);
+		c->done = 1;
+		pthread_cond_broadcast(&p->done_cv);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
+{
+	struct prog_call c = { .fn = fn, .arg = arg };
+
+	if (iwe_prog_on_thread(p)) {
+		fn(arg);
+		return;
+	}
+	pthread_mutex_lock(&p->lock);
+	if (p->calls_tail)
+		p->calls_tail->next = &c;
+	else
+		p->calls = &c;
+	p->calls_tail = &c;
+	pthread_mutex_unlock(&p->lock);
+	prog_wake(p);
+	pthread_mutex_lock(&p->lock);
+	while (!c.done)
+		pthread_cond_wait(&p->done_cv, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+/* -------------------------------------------------------------- loop */
+
+static int prog_idle_timeout(struct iwe_prog *p, int *stop)
+{
+	int busy;
+
+	pthread_mutex_lock(&p->lock);
+	busy = p->tasks != NULL || p->calls != NULL;
+	*stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return busy ? 0 : next_timeout(p);
+}
+
+static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
+{
+	uint64_t v;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct iwe_prog_watch *w = ev[i].data.ptr;
+
+		if (w == NULL) {
+			if (read(p->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				abort();
+			continue;
+		}
+		/* A watch removed earlier in this batch stays quiet. */
+		if (w->fd >= 0)
+			w->cb(w, ev[i].events);
+	}
+}
+
+static void *prog_main(void *arg)
+{
+	struct iwe_prog *p = arg;
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	int n, timeout, stop = 0;
+
+	for (;;) {
+		run_calls(p);
+		run_tasks(p);
+		timeout = prog_idle_timeout(p, &stop);
+		if (stop)
+			break;
+		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, timeout);
+		if (n < 0 && errno != EINTR)
+			abort();
+		if (n > 0)
+			dispatch(p, ev, n);
+		run_timers(p);
+	}
+	run_calls(p);
+	run_tasks(p);
+	return NULL;
+}
+
+/* ------------------------------------------------------ start / stop */
+
+static struct iwe_prog *prog_create(void)
+{
+	struct iwe_prog *p = calloc(1, sizeof(*p));
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+
+	if (!p)
+		return NULL;
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->epfd < 0 || p->evfd < 0 ||
+	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0)
+		goto fail;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->done_cv, NULL);
+	if (pthread_create(&p->thread, NULL, prog_main, p) == 0)
+		return p;
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->done_cv);
+fail:
+	if (p->epfd >= 0)
+		close(p->epfd);
+	if (p->evfd >= 0)
+		close(p->evfd);
+	free(p);
+	return NULL;
+}
+
+struct iwe_prog *iwe_prog_get(struct iwe_device *dev)
+{
+	struct iwe_prog *p;
+
+	pthread_mutex_lock(&dev->lock);
+	if (!dev->prog)
+		dev->prog = prog_create();
+	p = dev->prog;
+	pthread_mutex_unlock(&dev->lock);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+void iwe_prog_stop(struct iwe_prog *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_mutex_unlock(&p->lock);
+	prog_wake(p);
+	pthread_join(p->thread, NULL);
+	close(p->epfd);
+	close(p->evfd);
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->done_cv);
+	free(p->heap);
+	free(p);
+}

@@ -1,0 +1,73 @@
+/* The per-device progress thread: an epoll loop with fd watches, one-shot
+ * timers, tasks posted from any thread, and synchronous calls.
+ *
+ * Everything the connection manager owns (conns, listeners, their
+ * sockets and timers) is touched on this thread only, so the CM needs no
+ * locks of its own: API calls from other threads run their body here
+ * through iwe_prog_call.  Watches, timers and tasks are embedded in their
+ * owner; the owner must unregister them (on the thread) before freeing,
+ * and must free only from a task (iwe_prog_post), never inside a
+ * dispatch, because the epoll batch being dispatched may still name it.
+ *
+ * Engine-internal header.
+ */
+#ifndef IW_PROGRESS_H
+#define IW_PROGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "iw_priv.h"
+
+struct iwe_prog;
+
+struct iwe_prog_watch {
+	int fd;				/* -1 while not registered */
+	uint32_t events;		/* EPOLL* interest */
+	void (*cb)(struct iwe_prog_watch *w, uint32_t revents);
+};
+
+struct iwe_prog_timer {
+	uint64_t when;			/* CLOCK_MONOTONIC, ns */
+	size_t slot;			/* heap index + 1; 0: not armed */
+	void (*cb)(struct iwe_prog_timer *t);
+};
+
+struct iwe_prog_task {
+	struct iwe_prog_task *next;
+	int queued;			/* under the prog's lock */
+	void (*fn)(struct iwe_prog_task *t);
+};
+
+/* The device's progress thread, started on first use.  NULL and errno
+ * when it cannot be started. */
+struct iwe_prog *iwe_prog_get(struct iwe_device *dev);
+/* Stop and join the thread, run the tasks still queued, free it.  Never
+ * call it on the progress thread itself. */
+void iwe_prog_stop(struct iwe_prog *p);
+
+int iwe_prog_on_thread(const struct iwe_prog *p);
+
+/* Run fn(arg) on the progress thread and wait for it to finish; run it
+ * at once when already there (so handlers may call the CM). */
+void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
+
+/* Queue a task for the next loop iteration (after the current epoll
+ * batch); any thread.  A task already queued stays queued once. */
+void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);
+/* Take a task off the queue if it is there; any thread. */
+void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t);
+
+/* Watches and timers: progress thread only.  Level-triggered unless
+ * EPOLLET is in events.  0 or an errno. */
+int iwe_prog_watch_add(struct iwe_prog *p, struct iwe_prog_watch *w, int fd,
+		       uint32_t events);
+int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
+		       uint32_t events);
+void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w);
+
+/* Fire cb once, ms milliseconds from now (re-arming moves it). */
+void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms);
+void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t);
+
+#endif

@@ -1,0 +1,682 @@
+/* The connection manager over loopback ("lo"): listen / connect / accept
+ * with private data, every RTR type, MPA revision 1, CRC negotiation,
+ * rejects, unreachable, timeouts, garbage and marker requests, services
+ * above 65535, EADDRINUSE, listen_any, graceful and abrupt disconnects,
+ * a peer dying mid-FPDU, and concurrent setup from several threads.
+ * TAP output. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cm_harness.h"
+
+/* --------------------------------------------------- the pair under test */
+
+struct cpair {
+	struct side a, b;		/* a: active, b: passive */
+	struct evlog la, lp, lb;	/* active, listener, passive conn */
+	struct evlog *lpp;		/* listener's log if not lp */
+	struct iwe_listener *l;
+	struct iwe_conn *ca, *cb;
+	struct iwe_cm_params ap, bp;
+	uint8_t rep[IWE_MAX_PRIVATE_DATA];
+	size_t rep_len;
+};
+
+static void cpair_open(struct cpair *p)
+{
+	memset(p, 0, sizeof(*p));
+	evlog_init(&p->la);
+	evlog_init(&p->lp);
+	evlog_init(&p->lb);
+	side_fresh(&p->a);
+	side_fresh(&p->b);
+}
+
+static void cpair_close(struct cpair *p)
+{
+	if (p->ca)
+		iwe_cm_conn_destroy(p->ca);
+	if (p->cb)
+		iwe_cm_conn_destroy(p->cb);
+	if (p->l)
+		iwe_cm_listen_destroy(p->l);
+	side_close(&p->a);
+	side_close(&p->b);
+	evlog_fini(&p->la);
+	evlog_fini(&p->lp);
+	evlog_fini(&p->lb);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Connect a to b's listener; returns 1 once both are ESTABLISHED. */
+static int cpair_connect(struct cpair *p, uint64_t service, size_t req_len,
+			 size_t rep_len, const char *tag)
+{
+	uint8_t req[IWE_MAX_PRIVATE_DATA];
+	struct sockaddr_in dst = lo_addr(0);
+	struct evlog *lp = p->lpp ? p->lpp : &p->lp;
+	struct rec *r;
+	int ok;
+
+	fill((char *)req, req_len, 17);
+	fill((char *)p->rep, rep_len, 91);
+	p->rep_len = rep_len;
+	int err, base = evlog_count(lp);
+
+	if (!p->l && (err = iwe_cm_listen(g_dev, service, &p->bp, 0,
+					  on_event, lp, &p->l))) {
+		printf("#   listen: %s\n", strerror(err));
+		return 0;
+	}
+	if ((err = iwe_cm_connect(p->a.qp, &dst, service, req, req_len, 2000,
+				  &p->ap, on_event, &p->la, &p->ca))) {
+		printf("#   connect: %s\n", strerror(err));
+		return 0;
+	}
+	r = wait_ev(lp, base, WAIT_MS);
+	if (!r || r->type != IWE_CM_CONNECT_REQUEST) {
+		r = wait_ev(&p->la, 0, 10);
+		printf("#   no CONNECT_REQUEST; active side: %d %s\n",
+		       r ? r->type : -1, r ? r->reason : "");
+		return 0;
+	}
+	CHECK(r->pdata_len == req_len && !memcmp(r->pdata, req, req_len) &&
+	      r->service == service &&
+	      r->remote.sin_addr.s_addr == htonl(INADDR_LOOPBACK) &&
+	      r->local.sin_port == htons(service > 65535 ?
+			IWE_CM_SERVICE_PORT_BASE + service % 1000 : service),
+	      "%s: CONNECT_REQUEST with %zu bytes of private data, service "
+	      "and addresses", tag, req_len);
+	p->cb = r->conn;
+	post_recv1(&p->b, 1, 0, 4096);
+	post_recv1(&p->b, 2, 4096, 4096);
+	ok = iwe_cm_accept(p->cb, p->b.qp, p->rep, rep_len, on_event,
+			   &p->lb) == 0;
+	ok = ok && wait_type(&p->la, 0, IWE_CM_ESTABLISHED);
+	ok = ok && p->la.r[0].pdata_len == rep_len &&
+	     !memcmp(p->la.r[0].pdata, p->rep, rep_len);
+	return ok && wait_type(&p->lb, 0, IWE_CM_ESTABLISHED);
+}
+
+/* Sends both ways (the passive side posts first: with no RTR it must
+ * wait for the initiator's first FPDU), then an RDMA Write and Read. */
+static void cpair_traffic(struct cpair *p, const char *tag)
+{
+	struct ibv_wc wc;
+	int other;
+
+	fill(p->a.buf + 8192, 100, 3);
+	fill(p->b.buf + 8192, 200, 4);
+	post_recv1(&p->a, 7, 0, 4096);
+	CHECK(post_send1(&p->b, 8, IBV_WR_SEND, 8192, 200, 0, 0,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      post_send1(&p->a, 9, IBV_WR_SEND, 8192, 100, 0, 0,
+			 IBV_SEND_SIGNALED) == 0, "%s: post sends both ways",
+	      tag);
+	CHECK(wait_cq(p->b.rcq, 1) && poll1(p->b.rcq, &wc) && wc.wr_id == 1 &&
+	      wc.status == IBV_WC_SUCCESS && wc.byte_len == 100 &&
+	      !memcmp(p->b.buf, p->a.buf + 8192, 100),
+	      "%s: passive receives the Send in its first receive "
+	      "(RTR took none)", tag);
+	CHECK(wait_cq(p->a.rcq, 1) && poll1(p->a.rcq, &wc) && wc.wr_id == 7 &&
+	      wc.byte_len == 200 && !memcmp(p->a.buf, p->b.buf + 8192, 200),
+	      "%s: active receives the passive side's Send", tag);
+	fill(p->a.buf + 65536, 65536, 5);
+	fill(p->b.buf + 200000, 4096, 6);
+	post_send1(&p->a, 10, IBV_WR_RDMA_WRITE, 65536, 65536,
+		   (uintptr_t)(p->b.buf + 131072), p->b.mr->rkey,
+		   IBV_SEND_SIGNALED);
+	post_send1(&p->a, 11, IBV_WR_RDMA_READ, 300000, 4096,
+		   (uintptr_t)(p->b.buf + 200000), p->b.mr->rkey,
+		   IBV_SEND_SIGNALED);
+	CHECK(wait_cq(p->a.scq, 3) &&
+	      count_status(p->a.scq, IBV_WC_SUCCESS, &other) == 3 &&
+	      other == 0 && wait_cq(p->b.scq, 1) &&
+	      count_status(p->b.scq, IBV_WC_SUCCESS, &other) == 1,
+	      "%s: sends, Write and Read complete, no stray completion", tag);
+	CHECK(!memcmp(p->b.buf + 131072, p->a.buf + 65536, 65536) &&
+	      !memcmp(p->a.buf + 300000, p->b.buf + 200000, 4096),
+	      "%s: Write and Read data correct", tag);
+}
+
+/* Graceful disconnect from one side; DISCONNECTED on both, and b's
+ * second receive flushed. */
+static void cpair_disconnect(struct cpair *p, int from_passive,
+			     const char *tag)
+{
+	struct ibv_wc wc;
+
+	CHECK(iwe_cm_disconnect(from_passive ? p->cb : p->ca, 1) == 0,
+	      "%s: graceful disconnect from the %s side", tag,
+	      from_passive ? "passive" : "active");
+	CHECK(wait_type(&p->la, 1, IWE_CM_DISCONNECTED) &&
+	      wait_type(&p->lb, 1, IWE_CM_DISCONNECTED),
+	      "%s: DISCONNECTED on both sides", tag);
+	CHECK(wait_cq(p->b.rcq, 1) && poll1(p->b.rcq, &wc) && wc.wr_id == 2 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR &&
+	      iwe_qp_get_state(p->b.qp) == IWE_QPS_ERROR,
+	      "%s: outstanding receive flushed, QP in ERROR", tag);
+}
+
+/* --------------------------------------------------------------- tests */
+
+static void test_variant(const char *tag, struct iwe_cm_params ap,
+			 struct iwe_cm_params bp, uint64_t service,
+			 size_t plen, int from_passive)
+{
+	struct cpair p;
+
+	cpair_open(&p);
+	p.ap = ap;
+	p.bp = bp;
+	CHECK(cpair_connect(&p, service, plen, plen, tag),
+	      "%s: ESTABLISHED on both sides, reply private data delivered",
+	      tag);
+	if (p.cb && evlog_count(&p.lb) > 0) {
+		cpair_traffic(&p, tag);
+		cpair_disconnect(&p, from_passive, tag);
+	}
+	cpair_close(&p);
+}
+
+static void test_variants(void)
+{
+	static const struct { const char *tag; unsigned rtr; } rtr[] = {
+		{ "rtr none", 0 }, { "rtr write", IW_RTR_WRITE },
+		{ "rtr read", IW_RTR_READ }, { "rtr send", IW_RTR_SEND },
+	};
+	size_t i;
+
+	test_variant("pdata 64", cm_params(2, 0, IW_RTR_WRITE),
+		     cm_params(2, 0, 0), 31111, 64, 0);
+	test_variant("pdata 256", cm_params(2, 1, IW_RTR_WRITE),
+		     cm_params(2, 1, 0), 31112, 256, 1);
+	for (i = 0; i < sizeof(rtr) / sizeof(rtr[0]); i++)
+		test_variant(rtr[i].tag, cm_params(2, 0, rtr[i].rtr),
+			     cm_params(2, 0, rtr[i].rtr), 31113 + i, 10,
+			     (int)(i & 1));
+	test_variant("mpa rev 1", cm_params(1, 0, IW_RTR_WRITE),
+		     cm_params(2, 0, IW_RTR_WRITE), 31120, 64, 0);
+	test_variant("rev 1 both", cm_params(1, 1, 0), cm_params(1, 0, 0),
+		     31121, 0, 1);
+	test_variant("crc from responder", cm_params(2, 0, IW_RTR_READ),
+		     cm_params(2, 1, 0), 31122, 16, 0);
+	test_variant("service > 65535", cm_params(2, 1, IW_RTR_SEND),
+		     cm_params(2, 1, 0), 5000000123ULL, 64, 0);
+}
+
+/* The negotiated CRC, seen on the wire: a raw initiator asks for none
+ * and the listener wants CRC: the reply says C. */
+static void test_crc_negotiation(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 1, 0);
+	struct evlog lp;
+	struct iwe_listener *l = NULL;
+	struct iw_mpa_params rq = { .rev = 2, .ird = 1, .ord = 1 };
+	struct iw_mpa_frame f;
+	uint8_t buf[IW_MPA_MAX_RR_LEN];
+	struct side b;
+	int fd;
+
+	evlog_init(&lp);
+	side_fresh(&b);
+	iwe_cm_listen(g_dev, 31130, &bp, 0, on_event, &lp, &l);
+	fd = raw_connect(31130);
+	CHECK(fd >= 0 && raw_send_frame(fd, 0, &rq) == 0 &&
+	      wait_type(&lp, 0, IWE_CM_CONNECT_REQUEST) &&
+	      iwe_cm_accept(lp.r[0].conn, b.qp, NULL, 0, on_event, &lp) == 0,
+	      "crc: raw request without C accepted");
+	CHECK(raw_read_frame(fd, buf, &f) == 0 && f.is_reply && f.crc &&
+	      !f.reject && wait_type(&lp, 1, IWE_CM_ESTABLISHED),
+	      "crc: reply sets C because the responder asks (either side)");
+	iwe_cm_conn_destroy(lp.r[0].conn);
+	close(fd);
+	iwe_cm_listen_destroy(l);
+	side_close(&b);
+	evlog_fini(&lp);
+}
+
+static int reject_in_handler(struct evlog *l, const struct iwe_cm_event *ev)
+{
+	(void)l;
+	return iwe_cm_reject(ev->conn, "no thanks, go away", 18);
+}
+
+static void test_reject(void)
+{
+	struct cpair p;
+	struct sockaddr_in dst = lo_addr(0);
+	struct rec *r;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	p.lp.on_request = reject_in_handler;
+	iwe_cm_listen(g_dev, 31140, &p.bp, 0, on_event, &p.lp, &p.l);
+	CHECK(iwe_cm_connect(p.a.qp, &dst, 31140, "hi", 2, 2000, &p.ap,
+			     on_event, &p.la, &p.ca) == 0, "reject: connect");
+	r = wait_ev(&p.la, 0, WAIT_MS);
+	CHECK(r && r->type == IWE_CM_REJECTED && r->pdata_len == 18 &&
+	      !memcmp(r->pdata, "no thanks, go away", 18),
+	      "reject: REJECTED with the peer's private data");
+	p.cb = p.lp.r[0].conn;
+	sleep_ms(20);
+	CHECK(evlog_count(&p.la) == 1, "reject: nothing after REJECTED");
+	cpair_close(&p);
+}
+
+static void test_unreachable(void)
+{
+	struct side a;
+	struct evlog la;
+	struct iwe_conn *c = NULL;
+	struct iwe_cm_params ap = cm_params(2, 0, 0);
+	struct sockaddr_in dst = lo_addr(0);
+	uint16_t port;
+	int fd = raw_listen(&port);
+
+	close(fd);		/* a port nobody listens on */
+	evlog_init(&la);
+	side_fresh(&a);
+	CHECK(iwe_cm_connect(a.qp, &dst, port, NULL, 0, 2000, &ap, on_event,
+			     &la, &c) == 0 &&
+	      wait_type(&la, 0, IWE_CM_UNREACHABLE) &&
+	      la.r[0].status == ECONNREFUSED,
+	      "unreachable: connect to a closed port -> UNREACHABLE");
+	iwe_cm_conn_destroy(c);
+	side_close(&a);
+	evlog_fini(&la);
+}
+
+/* A raw listener that accepts TCP and answers nothing, or garbage. */
+static void test_silent_and_garbage(int garbage)
+{
+	const char *tag = garbage ? "garbage" : "timeout";
+	struct side a;
+	struct evlog la;
+	struct iwe_conn *c = NULL;
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
+	struct sockaddr_in dst = lo_addr(0);
+	struct iw_mpa_frame f;
+	uint8_t buf[IW_MPA_MAX_RR_LEN];
+	uint16_t port;
+	int l = raw_listen(&port), fd;
+	long t0 = now_ms(), dt;
+
+	evlog_init(&la);
+	side_fresh(&a);
+	CHECK(iwe_cm_connect(a.qp, &dst, port, "x", 1, 300, &ap, on_event,
+			     &la, &c) == 0, "%s: connect", tag);
+	fd = raw_accept(l);
+	CHECK(fd >= 0 && raw_read_frame(fd, buf, &f) == 0 && !f.is_reply &&
+	      f.p2p && f.rtr == IW_RTR_WRITE && f.pdata_len == 1,
+	      "%s: the raw peer reads a p2p request offering Write", tag);
+	if (garbage && send(fd, "HTTP/1.1 400 Bad Request\r\n\r\n", 28, 0) != 28)
+		BAIL("send");
+	dt = now_ms() - t0;
+	if (garbage) {
+		CHECK(wait_type(&la, 0, IWE_CM_NON_PEER_REJECTED),
+		      "garbage: NON_PEER_REJECTED (%s)", la.r[0].reason);
+	} else {
+		CHECK(wait_type(&la, 0, IWE_CM_TIMED_OUT) &&
+		      (dt = now_ms() - t0) >= 280 && dt < 1500,
+		      "timeout: TIMED_OUT after %ld ms (300 asked)", dt);
+		CHECK(fd_readable_eof(fd, 1000),
+		      "timeout: the connection is torn down");
+	}
+	iwe_cm_conn_destroy(c);
+	close(fd);
+	close(l);
+	side_close(&a);
+	evlog_fini(&la);
+}
+
+/* A raw initiator asking for markers gets a reject with the reason;
+ * one that sends nothing is dropped after the MPA timeout. */
+static void test_raw_initiators(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct evlog lp;
+	struct iwe_listener *l = NULL;
+	struct iw_mpa_params rq = { .rev = 2, .ird = 1, .ord = 1 };
+	uint8_t buf[IW_MPA_MAX_RR_LEN];
+	struct iw_mpa_frame f;
+	ssize_t n;
+	long t0;
+	int fd;
+
+	bp.mpa_timeout_ms = 300;
+	evlog_init(&lp);
+	iwe_cm_listen(g_dev, 31150, &bp, 0, on_event, &lp, &l);
+	fd = raw_connect(31150);
+	n = iw_mpa_build(buf, sizeof(buf), 0, &rq);
+	buf[16] |= IW_MPA_FLAG_MARKERS;
+	CHECK(fd >= 0 && send(fd, buf, (size_t)n, 0) == n &&
+	      raw_read_frame(fd, buf, &f) == 0 && f.is_reply && f.reject &&
+	      f.pdata_len > 0 && memmem(f.pdata, f.pdata_len, "markers", 7),
+	      "markers: reject reply with the reason \"%.*s\"",
+	      (int)f.pdata_len, f.pdata);
+	CHECK(fd_readable_eof(fd, 1000) && evlog_count(&lp) == 0,
+	      "markers: closed, no CONNECT_REQUEST");
+	close(fd);
+	fd = raw_connect(31150);
+	t0 = now_ms();
+	CHECK(fd >= 0 && fd_readable_eof(fd, 2000) && now_ms() - t0 >= 280 &&
+	      evlog_count(&lp) == 0,
+	      "silent initiator: closed after the 300 ms MPA timeout "
+	      "(%ld ms), no event", now_ms() - t0);
+	close(fd);
+	iwe_cm_listen_destroy(l);
+	evlog_fini(&lp);
+}
+
+/* Services above 65535: a wrong header is refused; two services on one
+ * port both work. */
+static void test_services(void)
+{
+	const uint64_t s1 = 7000000ULL, s2 = 7001000ULL; /* both -> 61000 */
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iw_mpa_params rq = { .rev = 2, .ird = 1, .ord = 1 };
+	uint8_t pd[IWE_CM_SERVICE_HDR_LEN];
+	uint64_t wrong_be = iw_be64(7002000ULL);
+	struct iwe_listener *l2 = NULL;
+	struct evlog lp2;
+	struct cpair p;
+	int fd;
+
+	evlog_init(&lp2);
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = bp;
+	CHECK(iwe_cm_listen(g_dev, s1, &bp, 0, on_event, &p.lp, &p.l) == 0 &&
+	      iwe_cm_listen(g_dev, s2, &bp, 0, on_event, &lp2, &l2) == 0,
+	      "services: two services mapping to port 61000 listen");
+	memcpy(pd, "IWDAPLsv", 8);
+	memcpy(pd + 8, &wrong_be, 8);
+	rq.pdata = pd;
+	rq.pdata_len = sizeof(pd);
+	fd = raw_connect(61000);
+	CHECK(fd >= 0 && raw_send_frame(fd, 0, &rq) == 0 &&
+	      fd_readable_eof(fd, 1000) && evlog_count(&p.lp) == 0 &&
+	      evlog_count(&lp2) == 0,
+	      "services: a request for an unknown service is refused");
+	close(fd);
+	CHECK(cpair_connect(&p, s1, 32, 32, "services s1"),
+	      "services: connect to the first one");
+	cpair_close(&p);
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = bp;
+	p.l = l2;
+	p.lpp = &lp2;
+	CHECK(cpair_connect(&p, s2, 32, 32, "services s2") &&
+	      lp2.r[0].service == s2,
+	      "services: connect to the second one after the first stopped");
+	cpair_close(&p);
+	evlog_fini(&lp2);
+}
+
+static void test_addrinuse(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iwe_listener *l1 = NULL, *l2 = NULL, *l3 = NULL;
+	struct evlog lp;
+	uint64_t any = 0;
+	struct cpair p;
+	uint16_t port;
+	int fd;
+
+	evlog_init(&lp);
+	CHECK(iwe_cm_listen(g_dev, 31160, &bp, 0, on_event, &lp, &l1) == 0 &&
+	      iwe_cm_listen(g_dev, 31160, &bp, 0, on_event, &lp, &l2) ==
+	      EADDRINUSE, "addrinuse: a duplicate small service");
+	CHECK(iwe_cm_listen(g_dev, 9000001, &bp, 0, on_event, &lp, &l3) == 0 &&
+	      iwe_cm_listen(g_dev, 9000001, &bp, 0, on_event, &lp, &l2) ==
+	      EADDRINUSE, "addrinuse: a duplicate large service");
+	CHECK(iwe_cm_listen(g_dev, 61001, &bp, 0, on_event, &lp, &l2) ==
+	      EADDRINUSE, "addrinuse: a plain service on a port in hashed use");
+	fd = raw_listen(&port);
+	CHECK(iwe_cm_listen(g_dev, port, &bp, 0, on_event, &lp, &l2) ==
+	      EADDRINUSE, "addrinuse: a port another socket holds");
+	close(fd);
+	iwe_cm_listen_destroy(l1);
+	iwe_cm_listen_destroy(l3);
+	CHECK(iwe_cm_listen(g_dev, 31160, &bp, 0, on_event, &lp, &l1) == 0,
+	      "addrinuse: the service is free again after destroy");
+	iwe_cm_listen_destroy(l1);
+	evlog_fini(&lp);
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_READ);
+	p.bp = bp;
+	CHECK(iwe_cm_listen_any(g_dev, &any, &p.bp, on_event, &p.lp,
+				&p.l) == 0 && any > 0 && any <= 65535,
+	      "listen_any: service %llu", (unsigned long long)any);
+	CHECK(cpair_connect(&p, any, 8, 8, "listen_any"),
+	      "listen_any: the service is usable");
+	cpair_close(&p);
+}
+
+static void test_abrupt(void)
+{
+	struct cpair p;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31170, 4, 4, "abrupt"), "abrupt: connected");
+	CHECK(iwe_cm_disconnect(p.ca, 0) == 0 &&
+	      wait_type(&p.la, 1, IWE_CM_DISCONNECTED) &&
+	      wait_type(&p.lb, 1, IWE_CM_BROKEN),
+	      "abrupt: DISCONNECTED here, BROKEN at the reset peer");
+	CHECK(iwe_qp_get_state(p.a.qp) == IWE_QPS_ERROR &&
+	      iwe_qp_get_state(p.b.qp) == IWE_QPS_ERROR,
+	      "abrupt: both QPs in ERROR");
+	cpair_close(&p);
+}
+
+/* A raw initiator establishes by hand, then dies inside an FPDU. */
+static void test_peer_dies(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iw_mpa_params rq = { .rev = 1 };
+	uint8_t buf[IW_MPA_MAX_RR_LEN];
+	struct iw_mpa_frame f;
+	struct iwe_listener *l = NULL;
+	struct evlog lp;
+	struct side b;
+	uint8_t half[10] = { 0, 40, 0x43, 0x01 };	/* length 40, 6 bytes */
+	int fd;
+
+	evlog_init(&lp);
+	side_fresh(&b);
+	iwe_cm_listen(g_dev, 31180, &bp, 0, on_event, &lp, &l);
+	fd = raw_connect(31180);
+	CHECK(fd >= 0 && raw_send_frame(fd, 0, &rq) == 0 &&
+	      wait_type(&lp, 0, IWE_CM_CONNECT_REQUEST) &&
+	      iwe_cm_accept(lp.r[0].conn, b.qp, NULL, 0, on_event, &lp) == 0 &&
+	      raw_read_frame(fd, buf, &f) == 0 && f.rev == 1 && !f.reject &&
+	      wait_type(&lp, 1, IWE_CM_ESTABLISHED),
+	      "dies: revision-1 raw initiator accepted, ESTABLISHED");
+	CHECK(send(fd, half, sizeof(half), 0) == sizeof(half),
+	      "dies: half an FPDU sent");
+	close(fd);
+	CHECK(wait_type(&lp, 2, IWE_CM_BROKEN) &&
+	      iwe_qp_get_state(b.qp) == IWE_QPS_ERROR,
+	      "dies: BROKEN when the peer closes inside an FPDU");
+	iwe_cm_conn_destroy(lp.r[0].conn);
+	iwe_cm_listen_destroy(l);
+	side_close(&b);
+	evlog_fini(&lp);
+}
+
+/* max_requests = 1: the second request is refused. */
+static void test_max_requests(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iw_mpa_params rq = { .rev = 2, .ird = 1, .ord = 1 };
+	struct iwe_listener *l = NULL;
+	struct evlog lp;
+	int fd1, fd2;
+
+	evlog_init(&lp);
+	iwe_cm_listen(g_dev, 31190, &bp, 1, on_event, &lp, &l);
+	fd1 = raw_connect(31190);
+	fd2 = raw_connect(31190);
+	raw_send_frame(fd1, 0, &rq);
+	CHECK(wait_type(&lp, 0, IWE_CM_CONNECT_REQUEST),
+	      "max_requests: first request delivered");
+	raw_send_frame(fd2, 0, &rq);
+	CHECK(fd_readable_eof(fd2, 1000) && evlog_count(&lp) == 1,
+	      "max_requests: second one closed, not delivered");
+	iwe_cm_reject(lp.r[0].conn, NULL, 0);
+	iwe_cm_conn_destroy(lp.r[0].conn);
+	iwe_cm_listen_destroy(l);
+	close(fd1);
+	close(fd2);
+	evlog_fini(&lp);
+}
+
+/* ------------------------------------------------------- concurrency */
+
+#define NTHREADS 4
+#define PER_THREAD 5
+#define NCONN (NTHREADS * PER_THREAD)
+
+static struct side g_pass[NCONN];
+static struct evlog g_plog[NCONN];
+static atomic_int g_next_pass;
+static atomic_int g_conc_ok;
+
+static int accept_in_handler(struct evlog *l, const struct iwe_cm_event *ev)
+{
+	int i = atomic_fetch_add(&g_next_pass, 1);
+
+	(void)l;
+	post_recv1(&g_pass[i], 1, 0, 64);
+	return iwe_cm_accept(ev->conn, g_pass[i].qp, &i, sizeof(i), on_event,
+			     &g_plog[i]);
+}
+
+static void *conc_thread(void *arg)
+{
+	struct iwe_cm_params ap = cm_params(2, 1, IW_RTR_SEND);
+	struct sockaddr_in dst = lo_addr(0);
+	struct iwe_conn *c[PER_THREAD];
+	struct evlog la[PER_THREAD];
+	struct side a[PER_THREAD];
+	int i, ok = 1;
+
+	(void)arg;
+	for (i = 0; i < PER_THREAD; i++) {
+		evlog_init(&la[i]);
+		side_fresh(&a[i]);
+		ok &= iwe_cm_connect(a[i].qp, &dst, 31200, NULL, 0, 2000, &ap,
+				     on_event, &la[i], &c[i]) == 0;
+	}
+	for (i = 0; i < PER_THREAD; i++) {
+		ok &= wait_type(&la[i], 0, IWE_CM_ESTABLISHED);
+		ok &= post_send1(&a[i], 1, IBV_WR_SEND, 0, 8, 0, 0, 0) == 0;
+	}
+	for (i = 0; i < PER_THREAD; i++) {
+		iwe_cm_disconnect(c[i], 1);
+		ok &= wait_type(&la[i], 1, IWE_CM_DISCONNECTED);
+		iwe_cm_conn_destroy(c[i]);
+		side_close(&a[i]);
+		evlog_fini(&la[i]);
+	}
+	atomic_fetch_and(&g_conc_ok, ok);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 1, 0);
+	struct iwe_listener *l = NULL;
+	struct evlog lp;
+	pthread_t th[NTHREADS];
+	int i, got = 0, disc = 0;
+	struct ibv_wc wc;
+
+	evlog_init(&lp);
+	lp.on_request = accept_in_handler;
+	atomic_store(&g_conc_ok, 1);
+	for (i = 0; i < NCONN; i++) {
+		side_fresh(&g_pass[i]);
+		evlog_init(&g_plog[i]);
+	}
+	iwe_cm_listen(g_dev, 31200, &bp, 0, on_event, &lp, &l);
+	for (i = 0; i < NTHREADS; i++)
+		pthread_create(&th[i], NULL, conc_thread, NULL);
+	for (i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	CHECK(atomic_load(&g_conc_ok),
+	      "concurrent: %d connections from %d threads established, "
+	      "used and disconnected", NCONN, NTHREADS);
+	for (i = 0; i < NCONN; i++) {
+		got += wait_cq(g_pass[i].rcq, 1) && poll1(g_pass[i].rcq, &wc) &&
+		       wc.status == IBV_WC_SUCCESS && wc.byte_len == 8;
+		disc += wait_type(&g_plog[i], 1, IWE_CM_DISCONNECTED);
+	}
+	CHECK(got == NCONN && disc == NCONN && evlog_count(&lp) == NCONN,
+	      "concurrent: every passive side got its Send and "
+	      "DISCONNECTED (%d, %d)", got, disc);
+	for (i = 0; i < NCONN; i++) {
+		if (evlog_count(&g_plog[i]))
+			iwe_cm_conn_destroy(g_plog[i].r[0].conn);
+		side_close(&g_pass[i]);
+		evlog_fini(&g_plog[i]);
+	}
+	iwe_cm_listen_destroy(l);
+	evlog_fini(&lp);
+}
+
+static void test_env(void)
+{
+	struct iwe_cm_params p = cm_params(2, 0, 0);
+
+	setenv("IWDAPL_MPA_REV", "1", 1);
+	setenv("IWDAPL_CRC", "on", 1);
+	setenv("IWDAPL_RTR", "read", 1);
+	setenv("IWDAPL_MPA_TIMEOUT_MS", "1234", 1);
+	iwe_cm_params_from_env(&p);
+	CHECK(p.mpa_rev == 1 && p.crc == 1 && p.rtr == IW_RTR_READ &&
+	      p.mpa_timeout_ms == 1234, "env: every knob applied");
+	setenv("IWDAPL_MPA_REV", "3", 1);
+	setenv("IWDAPL_RTR", "bogus", 1);
+	setenv("IWDAPL_CRC", "off", 1);
+	iwe_cm_params_from_env(&p);
+	CHECK(p.mpa_rev == 1 && p.crc == 0 && p.rtr == IW_RTR_READ,
+	      "env: invalid values ignored");
+	unsetenv("IWDAPL_MPA_REV");
+	unsetenv("IWDAPL_CRC");
+	unsetenv("IWDAPL_RTR");
+	unsetenv("IWDAPL_MPA_TIMEOUT_MS");
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	if (!g_dev)
+		BAIL("open lo: %s", strerror(errno));
+	test_env();
+	test_variants();
+	test_crc_negotiation();
+	test_reject();
+	test_unreachable();
+	test_silent_and_garbage(0);
+	test_silent_and_garbage(1);
+	test_raw_initiators();
+	test_services();
+	test_addrinuse();
+	test_abrupt();
+	test_peer_dies();
+	test_max_requests();
+	test_concurrent();
+	iwe_device_close(g_dev);
+	return tap_done();
+}
