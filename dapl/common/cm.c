@@ -190,9 +190,34 @@ static DAT_EVENT_NUMBER broken_event(const struct dapl_ep *ep)
 		       : DAT_CONNECTION_EVENT_BROKEN;
 }
 
+/* A connection over a consumer's socket that is not established gives
+ * the socket back, open (DAT iWARP extension 3.1.4).  Handlers may call
+ * this one on their own conn. */
+static void ep_return_socket_locked(struct dapl_ep *ep,
+				    const struct iwe_cm_event *ev)
+{
+	if (!ep->adopted_socket)
+		return;
+	ep->adopted_socket = 0;
+	(void)iwe_cm_release_socket(ev->conn);
+}
+
 static void ep_on_event_locked(struct dapl_ep *ep,
 			       const struct iwe_cm_event *ev)
 {
+	switch (ev->type) {
+	case IWE_CM_REJECTED:
+	case IWE_CM_NON_PEER_REJECTED:
+	case IWE_CM_UNREACHABLE:
+	case IWE_CM_TIMED_OUT:
+		ep_return_socket_locked(ep, ev);
+		break;
+	case IWE_CM_ESTABLISHED:
+		ep->adopted_socket = 0;	/* the EP owns it for good */
+		break;
+	default:
+		break;
+	}
 	switch (ev->type) {
 	case IWE_CM_ESTABLISHED:
 		ep_established_locked(ep, ev);
@@ -296,6 +321,76 @@ static DAT_RETURN connect_begin_locked(struct dapl_ep *ep,
 	return DAT_SUCCESS;
 }
 
+/* After the engine call of a connect: record the conn, or undo. */
+static DAT_RETURN connect_end(struct dapl_ep *ep, int err,
+			      struct iwe_conn *conn)
+{
+	struct dapl_ia *ia = ep->obj.ia;
+
+	dapl_ia_lock(ia);
+	if (err) {
+		/* Nothing was started: the EP is as before the call. */
+		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
+		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
+		ep->remote_port = 0;
+		ep->adopted_socket = 0;
+	} else if (!ep->conn && !ep->dying) {
+		ep->conn = conn;
+	}
+	ep->cm_adopt = 0;
+	dapl_ia_unlock(ia);
+	return err ? cm_errno(err) : DAT_SUCCESS;
+}
+
+/* ia->lock held: what dat_iw_socket_connect changes before the engine
+ * adopts the socket. */
+static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep, int fd,
+				     struct iwe_qp **qp)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	DAT_RETURN r;
+
+	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0 ||
+	    peer.sin_family != AF_INET)
+		memset(&peer, 0, sizeof(peer));
+	r = connect_begin_locked(ep, &peer, ntohs(peer.sin_port), qp);
+	if (r != DAT_SUCCESS)
+		return r;
+	/* The specification recommends 0 for depths the consumer left
+	 * open, so that no connection fails for the provider's choice. */
+	if (ep->rdma_read_default) {
+		ep->attr.max_rdma_read_in = 0;
+		ep->attr.max_rdma_read_out = 0;
+	}
+	ep->adopted_socket = 1;
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
+				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
+				 const void *pd)
+{
+	struct dapl_ia *ia = ep->obj.ia;
+	struct iwe_cm_params params;
+	struct iwe_conn *conn = NULL;
+	struct iwe_qp *qp = NULL;
+	DAT_RETURN r;
+	int err;
+
+	dapl_ia_lock(ia);
+	r = adopt_begin_locked(ep, fd, &qp);
+	if (r == DAT_SUCCESS)
+		dapl_cm_params(ep, &params);
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS)
+		return r;
+	err = iwe_cm_adopt_active(qp, fd, pd, (size_t)pd_size,
+				  timeout_ms(timeout), &params,
+				  dapl_cm_ep_handler, ep, &conn);
+	return connect_end(ep, err, conn);
+}
+
 DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
 			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
 			   DAT_COUNT pd_size, const void *pd)
@@ -317,18 +412,7 @@ DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
 	err = iwe_cm_connect(qp, dst, qual, pd, (size_t)pd_size,
 			     timeout_ms(timeout), &params, dapl_cm_ep_handler,
 			     ep, &conn);
-	dapl_ia_lock(ia);
-	if (err) {
-		/* Nothing was started: the EP is as before the call. */
-		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
-		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-		ep->remote_port = 0;
-	} else if (!ep->conn && !ep->dying) {
-		ep->conn = conn;
-	}
-	ep->cm_adopt = 0;
-	dapl_ia_unlock(ia);
-	return err ? cm_errno(err) : DAT_SUCCESS;
+	return connect_end(ep, err, conn);
 }
 
 /* -------------------------------------------------------- disconnect */

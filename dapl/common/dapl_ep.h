@@ -70,6 +70,10 @@ struct dapl_ep {
 	int disc_posted;		/* DISCONNECTED/BROKEN/failure event
 					 * posted for this connection */
 	int dying;			/* being freed: handlers stay away */
+	int adopted_socket;		/* connecting over a consumer's socket
+					 * (SSP): a failure hands it back */
+	int rdma_read_default;		/* the consumer never set the RDMA
+					 * Read depths */
 	/* Private data of the last connection event, kept here so the
 	 * event's pointer stays valid until the EP is reused or freed. */
 	DAT_COUNT ev_pd_size;
@@ -176,6 +180,14 @@ void dapl_cm_listen_params(const struct dapl_ia *ia, struct iwe_cm_params *p);
 DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
 			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
 			   DAT_COUNT pd_size, const void *pd);
+/* Connect over a consumer's connected TCP socket (dat_iw_socket_connect):
+ * as dapl_cm_connect, but the engine adopts fd and starts at MPA_SENT.
+ * When the connection is not established the socket is handed back open.
+ * RDMA Read depths the consumer never set become 0 (DAT iWARP extension
+ * 3.1.4.3). */
+DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
+				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
+				 const void *pd);
 DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how);
 DAT_RETURN dapl_cm_accept(struct dapl_cr *cr, struct dapl_ep *ep,
 			  DAT_COUNT pd_size, const void *pd);

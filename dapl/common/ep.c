@@ -608,8 +608,10 @@ static DAT_RETURN ep_create(DAT_IA_HANDLE ia_handle, const struct ep_handles *h,
 		}
 	}
 	r = ep_publish(ia, &a, &l, 0, &ep);
-	if (r == DAT_SUCCESS)
+	if (r == DAT_SUCCESS) {
+		ep->rdma_read_default = !attr;
 		*out = ep->obj.handle;
+	}
 	return r;
 }
 
@@ -776,6 +778,9 @@ static DAT_RETURN ep_modify_locked(struct dapl_ep *ep, DAT_EP_PARAM_MASK mask,
 	links_unpin_locked(&old);
 	links_set(ep, &next);
 	ep->attr = a;
+	if (mask & (DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN |
+		    DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT))
+		ep->rdma_read_default = 0;
 	dapl_ep_set_state(ep, ep->state);
 	/* The QP is built from these: a new one, in INIT; the caller
 	 * retires the old one after unlocking.  A new QP that cannot be

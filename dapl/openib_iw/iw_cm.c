@@ -34,6 +34,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -440,6 +441,30 @@ int cm_attach(struct iwe_conn *c, int responder)
 }
 
 /* The stream ended: which event that is depends on how. */
+/* IWDAPL_DEBUG=1: say on stderr why an established connection ended. */
+static void est_log_end(struct iwe_conn *c, int err)
+{
+	static int debug = -1;
+	struct iwe_term_info sent, rcvd;
+
+	if (debug < 0) {
+		const char *v = getenv("IWDAPL_DEBUG");
+		debug = v && *v && *v != '0';
+	}
+	if (!debug)
+		return;
+	iwe_qp_terminate_info(c->qp, &sent, &rcvd);
+	fprintf(stderr, "iwdapl: conn %p ended: %s (state %d)", (void *)c,
+		strerror(err), c->state);
+	if (sent.valid)
+		fprintf(stderr, ", sent Terminate %u/%u/0x%02x", sent.layer,
+			sent.etype, sent.ecode);
+	if (rcvd.valid)
+		fprintf(stderr, ", received Terminate %u/%u/0x%02x",
+			rcvd.layer, rcvd.etype, rcvd.ecode);
+	fputc('\n', stderr);
+}
+
 static void est_end(struct iwe_conn *c, int err)
 {
 	int disconnecting = c->state == CS_DISC_DRAIN ||
@@ -447,6 +472,7 @@ static void est_end(struct iwe_conn *c, int err)
 	int orderly = disconnecting ||
 		      (err == ENOTCONN && c->state == CS_ESTABLISHED);
 
+	est_log_end(c, err);
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (err == ENOTCONN && !disconnecting)
 		shutdown(c->fd, SHUT_WR);	/* answer the peer's FIN */

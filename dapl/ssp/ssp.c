@@ -1,0 +1,387 @@
+/* Socket Service Points: create, free, query, and the events of an adopted
+ * socket.  See ssp.h for the ownership of the socket; doc/ssp.md for the
+ * consumer's view. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "dapl_ep.h"
+#include "dapl_evd.h"
+#include "ssp.h"
+
+/* ----------------------------------------------------------- checks */
+
+DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd, int *connected)
+{
+	struct sockaddr_in peer;
+	socklen_t len = sizeof(peer);
+	int type = 0, proto = 0;
+	socklen_t tl = sizeof(type), pl = sizeof(proto);
+
+	*connected = 0;
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 ||
+	    type != SOCK_STREAM || proto != IPPROTO_TCP)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0) {
+		/* Not connected: the SSP reports it as SOCKET_DOWN; a
+		 * connect over it fails as UNREACHABLE. */
+		return errno == ENOTCONN ? DAT_SUCCESS
+					 : DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	}
+	*connected = 1;
+	switch (iwe_device_owns_socket(ia->dev, fd)) {
+	case 0:
+		return DAT_SUCCESS;
+	case EINVAL:	/* not IPv4 */
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	default:	/* routed through another interface */
+		return DAT_INVALID_STATE;
+	}
+}
+
+/* ----------------------------------------------------------- events */
+
+static void post_ssp_event(struct dapl_ssp *ssp, DAT_EVENT_NUMBER number)
+{
+	DAT_IW_SSP_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = number;
+	d = DAT_IW_SSP_EVENT_DATA_PTR(&ev);
+	d->ssp_handle = ssp->obj.handle;
+	d->socket_id = ssp->consumer_fd;
+	(void)dapl_evd_post(ssp->evd, &ev);
+}
+
+/* The local port of the socket stands for the qualifier a PSP would have. */
+static DAT_CONN_QUAL local_port(const struct iwe_cm_event *ev)
+{
+	return ntohs(ev->local.sin_port);
+}
+
+static DAT_RETURN post_request(struct dapl_ssp *ssp, struct dapl_cr *cr,
+			       DAT_CONN_QUAL qual)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+	DAT_CR_ARRIVAL_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
+	d = &ev.event_data.cr_arrival_event_data;
+	d->sp_handle.psp_handle = ssp->obj.handle;
+	d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->ia_addr;
+	d->conn_qual = qual;
+	d->cr_handle = cr->obj.handle;
+	return dapl_evd_post(ssp->evd, &ev);
+}
+
+/* The consumer's EP if it is still reserved by this SSP, else a
+ * provider-created one (DAT_HANDLE_NULL at create).  ia->lock not held. */
+static DAT_RETURN request_ep(struct dapl_ssp *ssp, struct dapl_ep **ep)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+
+	if (!ssp->ep_handle)
+		return dapl_ep_create_internal(ia, ep);
+	dapl_ia_lock(ia);
+	*ep = dapl_obj_get(ssp->ep_handle, DAT_HANDLE_TYPE_EP);
+	if (*ep && (*ep)->reserved_by != ssp)
+		*ep = NULL;
+	dapl_ia_unlock(ia);
+	return *ep ? DAT_SUCCESS : DAT_INVALID_STATE;
+}
+
+/* A valid MPA request: the one Connection Request of this SSP. */
+static void on_request(struct dapl_ssp *ssp, const struct iwe_cm_event *ev)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+	struct dapl_cr_info info;
+	struct dapl_cr *cr = NULL;
+	struct dapl_ep *ep = NULL;
+	DAT_RETURN r;
+
+	r = request_ep(ssp, &ep);
+	if (r == DAT_SUCCESS) {
+		memset(&info, 0, sizeof(info));
+		info.sp_handle = ssp->obj.handle;
+		info.conn_qual = local_port(ev);
+		info.ep = ep;
+		info.remote = (const struct sockaddr *)&ev->remote;
+		info.remote_port = ntohs(ev->remote.sin_port);
+		info.pd = ev->pdata;
+		info.pd_size = (DAT_COUNT)ev->pdata_len;
+		info.conn = ev->conn;
+		r = dapl_cr_create(ia, &info, &cr);
+	}
+	if (r == DAT_SUCCESS) {
+		dapl_ia_lock(ia);
+		ssp->conn = NULL;	/* the CR owns the socket now */
+		ssp->conn_given = 1;
+		ssp->fd = -1;
+		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+		dapl_ia_unlock(ia);
+		if (post_request(ssp, cr, info.conn_qual) == DAT_SUCCESS)
+			return;
+		/* Nobody will see the CR: refuse it, the socket closes
+		 * with the CR (ssp no longer owns it). */
+		iwe_cm_reject(cr->conn, NULL, 0);
+		dapl_ia_lock(ia);
+		ssp->conn = cr->conn;	/* destroyed at dat_iw_ssp_free */
+		cr->conn = NULL;
+		if (cr->ep && !cr->ep->provider_created)
+			dapl_ep_set_state(cr->ep, DAT_EP_STATE_RESERVED);
+		dapl_ia_unlock(ia);
+		dapl_cr_free(cr);
+	} else if (ep && ep->provider_created) {
+		dapl_ep_destroy(ep);
+	}
+	/* Out of resources: the request stays unanswered on the socket the
+	 * SSP still holds; the consumer learns nothing more from it. */
+	dapl_ia_lock(ia);
+	ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+	dapl_ia_unlock(ia);
+}
+
+static void ssp_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct dapl_ssp *ssp = ctx;
+	struct dapl_ia *ia = ssp->obj.ia;
+	int dead;
+
+	dapl_ia_lock(ia);
+	/* The handler may run before dat_iw_ssp_create stored the conn. */
+	if (!ssp->conn && !ssp->conn_given)
+		ssp->conn = ev->conn;
+	dead = ssp->dead || ssp->state != DAT_IW_SSP_STATE_OPERATIONAL;
+	if (!dead && ev->type != IWE_CM_CONNECT_REQUEST)
+		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+	dapl_ia_unlock(ia);
+	if (dead)
+		return;
+	switch (ev->type) {
+	case IWE_CM_CONNECT_REQUEST:
+		on_request(ssp, ev);
+		break;
+	case IWE_CM_SOCKET_DOWN:
+		/* Closed or reset before a request: the socket stays the
+		 * consumer's to close (handed back at dat_iw_ssp_free). */
+		post_ssp_event(ssp, (DAT_EVENT_NUMBER)DAT_CONNECTION_EVENT_SOCKET_DOWN);
+		break;
+	case IWE_CM_BAD_REQUEST:
+		/* The peer sent something else than an MPA request; not a
+		 * byte was consumed, so the consumer can take the socket back
+		 * (dat_iw_ssp_free) and go on streaming. */
+		post_ssp_event(ssp, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ----------------------------------------------------------- create */
+
+static void ssp_release_locked(struct dapl_ssp *ssp)
+{
+	struct dapl_ep *ep;
+
+	if (ssp->ep_handle) {
+		ep = dapl_obj_get(ssp->ep_handle, DAT_HANDLE_TYPE_EP);
+		if (ep)
+			dapl_ep_unreserve(ep, ssp);
+		ssp->ep_handle = DAT_HANDLE_NULL;
+	}
+	if (ssp->evd)
+		dapl_ep_unpin_evd_locked(ssp->evd);
+	ssp->evd = NULL;
+	dapl_obj_fini_locked(&ssp->obj);
+}
+
+/* Hand the socket back and free; no lock held. */
+static void ssp_destroy(struct dapl_ssp *ssp)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+	struct iwe_conn *conn;
+
+	dapl_ia_lock(ia);
+	ssp->dead = 1;
+	conn = ssp->conn;
+	ssp->conn = NULL;
+	dapl_ia_unlock(ia);
+	if (conn) {
+		/* Flags restored, unread bytes left in the socket. */
+		(void)iwe_cm_release_socket(conn);
+		iwe_cm_conn_destroy(conn);
+	}
+	dapl_ia_lock(ia);
+	ssp_release_locked(ssp);
+	dapl_ia_unlock(ia);
+	free(ssp);
+}
+
+static void ssp_destroy_cb(struct dapl_obj *obj)
+{
+	ssp_destroy((struct dapl_ssp *)obj);
+}
+
+/* Pin the EVD and reserve the EP; undone by ssp_release_locked. */
+static DAT_RETURN ssp_link(struct dapl_ssp *ssp, DAT_EP_HANDLE ep_handle,
+			   DAT_EVD_HANDLE evd_handle)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+	struct dapl_ep *ep;
+	DAT_RETURN r = DAT_SUCCESS;
+
+	ssp->evd = dapl_ep_pin_evd(ia, evd_handle, DAT_EVD_CR_FLAG);
+	if (!ssp->evd)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_CR;
+	if (!ep_handle)
+		return DAT_SUCCESS;
+	dapl_ia_lock(ia);
+	ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	if (!ep || ep->obj.ia != ia)
+		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	else
+		r = dapl_ep_reserve(ep, ssp);
+	if (r == DAT_SUCCESS)
+		ssp->ep_handle = ep_handle;
+	dapl_ia_unlock(ia);
+	return r;
+}
+
+static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp, int connected,
+			    const void *final_msg, DAT_COUNT final_len)
+{
+	struct dapl_ia *ia = ssp->obj.ia;
+	struct iwe_cm_params params;
+	struct iwe_conn *conn = NULL;
+	int err;
+
+	if (!connected) {
+		/* Seed 002 3.1.1.2: not connected at create is reported as
+		 * SOCKET_DOWN, not refused. */
+		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+		post_ssp_event(ssp, (DAT_EVENT_NUMBER)DAT_CONNECTION_EVENT_SOCKET_DOWN);
+		return DAT_SUCCESS;
+	}
+	dapl_cm_listen_params(ia, &params);
+	err = iwe_cm_adopt_passive(ia->dev, ssp->fd, final_msg,
+				   (size_t)final_len, &params, ssp_handler,
+				   ssp, &conn);
+	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
+		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+		post_ssp_event(ssp, (DAT_EVENT_NUMBER)DAT_CONNECTION_EVENT_SOCKET_DOWN);
+		return DAT_SUCCESS;
+	}
+	if (err)
+		return err == EINVAL ? DAT_INVALID_PARAMETER | DAT_INVALID_ARG2
+				     : DAT_INSUFFICIENT_RESOURCES |
+					       DAT_RESOURCE_MEMORY;
+	dapl_ia_lock(ia);
+	/* A handler may already have learnt it, or given it to a CR. */
+	if (!ssp->conn && !ssp->conn_given)
+		ssp->conn = conn;
+	dapl_ia_unlock(ia);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_ssp_create(struct dapl_ia *ia, int fd, DAT_EP_HANDLE ep,
+			   DAT_EVD_HANDLE evd, const void *final_msg,
+			   DAT_COUNT final_len, DAT_IW_SSP_HANDLE *out)
+{
+	struct dapl_ssp *ssp;
+	int connected;
+	DAT_RETURN r;
+
+	if (final_len < 0 || (final_len > 0 && !final_msg))
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
+	if (!out)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG7;
+	r = dapl_ssp_check_socket(ia, fd, &connected);
+	if (r != DAT_SUCCESS)
+		return r;
+	ssp = calloc(1, sizeof(*ssp));
+	if (!ssp)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
+	ssp->fd = ssp->consumer_fd = fd;
+	ssp->state = DAT_IW_SSP_STATE_OPERATIONAL;
+	r = dapl_obj_init(&ssp->obj, ia, DAPL_K_SSP, DAT_IW_HANDLE_TYPE_SSP,
+			  ssp_destroy_cb);
+	if (r != DAT_SUCCESS) {
+		free(ssp);
+		return r;
+	}
+	r = ssp_link(ssp, ep, evd);
+	if (r != DAT_SUCCESS) {
+		dapl_ia_lock(ia);
+		ssp_release_locked(ssp);
+		dapl_ia_unlock(ia);
+		free(ssp);
+		return r;
+	}
+	r = ssp_adopt(ssp, connected, final_msg, final_len);
+	if (r != DAT_SUCCESS) {
+		ssp_destroy(ssp);
+		return r;
+	}
+	*out = ssp->obj.handle;
+	return DAT_SUCCESS;
+}
+
+/* ------------------------------------------------------- free, query */
+
+DAT_RETURN dapl_ssp_free(DAT_IW_SSP_HANDLE handle)
+{
+	struct dapl_ssp *ssp = dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP);
+	struct dapl_ia *ia;
+
+	if (!ssp)
+		return DAT_INVALID_HANDLE;
+	ia = ssp->obj.ia;
+	dapl_ia_lock(ia);
+	/* Re-check under the lock: a concurrent free may have won. */
+	if (dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP) != ssp || ssp->dead) {
+		dapl_ia_unlock(ia);
+		return DAT_INVALID_HANDLE;
+	}
+	ssp->dead = 1;
+	dapl_ia_unlock(ia);
+	ssp_destroy(ssp);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN dapl_ssp_query(DAT_IW_SSP_HANDLE handle, int mask,
+			  DAT_IW_SSP_PARAM *param)
+{
+	struct dapl_ssp *ssp = dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP);
+	struct dapl_ia *ia;
+
+	if (!ssp)
+		return DAT_INVALID_HANDLE;
+	if (mask & ~DAT_IW_SSP_FIELD_ALL)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	if (!param)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+	ia = ssp->obj.ia;
+	dapl_ia_lock(ia);
+	param->ia_handle = dapl_ia_consumer_handle(ia);
+	/* Seed 002: a non-operational SSP has no socket associated. */
+	param->socket_id = ssp->state == DAT_IW_SSP_STATE_OPERATIONAL
+				   ? ssp->fd : -1;
+	param->evd_handle = ssp->evd->obj.handle;
+	param->ep_handle = ssp->ep_handle;
+	param->ssp_state = ssp->state;
+	dapl_ia_unlock(ia);
+	return DAT_SUCCESS;
+}

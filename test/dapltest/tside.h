@@ -1,0 +1,138 @@
+/* One side of a connection in a DAT test: IA, PZ, EVDs, a registered
+ * buffer and an EP, with bounded waits.  Header-only for the test
+ * programs that set up connections. */
+#ifndef IW_TSIDE_H
+#define IW_TSIDE_H
+
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tcommon.h"
+
+#ifndef TSIDE_BUF_SIZE
+#define TSIDE_BUF_SIZE (1u << 20)
+#endif
+#define TSIDE_WAIT_US 5000000	/* one event: 5 s at most */
+
+struct side {
+	DAT_IA_HANDLE ia;
+	DAT_EVD_HANDLE async, req, rcv, conn, cr;
+	DAT_PZ_HANDLE pz;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lctx;
+	DAT_RMR_CONTEXT rctx;
+	unsigned char *buf;
+	DAT_EP_HANDLE ep;
+};
+
+static inline DAT_EVD_HANDLE side_evd(DAT_IA_HANDLE ia, DAT_EVD_FLAGS f,
+				      int qlen)
+{
+	DAT_EVD_HANDLE h = DAT_HANDLE_NULL;
+
+	if (dat_evd_create(ia, qlen, DAT_HANDLE_NULL, f, &h) != DAT_SUCCESS)
+		BAIL("dat_evd_create");
+	return h;
+}
+
+static inline void side_open(struct side *s)
+{
+	DAT_REGION_DESCRIPTION rd;
+	DAT_VLEN rsize;
+	DAT_VADDR raddr;
+
+	memset(s, 0, sizeof(*s));
+	s->ia = test_open_ia(&s->async);
+	if (dat_pz_create(s->ia, &s->pz) != DAT_SUCCESS)
+		BAIL("dat_pz_create");
+	s->req = side_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
+	s->rcv = side_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
+	s->conn = side_evd(s->ia, DAT_EVD_CONNECTION_FLAG, 16);
+	s->cr = side_evd(s->ia, DAT_EVD_CR_FLAG, 16);
+	s->buf = aligned_alloc(4096, TSIDE_BUF_SIZE);
+	if (!s->buf)
+		BAIL("out of memory");
+	memset(s->buf, 0, TSIDE_BUF_SIZE);
+	rd.for_va = s->buf;
+	if (dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, rd, TSIDE_BUF_SIZE,
+			   s->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+			   &s->lmr, &s->lctx, &s->rctx, &rsize,
+			   &raddr) != DAT_SUCCESS)
+		BAIL("dat_lmr_create");
+}
+
+static inline void side_close(struct side *s)
+{
+	dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG);
+	free(s->buf);
+	memset(s, 0, sizeof(*s));
+}
+
+static inline DAT_EP_HANDLE side_ep(struct side *s)
+{
+	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+
+	if (dat_ep_create(s->ia, s->pz, s->rcv, s->req, s->conn, NULL, &ep) !=
+	    DAT_SUCCESS)
+		BAIL("dat_ep_create");
+	return ep;
+}
+
+static inline DAT_EP_STATE side_ep_state(DAT_EP_HANDLE ep)
+{
+	DAT_EP_STATE st = (DAT_EP_STATE)-1;
+
+	dat_ep_get_status(ep, &st, NULL, NULL);
+	return st;
+}
+
+/* Wait for one event; event_number 0 when none came in time. */
+static inline DAT_EVENT side_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
+{
+	DAT_EVENT ev;
+	DAT_COUNT more;
+
+	memset(&ev, 0, sizeof(ev));
+	if (dat_evd_wait(evd, us, 1, &ev, &more) != DAT_SUCCESS)
+		ev.event_number = 0;
+	return ev;
+}
+
+/* Post a receive of len bytes at offset off of the side's buffer. */
+static inline DAT_RETURN side_recv(struct side *s, size_t off, size_t len,
+				   uint64_t cookie)
+{
+	DAT_LMR_TRIPLET iov = { (DAT_VADDR)(uintptr_t)(s->buf + off), len,
+				s->lctx };
+	DAT_DTO_COOKIE c;
+
+	c.as_64 = cookie;
+	return dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+static inline DAT_RETURN side_send(struct side *s, size_t off, size_t len,
+				   uint64_t cookie)
+{
+	DAT_LMR_TRIPLET iov = { (DAT_VADDR)(uintptr_t)(s->buf + off), len,
+				s->lctx };
+	DAT_DTO_COOKIE c;
+
+	c.as_64 = cookie;
+	return dat_ep_post_send(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+/* A DTO completion of the given cookie with success and length. */
+static inline int side_dto_ok(DAT_EVD_HANDLE evd, uint64_t cookie,
+			      size_t len)
+{
+	DAT_EVENT ev = side_wait(evd, TSIDE_WAIT_US);
+	const DAT_DTO_COMPLETION_EVENT_DATA *d =
+		&ev.event_data.dto_completion_event_data;
+
+	return ev.event_number == DAT_DTO_COMPLETION_EVENT &&
+	       d->status == DAT_DTO_SUCCESS && d->user_cookie.as_64 == cookie &&
+	       d->transfered_length == len;
+}
+
+#endif

@@ -1,0 +1,63 @@
+/* Thin helpers over the DAT 2.0 API for iwdtest: open an IA with its event
+ * queues, register memory, create an endpoint, connect or accept, and wait
+ * for events either blocking (dat_evd_wait) or spinning (dat_evd_dequeue).
+ * Every helper prints what failed and returns -1, so callers only unwind. */
+#ifndef IWDTEST_DAT_UTIL_H
+#define IWDTEST_DAT_UTIL_H
+
+#include <stddef.h>
+#include <dat2/udat.h>
+
+struct du_region {
+	void *buf;
+	size_t len;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lctx;
+	DAT_RMR_CONTEXT rctx;
+};
+
+struct du_ep_sizes {
+	int max_recv, max_req, rdma_read;
+};
+
+struct du {
+	DAT_IA_HANDLE ia;
+	DAT_EVD_HANDLE async_evd, dto_evd, conn_evd, cr_evd;
+	DAT_PZ_HANDLE pz;
+	DAT_EP_HANDLE ep;
+	DAT_PSP_HANDLE psp;
+	struct du_ep_sizes sizes;
+	int connected;		/* ESTABLISHED seen: disconnect at the end */
+	int poll;		/* spin on dat_evd_dequeue for DTO events */
+	DAT_TIMEOUT tmo_us;	/* bound on every wait */
+};
+
+/* "DAT_MAJOR DAT_MINOR" for r (static buffer). */
+const char *du_err(DAT_RETURN r);
+/* Prints "iwdtest: what: <error>" and returns -1 unless r is success. */
+int du_check(DAT_RETURN r, const char *what);
+
+int du_open(struct du *d, const char *ia_name, int dto_qlen);
+int du_reg(struct du *d, struct du_region *r, size_t len);
+int du_ep_create(struct du *d, const struct du_ep_sizes *s);
+
+/* Passive side: listen on qual, wait up to wait_us for one request and copy
+ * at most pdmax bytes of its private data; *pdlen gets the real size. */
+int du_listen(struct du *d, DAT_CONN_QUAL qual);
+int du_wait_cr(struct du *d, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
+	       void *pd, int pdmax, int *pdlen);
+int du_accept(struct du *d, DAT_CR_HANDLE cr);
+
+/* Active side: connect, retrying refusals for retry_ms (the server may not
+ * be listening yet); recreates the EP between attempts. */
+int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
+	       const void *pd, int pdlen, int retry_ms);
+
+/* One event from evd within the wait bound; spins when d->poll and evd is
+ * the DTO EVD.  Returns 0, or -1 (printed) on error or timeout. */
+int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what);
+
+void du_disconnect(struct du *d);
+void du_close(struct du *d, struct du_region *regs, int nregs);
+
+#endif

@@ -1,0 +1,724 @@
+/* iwdtest's session and transfer protocol over DAT.
+ *
+ * Setup: the client connects with private data {magic, version, largest
+ * size, receive ring depth} so the server can size and post its receive
+ * ring before it accepts (iWARP has no receiver-not-ready retry: a Send
+ * that finds no receive posted kills the connection).  Then each side
+ * sends a HELLO carrying the RMR triplet of its target region.
+ *
+ * Tests are driven by the client: BEGIN(mode, size, iters, seed, window),
+ * the server answers READY, then
+ *   write:    the client RDMA-writes iteration i into slot i % 2W of the
+ *             server's region and, after each window of W writes, sends
+ *             DONE; RDMAP orders the Send after the Writes, so on DONE the
+ *             server checks the window and ACKs it.  Two windows in flight
+ *             let checking overlap the transfer.
+ *   send:     the client sends; the server checks each message in its ring
+ *             and ACKs every W messages, which are the client's credits.
+ *   read:     the server fills its region once; the client RDMA-reads
+ *             iteration i from word offset pat_woff(i) and checks it.
+ *   pingpong: ping i and pong i both checked; the server's count of bad
+ *             pings comes in a final ACK.
+ * Receives complete in posting order, so ring slot = receive count % ring. */
+#include "iwdtest.h"
+#include "pattern.h"
+
+#include <endian.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAGIC 0x49574454u		/* "IWDT" */
+#define VERSION 1u
+#define WIN_BYTES (4u << 20)		/* bytes per window of writes/sends */
+#define WIN_MAX 16
+#define RING_BYTES (16u << 20)
+#define RING_MIN 4
+#define RING_MAX 32
+#define CTL_SLOTS 64
+#define MAX_REQ 64
+#define REQ_DEPTH 60			/* < MAX_REQ, and < CTL_SLOTS: see send_msg */
+#define RD_DEPTH 8
+#define QLEN 64
+#define WIRE_MSG sizeof(struct iwd_msg)
+#define PONG_SEED 0x5a5a5a5a00000000ull
+#define MAX_REPORTS 5
+
+enum { R_SRC, R_TGT, R_RING, R_CTL, R_COUNT };
+enum { CK_SEND = 1, CK_WRITE, CK_READ, CK_RECV };
+#define CK(kind, idx) (((uint64_t)(kind) << 56) | (uint64_t)(idx))
+#define CK_IDX(ck) ((ck) & ((1ull << 56) - 1))
+
+struct conn_pd { uint32_t magic, version, s_max, ring; };
+
+struct iwd_sess {
+	struct du d;
+	const struct iwd_opts *o;
+	struct du_region reg[R_COUNT];
+	size_t s_max, slot;
+	int ring;
+	DAT_RMR_TRIPLET peer;
+	unsigned ctl_next;
+	long req_out, tests, reports;
+	/* Expected data messages (send and ping-pong receivers). */
+	long rx_left, rx_idx, rx_last, rx_errs;
+	size_t rx_size;
+	uint64_t rx_seed;
+	/* RDMA reads in flight (client, read mode). */
+	long rd_done, rd_last, rd_errs, rd_slots;
+	size_t rd_size;
+	uint64_t rd_seed;
+	struct iwd_msg q[QLEN];
+	unsigned qh, qt;
+};
+
+static const char *const mode_names[M_COUNT] = { "write", "read", "send", "pingpong" };
+
+const char *iwd_mode_name(int mode)
+{
+	return mode >= 0 && mode < M_COUNT ? mode_names[mode] : "?";
+}
+
+/* ---------------------------------------------------------- wire format */
+
+#define MSG_WORDS (sizeof(struct iwd_msg) / 8)
+
+static void msg_encode(const struct iwd_msg *m, void *p)
+{
+	uint64_t w[MSG_WORDS];
+	size_t k;
+
+	memcpy(w, m, sizeof w);
+	w[0] = MAGIC;
+	for (k = 0; k < MSG_WORDS; k++)
+		w[k] = htobe64(w[k]);
+	memcpy(p, w, sizeof w);
+}
+
+static int msg_decode(const void *p, size_t len, struct iwd_msg *m)
+{
+	uint64_t w[MSG_WORDS];
+	size_t k;
+
+	if (len != WIRE_MSG)
+		return -1;
+	memcpy(w, p, sizeof w);
+	for (k = 0; k < MSG_WORDS; k++)
+		w[k] = be64toh(w[k]);
+	memcpy(m, w, sizeof w);
+	return m->magic == MAGIC ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- posts */
+
+static DAT_LMR_TRIPLET lmr_at(const struct du_region *g, size_t off, size_t len)
+{
+	DAT_LMR_TRIPLET t = {
+		.virtual_address = (DAT_VADDR)(uintptr_t)((char *)g->buf + off),
+		.segment_length = (DAT_SEG_LENGTH)len,
+		.lmr_context = g->lctx,
+	};
+	return t;
+}
+
+static DAT_DTO_COOKIE cookie(int kind, uint64_t idx)
+{
+	DAT_DTO_COOKIE c;
+
+	c.as_64 = CK(kind, idx);
+	return c;
+}
+
+static int post_recv(struct iwd_sess *s, long slot)
+{
+	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_RING], (size_t)slot * s->slot, s->slot);
+
+	return du_check(dat_ep_post_recv(s->d.ep, 1, &t, cookie(CK_RECV, (uint64_t)slot),
+					 DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
+}
+
+static int pump(struct iwd_sess *s);
+
+/* Keeps outstanding requests below the EP's request queue depth. */
+static int throttle(struct iwd_sess *s)
+{
+	while (s->req_out >= REQ_DEPTH)
+		if (pump(s))
+			return -1;
+	return 0;
+}
+
+/* Counts a successful request post (the caller throttled before). */
+static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what)
+{
+	if (r != DAT_SUCCESS)
+		return du_check(r, what);
+	s->req_out++;
+	return 0;
+}
+
+static int send_msg(struct iwd_sess *s, const struct iwd_msg *m)
+{
+	/* Requests complete in order and fewer than CTL_SLOTS are ever
+	 * outstanding, so the slot used CTL_SLOTS sends ago is free. */
+	size_t off = (s->ctl_next++ % CTL_SLOTS) * WIRE_MSG;
+	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_CTL], off, WIRE_MSG);
+
+	if (throttle(s))
+		return -1;
+	msg_encode(m, (char *)s->reg[R_CTL].buf + off);
+	return posted(s, dat_ep_post_send(s->d.ep, 1, &t, cookie(CK_SEND, 0),
+					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+}
+
+/* Data transfer i always starts at word offset pat_woff(i) of the source. */
+static int post_data_send(struct iwd_sess *s, long i, size_t size)
+{
+	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_SRC], pat_woff((uint64_t)i) * 8, size);
+
+	return throttle(s) ||
+	       posted(s, dat_ep_post_send(s->d.ep, 1, &t, cookie(CK_SEND, (uint64_t)i),
+					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+}
+
+static DAT_RMR_TRIPLET peer_at(const struct iwd_sess *s, size_t off, size_t len)
+{
+	DAT_RMR_TRIPLET r = {
+		.virtual_address = s->peer.virtual_address + off,
+		.segment_length = (DAT_SEG_LENGTH)len,
+		.rmr_context = s->peer.rmr_context,
+	};
+	return r;
+}
+
+static int post_write(struct iwd_sess *s, long i, size_t size, size_t roff)
+{
+	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_SRC], pat_woff((uint64_t)i) * 8, size);
+	DAT_RMR_TRIPLET r = peer_at(s, roff, size);
+
+	return throttle(s) ||
+	       posted(s, dat_ep_post_rdma_write(s->d.ep, 1, &t, cookie(CK_WRITE, (uint64_t)i),
+						&r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_write");
+}
+
+static int post_read(struct iwd_sess *s, long i, size_t size)
+{
+	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_TGT], (size_t)(i % s->rd_slots) * size, size);
+	DAT_RMR_TRIPLET r = peer_at(s, pat_woff((uint64_t)i) * 8, size);
+
+	return throttle(s) ||
+	       posted(s, dat_ep_post_rdma_read(s->d.ep, 1, &t, cookie(CK_READ, (uint64_t)i),
+					       &r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_read");
+}
+
+/* ----------------------------------------------------------- completions */
+
+/* Checks transfer i (all of them, or only the last with --no-verify). */
+static long check_xfer(struct iwd_sess *s, const char *what, const void *buf,
+		       size_t len, size_t want, uint64_t seed, long i, long last)
+{
+	long bad;
+
+	if (len != want) {
+		if (s->reports++ < MAX_REPORTS)
+			fprintf(stderr, "iwdtest: %s %ld: %zu bytes, expected %zu\n", what, i, len, want);
+		return 1;
+	}
+	if (!s->o->verify_all && i != last)
+		return 0;
+	bad = pat_check(buf, len, seed, pat_woff((uint64_t)i));
+	if (bad < 0)
+		return 0;
+	if (s->reports++ < MAX_REPORTS)
+		fprintf(stderr, "iwdtest: %s %ld of %zu bytes: wrong data at byte %ld\n",
+			what, i, len, bad);
+	return 1;
+}
+
+static int on_recv(struct iwd_sess *s, long slot, size_t len)
+{
+	const unsigned char *buf = (unsigned char *)s->reg[R_RING].buf + (size_t)slot * s->slot;
+	struct iwd_msg *m = &s->q[s->qt % QLEN];
+
+	if (s->rx_left > 0) {
+		s->rx_errs += check_xfer(s, "received message", buf, len, s->rx_size,
+					 s->rx_seed, s->rx_idx, s->rx_last);
+		s->rx_idx++;
+		s->rx_left--;
+	} else if (s->qt - s->qh >= QLEN) {
+		fprintf(stderr, "iwdtest: too many unprocessed control messages\n");
+		return -1;
+	} else if (msg_decode(buf, len, m)) {
+		fprintf(stderr, "iwdtest: garbled control message (%zu bytes)\n", len);
+		return -1;
+	} else {
+		s->qt++;
+	}
+	return post_recv(s, slot);
+}
+
+static void on_read(struct iwd_sess *s, long i)
+{
+	const char *buf = (char *)s->reg[R_TGT].buf + (size_t)(i % s->rd_slots) * s->rd_size;
+
+	s->rd_errs += check_xfer(s, "RDMA read", buf, s->rd_size, s->rd_size,
+				 s->rd_seed, i, s->rd_last);
+	s->rd_done++;
+}
+
+/* Processes exactly one DTO event. */
+static int pump(struct iwd_sess *s)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *c;
+	DAT_EVENT ev;
+	uint64_t ck;
+
+	if (du_wait(&s->d, s->d.dto_evd, &ev, "a completion"))
+		return -1;
+	if (ev.event_number != DAT_DTO_COMPLETION_EVENT) {
+		fprintf(stderr, "iwdtest: unexpected event 0x%x on the DTO EVD\n",
+			(unsigned)ev.event_number);
+		return -1;
+	}
+	c = &ev.event_data.dto_completion_event_data;
+	ck = c->user_cookie.as_64;
+	if (c->status != DAT_DTO_SUCCESS) {
+		static const char *const kinds[] = { "?", "send", "RDMA write", "RDMA read", "receive" };
+		fprintf(stderr, "iwdtest: %s %llu completed with DTO status %d%s\n",
+			kinds[(ck >> 56) <= CK_RECV ? ck >> 56 : 0],
+			(unsigned long long)CK_IDX(ck), (int)c->status,
+			c->status == DAT_DTO_ERR_FLUSHED ? " (flushed: the connection is gone)" : "");
+		return -1;
+	}
+	if (ck >> 56 == CK_RECV)
+		return on_recv(s, (long)CK_IDX(ck), c->transfered_length);
+	s->req_out--;
+	if (ck >> 56 == CK_READ)
+		on_read(s, (long)CK_IDX(ck));
+	return 0;
+}
+
+static int wait_msg(struct iwd_sess *s, uint32_t type, struct iwd_msg *m)
+{
+	while (s->qh == s->qt)
+		if (pump(s))
+			return -1;
+	*m = s->q[s->qh++ % QLEN];
+	if (type && m->type != type) {
+		fprintf(stderr, "iwdtest: protocol error: message %u, expected %u\n",
+			(unsigned)m->type, type);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ the client */
+
+static long window_for(const struct iwd_sess *s, int mode, size_t size)
+{
+	long w = (long)(WIN_BYTES / size);
+
+	w = w < 1 ? 1 : w > WIN_MAX ? WIN_MAX : w;
+	if (mode == M_SEND && w > s->ring / 2)
+		w = s->ring / 2;	/* two windows of credits fit the ring */
+	return w;
+}
+
+static int wait_ack(struct iwd_sess *s, long *acked, long *errs)
+{
+	struct iwd_msg a;
+
+	if (wait_msg(s, MSG_ACK, &a))
+		return -1;
+	*acked = (long)a.count;
+	*errs = (long)a.errors;
+	return 0;
+}
+
+/* write and send: two windows in flight, each acknowledged by the server. */
+static int client_stream(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
+{
+	long n = (long)b->iters, w = (long)b->window, acked = 0, first = 0, i;
+
+	for (i = 0; i < n; i++) {
+		while (acked + 2 * w <= i)
+			if (wait_ack(s, &acked, errs))
+				return -1;
+		if (b->mode == M_SEND) {
+			if (post_data_send(s, i, b->size))
+				return -1;
+			continue;
+		}
+		if (post_write(s, i, b->size, (size_t)(i % (2 * w)) * b->size))
+			return -1;
+		if ((i + 1) % w == 0 || i == n - 1) {
+			struct iwd_msg d = { .type = MSG_DONE, .first = (uint64_t)first,
+					     .count = (uint64_t)(i + 1 - first) };
+			if (send_msg(s, &d))
+				return -1;
+			first = i + 1;
+		}
+	}
+	while (acked < n)
+		if (wait_ack(s, &acked, errs))
+			return -1;
+	return 0;
+}
+
+static int client_read(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
+{
+	long n = (long)b->iters, i;
+
+	s->rd_size = b->size;
+	s->rd_seed = b->seed;
+	s->rd_done = s->rd_errs = 0;
+	s->rd_last = n - 1;
+	s->rd_slots = (long)(s->reg[R_TGT].len / b->size);
+	if (s->rd_slots > RD_DEPTH)
+		s->rd_slots = RD_DEPTH;
+	for (i = 0; i < n; i++) {
+		while (i - s->rd_done >= s->rd_slots)
+			if (pump(s))
+				return -1;
+		if (post_read(s, i, b->size))
+			return -1;
+	}
+	while (s->rd_done < n)
+		if (pump(s))
+			return -1;
+	*errs = s->rd_errs;
+	return 0;
+}
+
+static void expect_data(struct iwd_sess *s, size_t size, long n, uint64_t seed)
+{
+	s->rx_left = n;
+	s->rx_idx = s->rx_errs = 0;
+	s->rx_last = n - 1;
+	s->rx_size = size;
+	s->rx_seed = seed;
+}
+
+static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
+{
+	long n = (long)b->iters, i;
+
+	/* Only after READY: from here on, every receive is a pong. */
+	expect_data(s, b->size, n, b->seed ^ PONG_SEED);
+	for (i = 0; i < n; i++) {
+		if (post_data_send(s, i, b->size))
+			return -1;
+		while (s->rx_idx <= i)
+			if (pump(s))
+				return -1;
+	}
+	*errs = s->rx_errs;
+	return 0;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result *r)
+{
+	struct iwd_msg b = { .type = MSG_BEGIN, .mode = (uint32_t)mode, .size = size,
+			     .iters = (uint64_t)n };
+	long errs = 0, perrs = 0;
+	double t0;
+	int rc;
+
+	if (size < 1 || size > s->s_max || n < 1)
+		return -1;
+	b.seed = pat_word(0x1d7e57, (uint64_t)++s->tests);
+	b.window = (uint64_t)window_for(s, mode, size);
+	pat_fill(s->reg[R_SRC].buf, size + PAT_SLACK, b.seed, 0);
+	if (s->o->corrupt)	/* in the range of iteration 0, at least */
+		((unsigned char *)s->reg[R_SRC].buf)[size - 1] ^= 0x20;
+	if (send_msg(s, &b) || wait_msg(s, MSG_READY, &(struct iwd_msg){ 0 }))
+		return -1;
+	t0 = now_s();
+	if (mode == M_WRITE || mode == M_SEND)
+		rc = client_stream(s, &b, &errs);
+	else if (mode == M_READ)
+		rc = client_read(s, &b, &errs);
+	else
+		rc = client_pingpong(s, &b, &errs);
+	r->secs = now_s() - t0;
+	if (!rc && mode == M_PINGPONG)
+		rc = wait_ack(s, &(long){ 0 }, &perrs);	/* the server's verdict on pings */
+	r->iters = n;
+	r->errors = errs + perrs;
+	return rc;
+}
+
+/* ------------------------------------------------------------ the server */
+
+static int serve_write(struct iwd_sess *s, const struct iwd_msg *b)
+{
+	long n = (long)b->iters, w = (long)b->window, covered = 0, errs = 0, i;
+	const char *tgt = s->reg[R_TGT].buf;
+
+	while (covered < n) {
+		struct iwd_msg d, a = { .type = MSG_ACK };
+		if (wait_msg(s, MSG_DONE, &d))
+			return -1;
+		for (i = (long)d.first; i < (long)(d.first + d.count); i++)
+			errs += check_xfer(s, "RDMA write", tgt + (size_t)(i % (2 * w)) * b->size,
+					   b->size, b->size, b->seed, i, n - 1);
+		covered = (long)(d.first + d.count);
+		a.count = (uint64_t)covered;
+		a.errors = (uint64_t)errs;
+		if (send_msg(s, &a))
+			return -1;
+	}
+	return 0;
+}
+
+static int serve_send(struct iwd_sess *s, const struct iwd_msg *b)
+{
+	long n = (long)b->iters, w = (long)b->window;
+
+	while (s->rx_idx < n) {
+		long until = s->rx_idx + w < n ? s->rx_idx + w : n;
+		struct iwd_msg a = { .type = MSG_ACK };
+		while (s->rx_idx < until)
+			if (pump(s))
+				return -1;
+		/* The receives are already re-posted: these are fresh credits. */
+		a.count = (uint64_t)s->rx_idx;
+		a.errors = (uint64_t)s->rx_errs;
+		if (send_msg(s, &a))
+			return -1;
+	}
+	return 0;
+}
+
+static int serve_pingpong(struct iwd_sess *s, const struct iwd_msg *b)
+{
+	long n = (long)b->iters, i;
+	struct iwd_msg a = { .type = MSG_ACK, .count = b->iters };
+
+	for (i = 0; i < n; i++) {
+		while (s->rx_idx <= i)
+			if (pump(s))
+				return -1;
+		if (post_data_send(s, i, b->size))
+			return -1;
+	}
+	a.errors = (uint64_t)s->rx_errs;
+	return send_msg(s, &a);
+}
+
+static int begin_ok(const struct iwd_sess *s, const struct iwd_msg *b)
+{
+	size_t sz = b->size;
+	uint64_t w = b->window;
+
+	if (b->mode >= M_COUNT || sz < 1 || sz > s->s_max || b->iters < 1 || w < 1)
+		return 0;
+	if (b->mode == M_WRITE && 2 * w * sz > s->reg[R_TGT].len)
+		return 0;
+	return b->mode != M_SEND || 2 * w <= (uint64_t)s->ring;
+}
+
+static int serve_one(struct iwd_sess *s, const struct iwd_msg *b)
+{
+	struct iwd_msg ready = { .type = MSG_READY };
+
+	if (!begin_ok(s, b)) {
+		fprintf(stderr, "iwdtest: client asked for an impossible test\n");
+		return -1;
+	}
+	if (b->mode == M_READ)
+		pat_fill(s->reg[R_TGT].buf, b->size + PAT_SLACK, b->seed, 0);
+	if (b->mode == M_PINGPONG)
+		pat_fill(s->reg[R_SRC].buf, b->size + PAT_SLACK, b->seed ^ PONG_SEED, 0);
+	if (b->mode == M_SEND || b->mode == M_PINGPONG)
+		expect_data(s, b->size, (long)b->iters, b->seed);
+	if (send_msg(s, &ready))
+		return -1;
+	if (b->mode == M_WRITE)
+		return serve_write(s, b);
+	if (b->mode == M_SEND)
+		return serve_send(s, b);
+	if (b->mode == M_PINGPONG)
+		return serve_pingpong(s, b);
+	return 0;
+}
+
+int iwd_serve(struct iwd_sess *s)
+{
+	struct iwd_msg m;
+
+	for (;;) {
+		if (wait_msg(s, 0, &m))
+			return -1;
+		if (m.type == MSG_QUIT)	/* reports counts every failed check */
+			return send_msg(s, &(struct iwd_msg){ .type = MSG_BYE }) ? -1 :
+			       s->reports ? 1 : 0;
+		if (m.type != MSG_BEGIN) {
+			fprintf(stderr, "iwdtest: protocol error: message %u\n", (unsigned)m.type);
+			return -1;
+		}
+		if (serve_one(s, &m))
+			return -1;
+	}
+}
+
+/* --------------------------------------------------------- setup, close */
+
+static size_t tgt_len(size_t s_max)
+{
+	size_t a = 2 * (size_t)WIN_BYTES, b = 2 * s_max;
+
+	return (a > b ? a : b) + PAT_SLACK;
+}
+
+static int setup_memory(struct iwd_sess *s)
+{
+	struct du_ep_sizes sz = { .max_recv = s->ring, .max_req = MAX_REQ, .rdma_read = RD_DEPTH };
+	size_t slot = s->s_max > WIRE_MSG ? s->s_max : WIRE_MSG;
+
+	s->slot = (slot + 63) & ~(size_t)63;
+	if (du_reg(&s->d, &s->reg[R_SRC], s->s_max + PAT_SLACK) ||
+	    du_reg(&s->d, &s->reg[R_TGT], tgt_len(s->s_max)) ||
+	    du_reg(&s->d, &s->reg[R_RING], s->slot * (size_t)s->ring) ||
+	    du_reg(&s->d, &s->reg[R_CTL], (size_t)CTL_SLOTS * WIRE_MSG))
+		return -1;
+	return du_ep_create(&s->d, &sz);
+}
+
+static int post_ring(struct iwd_sess *s)
+{
+	int k;
+
+	for (k = 0; k < s->ring; k++)
+		if (post_recv(s, k))
+			return -1;
+	return 0;
+}
+
+static int send_hello(struct iwd_sess *s)
+{
+	struct iwd_msg h = { .type = MSG_HELLO };
+
+	h.addr = (uint64_t)(uintptr_t)s->reg[R_TGT].buf;
+	h.len = (uint32_t)s->reg[R_TGT].len;
+	h.rmr = s->reg[R_TGT].rctx;
+	return send_msg(s, &h);
+}
+
+static int recv_hello(struct iwd_sess *s)
+{
+	struct iwd_msg h;
+
+	if (wait_msg(s, MSG_HELLO, &h))
+		return -1;
+	if (h.len < tgt_len(s->s_max)) {
+		fprintf(stderr, "iwdtest: peer's region is too small (%llu bytes)\n",
+			(unsigned long long)h.len);
+		return -1;
+	}
+	s->peer.virtual_address = h.addr;
+	s->peer.segment_length = (DAT_SEG_LENGTH)h.len;
+	s->peer.rmr_context = (DAT_RMR_CONTEXT)h.rmr;
+	return 0;
+}
+
+static int open_client(struct iwd_sess *s)
+{
+	struct conn_pd pd;
+	int k;
+
+	for (k = 0, s->s_max = 8; k < s->o->nsizes; k++)
+		if (s->o->sizes[k] > s->s_max)
+			s->s_max = s->o->sizes[k];
+	s->ring = (int)(RING_BYTES / (s->s_max > WIRE_MSG ? s->s_max : WIRE_MSG));
+	s->ring = s->ring < RING_MIN ? RING_MIN : s->ring > RING_MAX ? RING_MAX : s->ring;
+	pd.magic = htobe32(MAGIC);
+	pd.version = htobe32(VERSION);
+	pd.s_max = htobe32((uint32_t)s->s_max);
+	pd.ring = htobe32((uint32_t)s->ring);
+	if (setup_memory(s) ||
+	    du_connect(&s->d, s->o->host, s->o->qual, &pd, (int)sizeof pd, 5000))
+		return -1;
+	/* Our ring is posted before our HELLO; the server sends nothing first. */
+	return post_ring(s) || send_hello(s) || recv_hello(s) ? -1 : 0;
+}
+
+static int open_server(struct iwd_sess *s)
+{
+	struct conn_pd pd = { 0 };
+	DAT_CR_HANDLE cr;
+	int pdlen = 0;
+
+	if (du_listen(&s->d, s->o->qual) ||
+	    du_wait_cr(&s->d, s->d.tmo_us * 4, &cr, &pd, (int)sizeof pd, &pdlen))
+		return -1;
+	s->s_max = be32toh(pd.s_max);
+	s->ring = (int)be32toh(pd.ring);
+	if (pdlen < (int)sizeof pd || be32toh(pd.magic) != MAGIC ||
+	    be32toh(pd.version) != VERSION || s->s_max < 1 || s->s_max > (1u << 30) ||
+	    s->ring < RING_MIN || s->ring > RING_MAX) {
+		fprintf(stderr, "iwdtest: connection request is not from iwdtest; rejected\n");
+		dat_cr_reject(cr, 0, NULL);
+		return -1;
+	}
+	if (setup_memory(s) || post_ring(s))
+		return -1;
+	if (du_accept(&s->d, cr))
+		return -1;
+	return recv_hello(s) || send_hello(s) ? -1 : 0;
+}
+
+struct iwd_sess *iwd_open(const struct iwd_opts *o)
+{
+	struct iwd_sess *s = calloc(1, sizeof *s);
+	int qlen;
+
+	if (!s)
+		return NULL;
+	s->o = o;
+	s->d.poll = o->poll;
+	s->d.tmo_us = (DAT_TIMEOUT)(o->wait_s * 1e6);
+	qlen = RING_MAX + MAX_REQ + 8;
+	if (du_open(&s->d, o->ia, qlen) ||
+	    (o->server ? open_server(s) : open_client(s))) {
+		iwd_close(s, 0);
+		return NULL;
+	}
+	return s;
+}
+
+/* The server waits for the client to disconnect first, so that its BYE is
+ * surely delivered; it disconnects itself only if the client does not. */
+static void server_linger(struct iwd_sess *s)
+{
+	DAT_EVENT ev;
+	DAT_COUNT more;
+
+	if (dat_evd_wait(s->d.conn_evd, 5 * 1000000, 1, &ev, &more) != DAT_SUCCESS)
+		du_disconnect(&s->d);
+}
+
+int iwd_close(struct iwd_sess *s, int say_bye)
+{
+	int rc = 0;
+
+	if (say_bye && !s->o->server)
+		rc = send_msg(s, &(struct iwd_msg){ .type = MSG_QUIT }) ||
+		     wait_msg(s, MSG_BYE, &(struct iwd_msg){ 0 }) ? -1 : 0;
+	if (say_bye && s->o->server)
+		server_linger(s);
+	else if (s->d.ep != DAT_HANDLE_NULL)
+		du_disconnect(&s->d);
+	du_close(&s->d, s->reg, R_COUNT);
+	free(s);
+	return rc;
+}

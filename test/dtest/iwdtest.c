@@ -1,0 +1,244 @@
+/* iwdtest: RDMA write, read, send and ping-pong over the DAT 2.0 API, with
+ * a size sweep, validation of every transfer and a per-size results table.
+ *
+ *   server: iwdtest -s [-P iw-lo] [-q qual] [-p]
+ *   client: iwdtest -h 127.0.0.1 [-P iw-lo] [-q qual] [-m mode] [-S sizes]
+ *                   [-n iters | -t seconds] [-p] [--csv] [--no-verify]
+ *
+ * The client chooses the tests; the server follows them for one client and
+ * exits.  Exit status: 0 when every test ran and validated, 1 otherwise,
+ * 2 for a usage error. */
+#include "iwdtest.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define DEFAULT_QUAL 45278
+#define DEFAULT_BUDGET 0.25
+#define MAX_ITERS (1L << 26)
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: iwdtest -s [options]             run the server (one client)\n"
+		"       iwdtest -h HOST [options]        run the tests against a server\n"
+		"  -P IA        interface adapter name (default iw-lo)\n"
+		"  -q QUAL      connection qualifier (default %d)\n"
+		"  -m MODES     write,read,send,pingpong or all (default all)\n"
+		"  -S SIZES     comma-separated sizes, K/M suffixes (default 64,4K,64K,1M)\n"
+		"  -n ITERS     iterations per size (default: a time budget)\n"
+		"  -t SECONDS   time budget per mode and size (default %.2f)\n"
+		"  -p           poll: spin on dat_evd_dequeue instead of dat_evd_wait\n"
+		"  -w SECONDS   bound on any single wait (default 30)\n"
+		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,valid\n"
+		"  --no-verify  check only the last transfer of each test\n"
+		"  --corrupt    flip a byte of the client's source data (expect FAIL)\n"
+		"  --ssp        Socket Service Points (reserved; not yet)\n",
+		DEFAULT_QUAL, DEFAULT_BUDGET);
+}
+
+static int parse_size(const char *p, size_t *out)
+{
+	char *end;
+	unsigned long long v = strtoull(p, &end, 10);
+
+	if (end == p)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	if (*end || v < 1 || v > (1ull << 30))
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+static int parse_sizes(struct iwd_opts *o, char *list)
+{
+	char *save = NULL, *tok;
+
+	o->nsizes = 0;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (o->nsizes == IWD_MAX_SIZES || parse_size(tok, &o->sizes[o->nsizes]))
+			return -1;
+		o->nsizes++;
+	}
+	return o->nsizes ? 0 : -1;
+}
+
+static int parse_modes(struct iwd_opts *o, char *list)
+{
+	char *save = NULL, *tok;
+	int m;
+
+	o->modes = 0;
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcasecmp(tok, "all")) {
+			o->modes = (1u << M_COUNT) - 1;
+			continue;
+		}
+		for (m = 0; m < M_COUNT && strcasecmp(tok, iwd_mode_name(m)); m++)
+			;
+		if (m == M_COUNT)
+			return -1;
+		o->modes |= 1u << m;
+	}
+	return o->modes ? 0 : -1;
+}
+
+static void set_defaults(struct iwd_opts *o)
+{
+	static const size_t sizes[] = { 64, 4096, 65536, 1048576 };
+
+	memset(o, 0, sizeof *o);
+	o->ia = "iw-lo";
+	o->qual = DEFAULT_QUAL;
+	o->modes = (1u << M_COUNT) - 1;
+	memcpy(o->sizes, sizes, sizeof sizes);
+	o->nsizes = 4;
+	o->budget = DEFAULT_BUDGET;
+	o->verify_all = 1;
+	o->wait_s = 30;
+}
+
+/* Returns 0 to run, 1 to exit successfully (help), 2 on a usage error. */
+static int parse_args(struct iwd_opts *o, int argc, char **argv)
+{
+	enum { OPT_CSV = 256, OPT_NOVERIFY, OPT_SSP, OPT_HELP, OPT_CORRUPT };
+	static const struct option lo[] = {
+		{ "csv", no_argument, NULL, OPT_CSV },
+		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
+		{ "ssp", no_argument, NULL, OPT_SSP },
+		{ "help", no_argument, NULL, OPT_HELP },
+		{ "corrupt", no_argument, NULL, OPT_CORRUPT },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, bad = 0;
+
+	set_defaults(o);
+	while ((c = getopt_long(argc, argv, "sh:P:q:m:S:n:t:pw:", lo, NULL)) != -1) {
+		switch (c) {
+		case 's': o->server = 1; break;
+		case 'h': o->host = optarg; break;
+		case 'P': o->ia = optarg; break;
+		case 'q': o->qual = strtoull(optarg, NULL, 0); break;
+		case 'm': bad |= parse_modes(o, optarg); break;
+		case 'S': bad |= parse_sizes(o, optarg); break;
+		case 'n': o->iters = strtol(optarg, NULL, 0); bad |= o->iters < 1; break;
+		case 't': o->budget = strtod(optarg, NULL); bad |= !(o->budget > 0); break;
+		case 'p': o->poll = 1; break;
+		case 'w': o->wait_s = strtod(optarg, NULL); bad |= !(o->wait_s > 0); break;
+		case OPT_CSV: o->csv = 1; break;
+		case OPT_NOVERIFY: o->verify_all = 0; break;
+		case OPT_CORRUPT: o->corrupt = 1; break;
+		case OPT_SSP:
+			fprintf(stderr, "iwdtest: --ssp: Socket Service Points are not yet supported\n");
+			return 2;
+		case OPT_HELP: usage(stdout); return 1;
+		default: bad = 1;
+		}
+	}
+	if (bad || optind != argc || o->server == !!o->host) {
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* With a time budget: double the count until a run takes a tenth of the
+ * budget (this also warms up), then size the measured run to the budget.
+ * Every run, warm-up included, is validated. */
+static int run_budget(struct iwd_sess *s, const struct iwd_opts *o, int mode,
+		      size_t size, struct iwd_result *r)
+{
+	long n = 16, errs = 0;
+
+	if (o->iters)
+		return iwd_run(s, mode, size, o->iters, r);
+	for (;;) {
+		if (iwd_run(s, mode, size, n, r))
+			return -1;
+		errs += r->errors;
+		if (r->secs >= o->budget / 10 || n >= MAX_ITERS)
+			break;
+		n *= r->secs < o->budget / 100 ? 8 : 2;
+	}
+	n = (long)((double)n * o->budget / (r->secs > 1e-6 ? r->secs : 1e-6));
+	n = n < 1 ? 1 : n > MAX_ITERS ? MAX_ITERS : n;
+	if (iwd_run(s, mode, size, n, r))
+		return -1;
+	r->errors += errs;
+	return 0;
+}
+
+static void print_row(const struct iwd_opts *o, int mode, size_t size,
+		      const struct iwd_result *r)
+{
+	double mbps = (double)size * (double)r->iters / r->secs / 1e6;
+	char lat[32] = "";
+
+	if (mode == M_PINGPONG)		/* half a round trip */
+		snprintf(lat, sizeof lat, "%.3f", r->secs * 1e6 / (double)r->iters / 2);
+	if (o->csv)
+		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s\n", iwd_mode_name(mode), size, r->iters,
+		       r->secs, mbps, lat, r->errors ? "FAIL" : "OK");
+	else
+		printf("%-9s %10zu %10ld %12.2f %10s  %s\n", iwd_mode_name(mode), size,
+		       r->iters, mbps, *lat ? lat : "-", r->errors ? "FAIL" : "OK");
+	if (r->errors)
+		fprintf(stderr, "iwdtest: %s size %zu: %ld transfers failed validation\n",
+			iwd_mode_name(mode), size, r->errors);
+	fflush(stdout);
+}
+
+static int run_client(struct iwd_sess *s, const struct iwd_opts *o)
+{
+	int mode, k, fails = 0;
+
+	if (o->csv)
+		printf("mode,size,iters,seconds,MBps,lat_us,valid\n");
+	else
+		printf("%-9s %10s %10s %12s %10s  %s\n", "mode", "size", "iters", "MB/s",
+		       "lat(us)", "valid");
+	for (mode = 0; mode < M_COUNT; mode++) {
+		if (!(o->modes & (1u << mode)))
+			continue;
+		for (k = 0; k < o->nsizes; k++) {
+			struct iwd_result r = { 0 };
+			if (run_budget(s, o, mode, o->sizes[k], &r)) {
+				fprintf(stderr, "iwdtest: %s size %zu: transfer failed\n",
+					iwd_mode_name(mode), o->sizes[k]);
+				return -1;
+			}
+			print_row(o, mode, o->sizes[k], &r);
+			fails += r.errors != 0;
+		}
+	}
+	return fails ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct iwd_opts o;
+	struct iwd_sess *s;
+	int rc = parse_args(&o, argc, argv);
+
+	if (rc)
+		return rc == 1 ? 0 : 2;
+	s = iwd_open(&o);
+	if (!s) {
+		fprintf(stderr, "iwdtest: %s failed\n", o.server ? "server" : "client");
+		return 1;
+	}
+	rc = o.server ? iwd_serve(s) : run_client(s, &o);
+	/* Say goodbye only over a connection that is still in step. */
+	if (iwd_close(s, rc >= 0) && rc == 0)
+		rc = 1;
+	if (o.server)
+		printf("iwdtest: server done%s\n", rc ? ", with failures" : "");
+	return rc ? 1 : 0;
+}

@@ -1,0 +1,60 @@
+/* iwdtest: shared definitions of the option parser/driver (iwdtest.c) and
+ * the session and transfer protocol (iwd_xfer.c). */
+#ifndef IWDTEST_H
+#define IWDTEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dat_util.h"
+
+enum iwd_mode { M_WRITE, M_READ, M_SEND, M_PINGPONG, M_COUNT };
+
+#define IWD_MAX_SIZES 32
+
+struct iwd_opts {
+	int server;
+	const char *host, *ia;
+	DAT_CONN_QUAL qual;
+	unsigned modes;			/* bit per enum iwd_mode */
+	size_t sizes[IWD_MAX_SIZES];
+	int nsizes;
+	long iters;			/* 0: use the time budget */
+	double budget;			/* seconds per (mode, size) */
+	int poll, csv, verify_all;
+	int corrupt;			/* flip a source byte: validation must fail */
+	double wait_s;			/* bound on any single wait */
+};
+
+struct iwd_result {
+	long iters;
+	double secs;
+	long errors;			/* transfers that failed validation */
+};
+
+/* Control message: all 64-bit fields, so it goes on the wire as an array
+ * of big-endian words and peers need not share byte order. */
+enum iwd_msg_type { MSG_HELLO = 1, MSG_BEGIN, MSG_READY, MSG_DONE, MSG_ACK, MSG_QUIT, MSG_BYE };
+
+struct iwd_msg {
+	uint64_t magic, type, mode, size, iters, seed;
+	uint64_t first, count;		/* DONE: window; ACK: count acknowledged */
+	uint64_t errors, window;
+	uint64_t addr, len, rmr;	/* HELLO: the RMR triplet */
+};
+
+struct iwd_sess;
+
+const char *iwd_mode_name(int mode);
+/* Connects (client) or waits for one client (server) and exchanges the RMR
+ * triplets; NULL on failure. */
+struct iwd_sess *iwd_open(const struct iwd_opts *o);
+/* Client: one test of n iterations. Returns 0, or -1 on a transport error
+ * (validation failures are counted in r->errors, not returned). */
+int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result *r);
+/* Server: answer the client's tests until it quits; 1 if any transfer
+ * failed validation, -1 on a transport error. */
+int iwd_serve(struct iwd_sess *s);
+/* Client says goodbye; both sides disconnect and free everything. */
+int iwd_close(struct iwd_sess *s, int say_bye);
+
+#endif
