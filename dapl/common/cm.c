@@ -302,10 +302,6 @@ static DAT_RETURN connect_begin_locked(struct dapl_ep *ep,
 
 	if (r != DAT_SUCCESS)
 		return r;
-	/* The engine has no SRQ yet, so an SRQ EP has no QP: that is the
-	 * next step of the engine, not a state the consumer can fix. */
-	if (ep->srq)
-		return DAT_NOT_IMPLEMENTED;
 	(void)dapl_ep_qp_create_locked(ep);
 	*qp = dapl_ep_qp(ep->pool);
 	if (!*qp || iwe_qp_get_state(*qp) != IWE_QPS_INIT)
@@ -626,8 +622,6 @@ static DAT_RETURN accept_begin_locked(struct dapl_cr *cr, struct dapl_ep *ep,
 {
 	if (cr->busy || !cr->conn)
 		return DAT_INVALID_STATE;
-	if (ep->srq)
-		return DAT_NOT_IMPLEMENTED;	/* engine SRQ: next step */
 	(void)dapl_ep_qp_create_locked(ep);
 	*qp = dapl_ep_qp(ep->pool);
 	if (!*qp || iwe_qp_get_state(*qp) != IWE_QPS_INIT)

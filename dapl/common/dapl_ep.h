@@ -92,7 +92,15 @@ struct dapl_wr_ctx {
 	uint32_t pos;			/* ring position when posted */
 	uint8_t state;			/* enum in ep_post.c */
 	uint8_t suppressed;		/* posted without IBV_SEND_SIGNALED */
+	/* RMR binds (op DAT_DTO_BIND_MW; cookie holds the RMR cookie). */
+	DAT_RMR_HANDLE rmr;
+	uint32_t rmr_seq;		/* which bind of that RMR */
 };
+
+/* ibv_wc.wr_id of a receive posted to an SRQ: this bit, the SRQ's id in
+ * bits 32..62 and its slot in bits 0..31 (srq.c).  wr_ids of EP work
+ * carry a qp_num there, which never reaches bit 63. */
+#define DAPL_WR_SRQ_BIT (UINT64_C(1) << 63)
 
 /* Convert an engine completion into a DAT_DTO_COMPLETION_EVENT.  Fills
  * event_number and event_data; the caller sets evd_handle.  (Also declared
@@ -115,6 +123,10 @@ int dapl_ep_is_configured(const struct dapl_ep *ep);
 void dapl_ep_set_state(struct dapl_ep *ep, DAT_EP_STATE state);
 /* The configured form of a state (UNCONFIGURED_RESERVED -> RESERVED...). */
 DAT_EP_STATE dapl_ep_base_state(DAT_EP_STATE state);
+
+/* Whether the EP is connected (DTOs other than receives may be posted).
+ * Caller holds ia->lock. */
+int dapl_ep_connected(const struct dapl_ep *ep);
 
 /* DAT_SUCCESS when the EP may start a connection (active connect, SSP
  * socket connect, accept): configured and UNCONNECTED.  Otherwise
@@ -165,8 +177,9 @@ DAT_RETURN dapl_ep_pool_post_send(struct dapl_wr_pool *p,
 DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
 				  struct ibv_recv_wr *wr,
 				  const struct dapl_wr_ctx *ctx, uint64_t total);
-/* Outstanding work of the EP (posted, completion not yet dequeued).
- * Caller holds ia->lock. */
+/* Outstanding work of the EP (posted, completion not yet dequeued).  For
+ * an EP with an SRQ, recvs counts the SRQ buffer it has taken for a
+ * message still arriving.  Caller holds ia->lock. */
 void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
 				DAT_COUNT *requests);
 
@@ -274,6 +287,8 @@ void dapl_cr_free(struct dapl_cr *cr);
 
 /* ----------------------------------------------- Shared Receive Queue */
 
+struct dapl_srq_slot;
+
 struct dapl_srq {
 	struct dapl_obj obj;
 	struct dapl_pz *pz;
@@ -281,10 +296,24 @@ struct dapl_srq {
 	DAT_COUNT max_recv_dtos;
 	DAT_COUNT max_recv_iov;
 	DAT_COUNT low_watermark;
-	DAT_COUNT available;		/* posted, not yet consumed */
-	DAT_COUNT outstanding;		/* consumed by a message, not dequeued */
-	void *engine_srq;		/* engine SRQs do not exist yet */
+	struct iwe_srq *esrq;		/* the engine SRQ */
+	/* Cookies of posted receives, named by wr_id (DAPL_WR_SRQ_BIT). */
+	pthread_mutex_t lock;		/* slots; after ia->lock */
+	uint32_t id;			/* in the process-wide SRQ table */
+	struct dapl_srq_slot *slots;
+	uint32_t nslots, free_head;	/* free list, 1-based; 0 = none */
+	DAT_COUNT outstanding;		/* posted, completion not dequeued */
+	struct dapl_srq *hnext;		/* SRQ table chain */
 };
+
+/* The cookie of an SRQ receive completion (wr_id has DAPL_WR_SRQ_BIT);
+ * frees its slot.  0 when the SRQ is gone (freed since). */
+int dapl_srq_wc_take(uint64_t wr_id, DAT_DTO_COOKIE *cookie);
+
+/* A bind posted by dat_rmr_bind did not happen (its completion carries an
+ * error): the RMR, if it still records that bind (seq), becomes unbound,
+ * as the engine left its window.  Takes ia->lock (rmr.c). */
+void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr, uint32_t seq);
 
 /* ------------------------------------------ checks shared by modules */
 

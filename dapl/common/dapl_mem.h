@@ -53,6 +53,8 @@ struct dapl_rmr {
 	DAT_MEM_PRIV_FLAGS mem_priv;
 	DAT_VA_TYPE va_type;
 	DAT_RMR_CONTEXT rmr_context;
+	uint32_t bind_seq;		/* binds posted; the binding recorded
+					 * is the one of this number */
 };
 
 /* Look up a PZ handle that must belong to 'ia' and count one more user of

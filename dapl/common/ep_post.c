@@ -74,7 +74,7 @@ static DAT_RETURN connect_flags_check(DAT_CONNECT_FLAGS flags, DAT_RETURN arg)
 	return DAT_INVALID_PARAMETER | arg;
 }
 
-static int ep_connected(const struct dapl_ep *ep)
+int dapl_ep_connected(const struct dapl_ep *ep)
 {
 	return ep->state == DAT_EP_STATE_CONNECTED ||
 	       ep->state == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
@@ -172,7 +172,7 @@ DAT_RETURN dapl_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
 	dapl_ia_lock(ep->obj.ia);
 	r = dapl_ep_check_connectable(ep);
-	if (r == DAT_SUCCESS && !ep_connected(dup))
+	if (r == DAT_SUCCESS && !dapl_ep_connected(dup))
 		r = dapl_ep_state_error(dup);
 	if (r == DAT_SUCCESS) {
 		/* The remote qualifier an active EP connected to, or the
@@ -467,7 +467,7 @@ static DAT_RETURN post_check_locked(struct dapl_ep *ep, struct post *p)
 	if (p->op == DAT_DTO_RECEIVE)
 		r = recv_state_check(ep);
 	else
-		r = ep_connected(ep) ? DAT_SUCCESS : dapl_ep_state_error(ep);
+		r = dapl_ep_connected(ep) ? DAT_SUCCESS : dapl_ep_state_error(ep);
 	if (r != DAT_SUCCESS)
 		return r;
 	r = dapl_ep_iov_check_locked(ep->obj.ia, ep->pz, p->n, p->iov,
@@ -581,12 +581,44 @@ DAT_RETURN dapl_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
 			 flags);
 }
 
-/* RDMA Read into a local RMR: iWARP reads land through an STag, so the
- * wire could do it, but the engine's RDMA Read takes its sink as an SGE
- * list resolved through MR lkeys, and memory windows are not bound by
- * posts on a QP yet (dat_rmr_bind is still local).  Until the engine
- * accepts an MW STag as the sink, this stays DAT_NOT_IMPLEMENTED after
- * full checking. */
+/* RDMA Read into a local RMR: iWARP places Read Responses through the
+ * sink STag, so the engine takes a bound window's STag as the sink (it
+ * must grant remote write, as for a peer's RDMA Write; the engine checks
+ * it, with the bounds, when the read is posted: DAT_PRIVILEGES_VIOLATION
+ * otherwise).  The completion reports the remote segment's length. */
+static DAT_RETURN rmr_read_post(struct dapl_wr_pool *pool,
+				const DAT_RMR_TRIPLET *local,
+				DAT_DTO_COOKIE cookie,
+				const DAT_RMR_TRIPLET *remote,
+				DAT_COMPLETION_FLAGS flags)
+{
+	struct ibv_sge sge = { .addr = local->virtual_address,
+			       .length = (uint32_t)remote->segment_length,
+			       .lkey = local->rmr_context };
+	struct ibv_send_wr wr;
+	struct dapl_wr_ctx ctx;
+	DAT_RETURN r;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.send_flags = send_flags(flags, DAT_DTO_RDMA_READ);
+	wr.wr.rdma.remote_addr = remote->virtual_address;
+	wr.wr.rdma.rkey = remote->rmr_context;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.cookie = cookie;
+	ctx.op = DAT_DTO_RDMA_READ;
+	ctx.flags = flags;
+	ctx.suppressed = !!(flags & DAT_COMPLETION_SUPPRESS_FLAG);
+	ctx.length = remote->segment_length;
+	r = dapl_ep_pool_post_send(pool, &wr, &ctx, remote->segment_length);
+	dapl_ep_pool_release(pool);
+	if (DAT_GET_TYPE(r) == DAT_INVALID_PARAMETER)
+		r = DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_WRITE;
+	return r;
+}
+
 DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 					 const DAT_RMR_TRIPLET *local,
 					 DAT_DTO_COOKIE cookie,
@@ -594,9 +626,9 @@ DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 					 DAT_COMPLETION_FLAGS flags)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct dapl_wr_pool *pool = NULL;
 	DAT_RETURN r = DAT_SUCCESS;
 
-	(void)cookie;
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (!local)
@@ -606,11 +638,18 @@ DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 	if (flags & ~POST_RDMA_FLAGS)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
 	dapl_ia_lock(ep->obj.ia);
-	if (!ep_connected(ep))
+	if (!dapl_ep_connected(ep))
 		r = dapl_ep_state_error(ep);
 	else if (remote->segment_length > local->segment_length ||
 		 remote->segment_length > ep->attr.max_rdma_size)
 		r = DAT_LENGTH_ERROR;
+	if (r == DAT_SUCCESS) {
+		pool = dapl_ep_pool_hold_locked(ep);
+		if (!pool)
+			r = DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	}
 	dapl_ia_unlock(ep->obj.ia);
-	return r != DAT_SUCCESS ? r : DAT_NOT_IMPLEMENTED;
+	if (r != DAT_SUCCESS)
+		return r;
+	return rmr_read_post(pool, local, cookie, remote, flags);
 }

@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,8 +59,10 @@ struct dapl_wr_pool {
 	struct iwe_qp *qp;		/* NULL once retired */
 	uint32_t qp_num;
 	DAT_EP_HANDLE ep_handle;	/* reported in events, even stale */
+	struct dapl_ia *ia;
 	struct wr_ring send, recv;
 	int retired;
+	atomic_int quiet;		/* being retired: no async events */
 	struct dapl_wr_pool *hnext;	/* qp_num table chain */
 	struct dapl_wr_pool *rnext;	/* retired list, oldest first */
 	struct dapl_wr_ctx slots[];	/* send ring, then recv ring */
@@ -182,7 +185,25 @@ static DAT_RETURN qp_errno(int err)
 			     : DAT_INTERNAL_ERROR;
 }
 
-static struct iwe_qp *qp_new(struct dapl_ep *ep, DAT_RETURN *r)
+/* Engine handler of an SRQ EP's QP: it entered the error state and takes
+ * no more SRQ buffers.  DAT consumers (dtestsrq) expect this as
+ * DAT_ASYNC_ERROR_EP_BROKEN naming the EP, after the connection event.
+ * Not while the QP is being retired: the EP is reset or gone then. Runs
+ * on whatever thread moved the QP, possibly under ia->lock: it only
+ * queues an event. */
+static void qp_engine_event(const struct iwe_async_event *ev)
+{
+	struct dapl_wr_pool *pool = ev->context;
+
+	if (ev->type != IWE_EVENT_QP_LAST_WQE_REACHED ||
+	    atomic_load(&pool->quiet))
+		return;
+	dapl_evd_post_async(pool->ia, DAT_ASYNC_ERROR_EP_BROKEN,
+			    pool->ep_handle);
+}
+
+static struct iwe_qp *qp_new(struct dapl_ep *ep, struct dapl_wr_pool *pool,
+			     DAT_RETURN *r)
 {
 	struct iwe_qp_init_attr at;
 	struct iwe_qp *qp;
@@ -191,6 +212,11 @@ static struct iwe_qp *qp_new(struct dapl_ep *ep, DAT_RETURN *r)
 	at.send_cq = ep->request_evd->cq;
 	at.recv_cq = ep->recv_evd->cq;
 	qp_caps(&ep->attr, &at.cap);
+	if (ep->srq) {
+		at.srq = ep->srq->esrq;
+		at.qp_context = pool;
+		at.event_handler = qp_engine_event;
+	}
 	qp = iwe_create_qp(ep->pz->pd, &at);
 	if (!qp) {
 		*r = qp_errno(errno);
@@ -211,18 +237,25 @@ DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep)
 	DAT_RETURN r = DAT_SUCCESS;
 	struct iwe_qp *qp;
 
-	/* An SRQ EP has no QP: the engine has no SRQ yet (see srq.c). */
-	if (ep->pool || ep->srq || !dapl_ep_is_configured(ep))
+	struct iwe_qp_cap cap;
+
+	if (ep->pool || !dapl_ep_is_configured(ep))
 		return DAT_SUCCESS;
-	qp = qp_new(ep, &r);
-	if (!qp)
-		return r;
-	pool = pool_new(&qp->cap);
-	if (!pool) {
-		iwe_destroy_qp(qp);
+	/* The pool first: it is the QP's context for engine events. */
+	qp_caps(&ep->attr, &cap);
+	if (ep->srq)
+		cap.max_recv_wr = 0;	/* receives are the SRQ's */
+	pool = pool_new(&cap);
+	if (!pool)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
+	qp = qp_new(ep, pool, &r);
+	if (!qp) {
+		pthread_mutex_destroy(&pool->lock);
+		free(pool);
+		return r;
 	}
 	pool->qp = qp;
+	pool->ia = ep->obj.ia;
 	pool->qp_num = qp->qp_num;
 	pool->ep_handle = ep->obj.handle;
 	pthread_rwlock_wrlock(&table_lock);
@@ -258,6 +291,7 @@ void dapl_ep_qp_retire(struct dapl_wr_pool *pool)
 	pool->qp = NULL;
 	pthread_mutex_unlock(&pool->lock);
 	if (qp) {
+		atomic_store(&pool->quiet, 1);
 		/* Flush, so every posted DTO reports (DAT: outstanding DTOs
 		 * are flushed), then free the QP; its CQs stay with the
 		 * EVDs, which the EP pins until after this. */
@@ -288,6 +322,8 @@ void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
 	pthread_mutex_lock(&p->lock);
 	*recvs = (DAT_COUNT)ring_used(&p->recv);
 	*requests = (DAT_COUNT)ring_used(&p->send);
+	if (ep->srq && p->qp)
+		*recvs += (DAT_COUNT)iwe_qp_srq_held(p->qp);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -446,6 +482,18 @@ static int wc_take_slot(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
 	struct dapl_wr_pool *p;
 	int found = 0;
 
+	if (wc->wr_id & DAPL_WR_SRQ_BIT) {
+		/* A receive of the SRQ: cookie there, EP by qp_num. */
+		memset(ctx, 0, sizeof(*ctx));
+		ctx->op = DAT_DTO_RECEIVE;
+		found = dapl_srq_wc_take(wc->wr_id, &ctx->cookie);
+		pthread_rwlock_rdlock(&table_lock);
+		p = table_find(wc->qp_num);
+		if (p)
+			*ep = p->ep_handle;
+		pthread_rwlock_unlock(&table_lock);
+		return found;
+	}
 	pthread_rwlock_rdlock(&table_lock);
 	p = table_find(qp_num);
 	if (p && idx < p->send.n + p->recv.n) {
@@ -531,6 +579,21 @@ static DAT_DTOS wc_op(const struct ibv_wc *wc)
 	}
 }
 
+/* An RMR bind (dat_rmr_bind) completed. */
+static void bind_event(const struct ibv_wc *wc, const struct dapl_wr_ctx *ctx,
+		       DAT_EVENT *event)
+{
+	DAT_RMR_BIND_COMPLETION_EVENT_DATA *b =
+		&event->event_data.rmr_completion_event_data;
+
+	event->event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+	b->rmr_handle = ctx->rmr;
+	b->user_cookie.as_64 = ctx->cookie.as_64;
+	b->status = wc_status(wc->status);
+	if (wc->status != IBV_WC_SUCCESS)
+		dapl_rmr_bind_failed(ctx->rmr, ctx->rmr_seq);
+}
+
 void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
 {
 	DAT_DTO_COMPLETION_EVENT_DATA *d =
@@ -542,6 +605,10 @@ void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
 
 	/* The caller sets evd_handle afterwards. */
 	memset(event, 0, sizeof(*event));
+	if (known && ctx.op == DAT_DTO_BIND_MW) {
+		bind_event(wc, &ctx, event);
+		return;
+	}
 	event->event_number = DAT_DTO_COMPLETION_EVENT;
 	d->status = wc_status(wc->status);
 	d->ep_handle = ep;

@@ -16,15 +16,29 @@
  *   another PZ is DAT_PROTECTION_VIOLATION.  (dat_error.h's comments on
  *   these two codes are swapped; the DAT specification's meanings are the
  *   ones used here.)
- * - A bind is a work request posted on the EP's send queue; that arrives
- *   with the EP data path (issue B).  Until then a fully valid bind
- *   returns DAT_NOT_IMPLEMENTED, and no RMR is ever bound.
+ * - A bind (or unbind) is a work request (IBV_WR_BIND_MW) on the EP's
+ *   send queue: the EP must be connected (DAT_INVALID_STATE otherwise) and
+ *   of the RMR's PZ (DAT_PROTECTION_VIOLATION).  It completes with
+ *   DAT_RMR_BIND_COMPLETION_EVENT on the EP's request EVD, in order with
+ *   the EP's other requests.  The engine picks the new STag when the bind
+ *   is posted, so dat_rmr_bind returns the rmr_context at once, and
+ *   dat_rmr_query reports the new binding from then on; the window
+ *   accepts remote access once the bind has executed (at the latest when
+ *   its completion is reported).  If the bind fails (flushed), the RMR
+ *   ends unbound: the engine revokes the old binding too.
+ * - The LMR of a binding stays in use (dat_lmr_free: LMR_IN_USE) until
+ *   the RMR is unbound, rebound elsewhere or freed.  dat_rmr_free of an
+ *   RMR whose bind is still queued on an EP is DAT_INVALID_STATE: the
+ *   send queue still holds its window.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dapl.h"
+#include "dapl_ep.h"
 #include "dapl_mem.h"
 
 #define BIND_COMPLETION_FLAGS                                        \
@@ -43,11 +57,11 @@ static void rmr_forget_binding_locked(struct dapl_rmr *rmr)
 	rmr->rmr_context = 0;
 }
 
-/* ia->lock held.  Shared by dat_rmr_free and the abrupt-close path. */
+/* ia->lock held.  Shared by dat_rmr_free and the abrupt-close path;
+ * the engine window is gone already. */
 static void rmr_release_locked(struct dapl_rmr *rmr)
 {
 	rmr_forget_binding_locked(rmr);
-	(void)iwe_dealloc_mw(rmr->mw);	/* invalidates a bound STag */
 	dapl_obj_fini_locked(&rmr->obj);
 	dapl_pz_unpin_locked(rmr->pz);
 }
@@ -55,9 +69,13 @@ static void rmr_release_locked(struct dapl_rmr *rmr)
 static void rmr_destroy(struct dapl_obj *obj)
 {
 	struct dapl_ia *ia = obj->ia;
+	struct dapl_rmr *rmr = (struct dapl_rmr *)obj;
 
 	dapl_ia_lock(ia);
-	rmr_release_locked((struct dapl_rmr *)obj);
+	/* The EPs went first, so no bind holds the window: freeing it
+	 * invalidates a bound STag. */
+	(void)iwe_dealloc_mw(rmr->mw);
+	rmr_release_locked(rmr);
 	dapl_ia_unlock(ia);
 	free(obj);
 }
@@ -160,6 +178,10 @@ DAT_RETURN dapl_rmr_free(DAT_RMR_HANDLE rmr_handle)
 		dapl_ia_unlock(ia);	/* a concurrent free won */
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
 	}
+	if (iwe_dealloc_mw(rmr->mw) == EBUSY) {
+		dapl_ia_unlock(ia);	/* a bind is queued on an EP */
+		return DAT_INVALID_STATE;
+	}
 	rmr_release_locked(rmr);
 	dapl_ia_unlock(ia);
 	free(rmr);
@@ -178,6 +200,7 @@ struct bind_req {
 	DAT_COMPLETION_FLAGS flags;
 	DAT_RMR_CONTEXT *context;
 	struct dapl_lmr *lmr;		/* resolved; NULL for an unbind */
+	struct dapl_ep *ep;		/* resolved */
 };
 
 /* ia->lock held.  Arguments 2-5 of a bind proper (not an unbind). */
@@ -214,20 +237,105 @@ static DAT_RETURN bind_check_rights(const struct bind_req *b)
 static DAT_RETURN bind_validate(struct bind_req *b, struct dapl_ia *ia)
 {
 	int unbind = b->triplet->segment_length == 0;
-	struct dapl_obj *ep;
 	DAT_RETURN ret;
 
 	if (!unbind && (ret = bind_check_region(b, ia)) != DAT_SUCCESS)
 		return ret;
-	/* EPs are opaque here; every object starts with struct dapl_obj. */
-	ep = dapl_obj_get(b->ep_handle, DAT_HANDLE_TYPE_EP);
-	if (!ep || ep->ia != ia)
+	b->ep = dapl_obj_get(b->ep_handle, DAT_HANDLE_TYPE_EP);
+	if (!b->ep || b->ep->obj.ia != ia)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (b->flags & ~BIND_COMPLETION_FLAGS)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG8;
 	if (!unbind && !b->context)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG9;
 	return unbind ? DAT_SUCCESS : bind_check_rights(b);
+}
+
+/* Remote rights of a bind; local ones are accepted and ignored. */
+static unsigned int bind_access(DAT_MEM_PRIV_FLAGS priv)
+{
+	unsigned int a = 0;
+
+	if (priv & DAT_MEM_PRIV_REMOTE_READ_FLAG)
+		a |= IBV_ACCESS_REMOTE_READ;
+	if (priv & DAT_MEM_PRIV_REMOTE_WRITE_FLAG)
+		a |= IBV_ACCESS_REMOTE_WRITE;
+	return a;
+}
+
+/* ia->lock held.  After a successful post: the RMR records the binding
+ * (or none, for an unbind) as of bind number seq. */
+static void bind_record_locked(struct bind_req *b, uint32_t seq,
+			       uint32_t rkey)
+{
+	struct dapl_rmr *rmr = b->rmr;
+
+	rmr_forget_binding_locked(rmr);
+	rmr->bind_seq = seq;
+	if (!b->lmr)
+		return;
+	b->lmr->obj.users++;
+	rmr->lmr = b->lmr;
+	rmr->triplet = *b->triplet;
+	rmr->mem_priv = b->mem_priv;
+	rmr->va_type = b->va_type;
+	rmr->rmr_context = rkey;
+	*b->context = rkey;
+}
+
+/* ia->lock held.  Post the bind on the EP's send queue; recorded under the
+ * same lock hold, so a failed completion (dapl_rmr_bind_failed, which
+ * takes ia->lock) always finds it. */
+static DAT_RETURN bind_post_locked(struct bind_req *b, DAT_RMR_COOKIE cookie)
+{
+	struct dapl_wr_pool *pool;
+	struct ibv_send_wr wr;
+	struct dapl_wr_ctx ctx;
+	DAT_RETURN r;
+
+	if (!dapl_ep_connected(b->ep))
+		return dapl_ep_state_error(b->ep);
+	if (b->ep->pz != b->rmr->pz)
+		return DAT_PROTECTION_VIOLATION;
+	pool = dapl_ep_pool_hold_locked(b->ep);
+	if (!pool)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	memset(&wr, 0, sizeof(wr));
+	iwe_wr_set_bind_mw(&wr, b->rmr->mw, b->lmr ? b->lmr->mr : NULL,
+			   b->triplet->virtual_address,
+			   b->lmr ? b->triplet->segment_length : 0,
+			   bind_access(b->mem_priv));
+	if (!(b->flags & DAT_COMPLETION_SUPPRESS_FLAG))
+		wr.send_flags |= IBV_SEND_SIGNALED;
+	if (b->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
+		wr.send_flags |= IBV_SEND_FENCE;
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.op = DAT_DTO_BIND_MW;
+	ctx.cookie.as_64 = cookie.as_64;
+	ctx.flags = b->flags;
+	ctx.suppressed = !!(b->flags & DAT_COMPLETION_SUPPRESS_FLAG);
+	ctx.rmr = b->rmr->obj.handle;
+	ctx.rmr_seq = b->rmr->bind_seq + 1;
+	r = dapl_ep_pool_post_send(pool, &wr, &ctx, 0);
+	if (r == DAT_SUCCESS)
+		bind_record_locked(b, ctx.rmr_seq, wr.bind_mw.rkey);
+	dapl_ep_pool_release(pool);
+	return r;
+}
+
+void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr_handle, uint32_t seq)
+{
+	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	struct dapl_ia *ia;
+
+	if (!rmr)
+		return;		/* freed since */
+	ia = rmr->obj.ia;
+	dapl_ia_lock(ia);
+	if (dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR) == rmr &&
+	    rmr->bind_seq == seq)
+		rmr_forget_binding_locked(rmr);
+	dapl_ia_unlock(ia);
 }
 
 DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
@@ -243,7 +351,6 @@ DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
 	struct dapl_ia *ia;
 	DAT_RETURN ret;
 
-	(void)cookie;	/* carried by the completion event (issue B) */
 	b.rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
 	if (!b.rmr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
@@ -252,12 +359,8 @@ DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
 	ia = b.rmr->obj.ia;
 	dapl_ia_lock(ia);
 	ret = bind_validate(&b, ia);
+	if (ret == DAT_SUCCESS)
+		ret = bind_post_locked(&b, cookie);
 	dapl_ia_unlock(ia);
-	if (ret != DAT_SUCCESS)
-		return ret;
-	/* Bind is a work request on the EP: issue B.  It will post an
-	 * iwe_mw_bind (or unbind) on the EP's send queue, record the binding
-	 * (rmr->lmr, triplet, mem_priv, rmr_context; lmr->obj.users++) and
-	 * return the new STag through *context. */
-	return DAT_NOT_IMPLEMENTED;
+	return ret;
 }

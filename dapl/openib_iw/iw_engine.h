@@ -171,10 +171,14 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited);
  * send queue completes in posting order.
  *
  * Supported send opcodes: IBV_WR_SEND, IBV_WR_SEND_WITH_INV,
- * IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ.  Flags: IBV_SEND_SIGNALED,
+ * IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_BIND_MW (see "Memory
+ * window binds" below).  Flags: IBV_SEND_SIGNALED,
  * IBV_SEND_SOLICITED (Send with SE), IBV_SEND_FENCE (wait for earlier
  * RDMA Reads to complete).  An RDMA Read with n SGEs issues n Read
- * Requests (one per sink SGE), each using one ORD slot.
+ * Requests (one per sink SGE), each using one ORD slot.  A Read's sink
+ * SGE may name an MR with IBV_ACCESS_LOCAL_WRITE or a bound memory window
+ * with IBV_ACCESS_REMOTE_WRITE (lkey = the window's STag): iWARP places
+ * Read Responses through the sink STag, like a peer's RDMA Write.
  *
  * A Send, Send with Invalidate or RDMA Write completes when its last byte
  * has been handed to the stream (iWARP's local completion semantics); an
@@ -182,6 +186,35 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited);
  */
 struct iwe_qp;
 struct iwe_srq;
+
+/* Asynchronous events (verbs' ibv_async_event, delivered by callback).
+ * A handler is given at create time; the engine calls it with no engine
+ * lock held, on the thread whose engine call noticed the event, just
+ * before that call returns: the device's progress thread for connections
+ * of the connection manager, otherwise the caller of iwe_modify_qp,
+ * iwe_post_send, iwe_qp_progress_rx/tx...  A handler may call any engine
+ * function except destroying the object it is told about.
+ *   IWE_EVENT_SRQ_LIMIT_REACHED: the SRQ's posted receives dropped below
+ *     its armed limit; the SRQ is disarmed (srq_limit 0) until re-armed
+ *     with iwe_modify_srq.  Reported once per arming.
+ *   IWE_EVENT_QP_LAST_WQE_REACHED: a QP attached to an SRQ entered ERROR;
+ *     it will take no more receives from the SRQ.  Once per entry into
+ *     ERROR. */
+enum iwe_event_type {
+	IWE_EVENT_SRQ_LIMIT_REACHED = 1,
+	IWE_EVENT_QP_LAST_WQE_REACHED,
+};
+
+struct iwe_async_event {
+	enum iwe_event_type type;
+	union {
+		struct iwe_qp *qp;
+		struct iwe_srq *srq;
+	} element;
+	void *context;			/* qp_context or srq_context */
+};
+
+typedef void (*iwe_event_handler)(const struct iwe_async_event *ev);
 
 enum iwe_qp_state {
 	IWE_QPS_RESET = 0,
@@ -202,10 +235,14 @@ struct iwe_qp_cap {
 struct iwe_qp_init_attr {
 	struct iwe_cq *send_cq;
 	struct iwe_cq *recv_cq;
-	struct iwe_srq *srq;		/* not supported yet: must be NULL */
+	struct iwe_srq *srq;		/* receives come from it (cap's recv
+					 * fields are then ignored) */
 	struct iwe_qp_cap cap;
 	int sq_sig_all;			/* every send WR completes */
 	void *qp_context;
+	iwe_event_handler event_handler; /* asynchronous events of the QP
+					 * (IWE_EVENT_QP_LAST_WQE_REACHED),
+					 * or NULL */
 };
 
 struct iwe_qp {
@@ -232,7 +269,7 @@ struct iwe_stream_params {
 #define IWE_MIN_MULPDU     128
 #define IWE_DEFAULT_MULPDU 65512	/* FPDU fits in 64 KiB - 16 */
 
-/* EINVAL: bad caps or CQs; EOPNOTSUPP: an SRQ was given. */
+/* EINVAL: bad caps or CQs, or an SRQ of another PD. */
 struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 			     const struct iwe_qp_init_attr *attr);
 /* Outstanding work is discarded without completions (as verbs does for a
@@ -254,8 +291,110 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp);
  * transmit path is idle. */
 int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr);
+/* EINVAL on a QP attached to an SRQ: post to the SRQ instead. */
 int iwe_post_recv(struct iwe_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr);
+/* Receives taken from an SRQ by this QP whose completion has not been
+ * produced yet (a Send being placed): 0 or 1.  0 without an SRQ. */
+uint32_t iwe_qp_srq_held(struct iwe_qp *qp);
+
+/* ------------------------------------------------- shared receive queues
+ *
+ * An SRQ holds receive WRs for any number of QPs of its PD.  A QP created
+ * with attr->srq takes the oldest WR of the SRQ when the first segment of
+ * an untagged Send arrives and completes it into its own recv_cq with its
+ * own qp_num, exactly as if the WR had been posted to the QP.  No WR
+ * available is the same fatal DDP error as an empty receive queue.
+ *
+ * Flushing: the SRQ's WRs belong to the SRQ.  A QP entering ERROR
+ * flushes only the receive it had taken and not completed, then reports
+ * IWE_EVENT_QP_LAST_WQE_REACHED; the WRs still in the SRQ stay for the
+ * other QPs (and are discarded silently by iwe_destroy_srq).
+ *
+ * Limit (low watermark), verbs semantics: with srq_limit armed (> 0), the
+ * moment a QP takes a WR and fewer than srq_limit WRs remain, the SRQ
+ * reports IWE_EVENT_SRQ_LIMIT_REACHED once and disarms.  Arming when the
+ * count is already below the limit reports at the next WR taken. */
+struct iwe_srq_attr {
+	uint32_t max_wr;		/* 1..IWE_MAX_SRQ_WR */
+	uint32_t max_sge;		/* 1..IWE_MAX_SGE */
+	uint32_t srq_limit;		/* 0: disarmed */
+};
+
+struct iwe_srq_init_attr {
+	struct iwe_srq_attr attr;
+	void *srq_context;
+	iwe_event_handler event_handler; /* or NULL */
+};
+
+struct iwe_srq {
+	struct iwe_pd *pd;
+	void *srq_context;
+};
+
+enum iwe_srq_attr_mask {
+	IWE_SRQ_MAX_WR = 1 << 0,	/* resize, keeping the posted WRs */
+	IWE_SRQ_LIMIT = 1 << 1,		/* arm (or disarm with 0) */
+};
+
+/* EINVAL: bad attributes (the limit must not exceed max_wr). */
+struct iwe_srq *iwe_create_srq(struct iwe_pd *pd,
+			       const struct iwe_srq_init_attr *attr);
+/* EBUSY while QPs use it. */
+int iwe_destroy_srq(struct iwe_srq *srq);
+/* EINVAL: max_wr out of range or below the number of WRs posted, or a
+ * limit above max_wr. */
+int iwe_modify_srq(struct iwe_srq *srq, const struct iwe_srq_attr *attr,
+		   int attr_mask);
+/* max_wr, max_sge, the armed limit (0 once it fired). */
+int iwe_query_srq(struct iwe_srq *srq, struct iwe_srq_attr *attr);
+/* WRs posted and not yet taken by a QP. */
+uint32_t iwe_srq_count(struct iwe_srq *srq);
+/* As iwe_post_recv: EINVAL (SGE count, lkey, length) or ENOMEM (full). */
+int iwe_post_srq_recv(struct iwe_srq *srq, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+
+/* ------------------------------------------------- memory window binds
+ *
+ * IBV_WR_BIND_MW on the send queue binds a window when the transmit side
+ * reaches it, in order with the other WRs (use IBV_SEND_FENCE to wait for
+ * earlier RDMA Reads).  The verbs fields carry engine objects:
+ * wr->bind_mw.mw is a struct iwe_mw * and bind_info.mr a struct iwe_mr *
+ * (use iwe_wr_set_bind_mw); bind_info.length 0 unbinds (mr and addr are
+ * then ignored; unbinding an unbound window succeeds).  Access flags:
+ * IBV_ACCESS_REMOTE_READ / REMOTE_WRITE / REMOTE_ATOMIC.
+ *
+ * The new rkey: the engine, which owns the 8-bit keys, chooses it when the
+ * WR is posted and writes it to wr->bind_mw.rkey before iwe_post_send
+ * returns (as ibv_bind_mw does for type 1 windows), so the consumer can
+ * advertise it at once; the window answers to it once the bind has
+ * executed (mw->rkey then equals it).  Successive binds of one window get
+ * successive keys.  For an unbind, wr->bind_mw.rkey is set to 0.
+ *
+ * Checks (PD, MR with IBV_ACCESS_MW_BIND, range inside the MR, remote
+ * write only over locally writable memory) happen at post time: EINVAL.
+ * From post to completion the MR cannot be deregistered and the window
+ * cannot be deallocated (EBUSY).  The WR completes with IBV_WC_BIND_MW
+ * (signaled by the usual rules).  A bind that is flushed instead of
+ * executed leaves its window unbound: the consumer asked to replace the
+ * old binding, and revoking is the safe side.
+ *
+ * Remote invalidation (Send with Invalidate) applies to windows only. */
+static inline void iwe_wr_set_bind_mw(struct ibv_send_wr *wr,
+				      struct iwe_mw *mw, struct iwe_mr *mr,
+				      uint64_t addr, uint64_t length,
+				      unsigned int access)
+{
+	wr->opcode = IBV_WR_BIND_MW;
+	wr->num_sge = 0;
+	wr->sg_list = NULL;
+	wr->bind_mw.mw = (struct ibv_mw *)(void *)mw;
+	wr->bind_mw.rkey = 0;
+	wr->bind_mw.bind_info.mr = (struct ibv_mr *)(void *)mr;
+	wr->bind_mw.bind_info.addr = addr;
+	wr->bind_mw.bind_info.length = length;
+	wr->bind_mw.bind_info.mw_access_flags = access;
+}
 
 /* After MPA: run RDMAP/DDP/MPA framing on the connected, non-blocking
  * stream socket fd with the negotiated parameters; moves the QP from

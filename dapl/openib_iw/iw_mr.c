@@ -338,6 +338,7 @@ struct iwe_mw *iwe_alloc_mw(struct iwe_pd *pd)
 		idx = stag_alloc(&dev->stags, IWE_STAG_MW, w);
 	if (idx) {
 		w->index = idx;
+		w->last_key = dev->stags.ent[idx].key;
 		dev->stags.nmw++;
 		pd->users++;
 	}
@@ -373,6 +374,10 @@ int iwe_dealloc_mw(struct iwe_mw *mw)
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	dev = mw->pd->dev;
 	pthread_mutex_lock(&dev->lock);
+	if (w->pending) {		/* a send queue will still bind it */
+		pthread_mutex_unlock(&dev->lock);
+		return EBUSY;
+	}
 	if (w->mr)
 		mw_unbind_locked(dev, w);
 	stag_free(&dev->stags, w->index);
@@ -397,38 +402,64 @@ static int mw_bind_allowed(const struct iwe_mw *mw, const struct iwe_mr *mr,
 	       addr - base <= mr->length - len;
 }
 
+/* dev->lock held.  A key for the next binding of the window, never the
+ * one its STag has now, so a stale STag cannot match the new binding. */
+static uint32_t mw_next_rkey(struct iwe_device *dev, struct iwe_mw_priv *w)
+{
+	uint8_t cur = dev->stags.ent[w->index].key;
+
+	if (++w->last_key == cur)
+		++w->last_key;
+	return IWE_STAG_MAKE(w->index, w->last_key);
+}
+
+/* dev->lock held.  Point the window's entry at [addr, addr+len) of mr
+ * under STag rkey. */
+static void mw_bind_locked(struct iwe_device *dev, struct iwe_mw_priv *w,
+			   struct iwe_mr_priv *m, uint64_t addr, uint64_t len,
+			   int access, uint32_t rkey)
+{
+	struct iwe_stag_entry *e = &dev->stags.ent[w->index];
+	const struct iwe_mr *mr = &m->pub;
+
+	if (w->mr)
+		mw_unbind_locked(dev, w);
+	e->key = IWE_STAG_KEY(rkey);
+	e->base = addr;
+	e->length = len;
+	e->host = (char *)mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr);
+	e->pd = w->pub.pd;
+	e->access = access;
+	e->valid = 1;
+	w->mr = m;
+	m->binds++;
+	w->pub.rkey = rkey;
+}
+
+static int bind_args_ok(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
+			uint64_t len, int access)
+{
+	return mw && mr && len != 0 && len <= UINT64_MAX - addr &&
+	       !(access & ~REMOTE_ACCESS);
+}
+
 int iwe_mw_bind(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
 		uint64_t len, int access)
 {
 	struct iwe_mw_priv *w;
-	struct iwe_mr_priv *m;
 	struct iwe_device *dev;
-	struct iwe_stag_entry *e;
 
-	if (!mw || !mr || len == 0 || len > UINT64_MAX - addr ||
-	    (access & ~REMOTE_ACCESS))
+	if (!bind_args_ok(mw, mr, addr, len, access))
 		return EINVAL;
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
-	m = IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub);
 	dev = mw->pd->dev;
 	pthread_mutex_lock(&dev->lock);
 	if (!mw_bind_allowed(mw, mr, addr, len, access)) {
 		pthread_mutex_unlock(&dev->lock);
 		return EINVAL;
 	}
-	if (w->mr)
-		mw_unbind_locked(dev, w);
-	e = &dev->stags.ent[w->index];
-	e->key++;		/* every bind yields a new STag */
-	e->base = addr;
-	e->length = len;
-	e->host = (char *)mr->addr + (addr - (uint64_t)(uintptr_t)mr->addr);
-	e->pd = mw->pd;
-	e->access = access;
-	e->valid = 1;
-	w->mr = m;
-	m->binds++;
-	mw->rkey = IWE_STAG_MAKE(w->index, e->key);
+	mw_bind_locked(dev, w, IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub),
+		       addr, len, access, mw_next_rkey(dev, w));
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
@@ -450,4 +481,122 @@ int iwe_mw_unbind(struct iwe_mw *mw)
 		err = EINVAL;
 	pthread_mutex_unlock(&dev->lock);
 	return err;
+}
+
+/* ------------------------------------------- binds posted on a QP */
+
+int iwe_mw_bind_reserve(const struct iwe_pd *pd, struct iwe_mw *mw,
+			struct iwe_mr *mr, uint64_t addr, uint64_t len,
+			int access, uint32_t *rkey)
+{
+	struct iwe_mw_priv *w;
+	struct iwe_device *dev;
+
+	if (!mw || mw->pd != pd)
+		return EINVAL;
+	if (len && !bind_args_ok(mw, mr, addr, len, access))
+		return EINVAL;
+	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	dev = mw->pd->dev;
+	pthread_mutex_lock(&dev->lock);
+	if (len && !mw_bind_allowed(mw, mr, addr, len, access)) {
+		pthread_mutex_unlock(&dev->lock);
+		return EINVAL;
+	}
+	w->pending++;
+	*rkey = 0;
+	if (len) {
+		/* The MR counts the window as bound from now on. */
+		IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub)->binds++;
+		*rkey = mw_next_rkey(dev, w);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+/* dev->lock held.  Drop what iwe_mw_bind_reserve pinned. */
+static void bind_unpin_locked(struct iwe_mw_priv *w, struct iwe_mr *mr)
+{
+	if (mr)
+		IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub)->binds--;
+	w->pending--;
+}
+
+void iwe_mw_bind_execute(struct iwe_mw *mw, struct iwe_mr *mr,
+			 uint64_t addr, uint64_t len, int access,
+			 uint32_t rkey)
+{
+	struct iwe_mw_priv *w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	struct iwe_device *dev = mw->pd->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (len)
+		mw_bind_locked(dev, w,
+			       IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub),
+			       addr, len, access, rkey);
+	else if (w->mr)
+		mw_unbind_locked(dev, w);
+	bind_unpin_locked(w, len ? mr : NULL);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+void iwe_mw_bind_cancel(struct iwe_mw *mw, struct iwe_mr *mr)
+{
+	struct iwe_mw_priv *w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
+	struct iwe_device *dev = mw->pd->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (w->mr)
+		mw_unbind_locked(dev, w);
+	bind_unpin_locked(w, mr);
+	pthread_mutex_unlock(&dev->lock);
+}
+
+/* ------------------------------------------ invalidation, read sinks */
+
+enum iwe_access_error iwe_stag_invalidate(struct iwe_device *dev,
+					  const struct iwe_pd *pd,
+					  uint32_t stag)
+{
+	uint32_t idx = IWE_STAG_INDEX(stag);
+	struct iwe_stag_entry *e;
+	enum iwe_access_error r = IWE_ACCESS_BAD_STAG;
+
+	pthread_mutex_lock(&dev->lock);
+	if (idx == 0 || idx >= dev->stags.next_fresh)
+		goto out;
+	e = &dev->stags.ent[idx];
+	if (!e->valid || e->key != IWE_STAG_KEY(stag))
+		goto out;
+	r = IWE_ACCESS_BAD_PD;
+	if (e->pd != pd)
+		goto out;
+	r = IWE_ACCESS_BAD_RIGHTS;
+	if (e->kind != IWE_STAG_MW)
+		goto out;
+	mw_unbind_locked(dev, e->obj);
+	r = IWE_ACCESS_OK;
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return r;
+}
+
+enum iwe_access_error iwe_read_sink_check(struct iwe_device *dev,
+					  const struct iwe_pd *pd,
+					  uint32_t stag, uint64_t va,
+					  uint64_t len, void **ptr)
+{
+	uint32_t idx = IWE_STAG_INDEX(stag);
+	int access = IBV_ACCESS_LOCAL_WRITE;
+
+	if (!dev || idx == 0)
+		return IWE_ACCESS_BAD_STAG;
+	pthread_mutex_lock(&dev->lock);
+	if (idx < dev->stags.next_fresh &&
+	    dev->stags.ent[idx].kind == IWE_STAG_MW)
+		access = IBV_ACCESS_REMOTE_WRITE;
+	pthread_mutex_unlock(&dev->lock);
+	/* The kind of an index never changes while it is allocated; a
+	 * freed and reused index fails the key check below. */
+	return iwe_mr_check(dev, pd, stag, va, len, access, ptr);
 }

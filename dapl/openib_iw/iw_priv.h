@@ -105,6 +105,8 @@ struct iwe_mw_priv {
 	struct iwe_mw pub;
 	uint32_t index;
 	struct iwe_mr_priv *mr;		/* NULL while unbound */
+	uint32_t pending;		/* bind WRs posted, not yet done */
+	uint8_t last_key;		/* last key handed out for a bind */
 };
 
 /* Bind a window to [addr, addr+len) of mr with remote rights 'access'
@@ -116,6 +118,37 @@ int iwe_mw_bind(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
 		uint64_t len, int access);
 /* Invalidate the window's STag; rkey becomes 0.  EINVAL if not bound. */
 int iwe_mw_unbind(struct iwe_mw *mw);
+
+/* A bind (len > 0) or unbind (len == 0) posted on a send queue of PD pd,
+ * in three steps.  Reserve checks what iwe_mw_bind checks, pins the
+ * window and the MR (dealloc/dereg return EBUSY) and chooses the new
+ * STag (*rkey; 0 for an unbind).  Execute performs it with that STag and
+ * drops the pins.  Cancel (the WR was flushed or discarded) drops the
+ * pins and leaves the window unbound. */
+int iwe_mw_bind_reserve(const struct iwe_pd *pd, struct iwe_mw *mw,
+			struct iwe_mr *mr, uint64_t addr, uint64_t len,
+			int access, uint32_t *rkey);
+void iwe_mw_bind_execute(struct iwe_mw *mw, struct iwe_mr *mr,
+			 uint64_t addr, uint64_t len, int access,
+			 uint32_t rkey);
+void iwe_mw_bind_cancel(struct iwe_mw *mw, struct iwe_mr *mr);
+
+/* Remote invalidation (Send with Invalidate) of an STag of PD pd: only
+ * memory windows may be invalidated this way (an MR from iwe_reg_mr is
+ * not remotely invalidatable, as in verbs).  IWE_ACCESS_OK, or BAD_STAG
+ * (unknown or stale), BAD_PD, BAD_RIGHTS (not a window). */
+enum iwe_access_error iwe_stag_invalidate(struct iwe_device *dev,
+					  const struct iwe_pd *pd,
+					  uint32_t stag);
+
+/* The sink of an RDMA Read: an MR granting local write, or a memory
+ * window granting remote write (iWARP places Read Responses through the
+ * sink STag, as it places a peer's RDMA Write).  Same results as
+ * iwe_mr_check. */
+enum iwe_access_error iwe_read_sink_check(struct iwe_device *dev,
+					  const struct iwe_pd *pd,
+					  uint32_t stag, uint64_t va,
+					  uint64_t len, void **ptr);
 
 /* ------------------------------------------------------ CQ / channel */
 

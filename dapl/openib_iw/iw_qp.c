@@ -11,14 +11,18 @@
 
 static atomic_uint qp_num_next = 1;
 
+static void sq_drop_all(struct iwe_qp_priv *q);
+
 /* ------------------------------------------------------------ create */
 
-static int caps_valid(const struct iwe_qp_cap *c)
+/* With an SRQ the receive caps are ignored (verbs). */
+static int caps_valid(const struct iwe_qp_cap *c, int srq)
 {
 	return c->max_send_wr >= 1 && c->max_send_wr <= IWE_MAX_QP_WR &&
-	       c->max_recv_wr >= 1 && c->max_recv_wr <= IWE_MAX_QP_WR &&
-	       c->max_send_sge <= IWE_MAX_SGE &&
-	       c->max_recv_sge <= IWE_MAX_SGE;
+	       (srq || (c->max_recv_wr >= 1 &&
+			c->max_recv_wr <= IWE_MAX_QP_WR &&
+			c->max_recv_sge <= IWE_MAX_SGE)) &&
+	       c->max_send_sge <= IWE_MAX_SGE;
 }
 
 static int qp_alloc_queues(struct iwe_qp_priv *q)
@@ -27,16 +31,20 @@ static int qp_alloc_queues(struct iwe_qp_priv *q)
 	/* At least one SGE slot per WR keeps the slot arithmetic simple. */
 	size_t ss = c->max_send_sge ? c->max_send_sge : 1;
 	size_t rs = c->max_recv_sge ? c->max_recv_sge : 1;
+	/* With an SRQ the RQ stays empty; one slot keeps it allocated. */
+	size_t rw = c->max_recv_wr ? c->max_recv_wr : 1;
+	size_t cs = q->srq ? q->srq->max_sge : 1;
 	uint32_t i;
 
 	q->sq = calloc(c->max_send_wr, sizeof(*q->sq));
 	q->sq_sge = calloc(c->max_send_wr * ss, sizeof(*q->sq_sge));
-	q->rq = calloc(c->max_recv_wr, sizeof(*q->rq));
-	q->rq_sge = calloc(c->max_recv_wr * rs, sizeof(*q->rq_sge));
+	q->rq = calloc(rw, sizeof(*q->rq));
+	q->rq_sge = calloc(rw * rs, sizeof(*q->rq_sge));
 	q->orq = calloc(IWE_MAX_ORD, sizeof(*q->orq));
 	q->irq = calloc(IWE_MAX_IRD, sizeof(*q->irq));
+	q->srq_cur.sg = calloc(cs, sizeof(*q->srq_cur.sg));
 	if (!q->sq || !q->sq_sge || !q->rq || !q->rq_sge || !q->orq ||
-	    !q->irq)
+	    !q->irq || !q->srq_cur.sg)
 		return ENOMEM;
 	for (i = 0; i < c->max_send_wr; i++)
 		q->sq[i].sg = q->sq_sge + i * ss;
@@ -54,6 +62,7 @@ static void qp_free(struct iwe_qp_priv *q)
 	free(q->rq_sge);
 	free(q->orq);
 	free(q->irq);
+	free(q->srq_cur.sg);
 	free(q);
 }
 
@@ -63,12 +72,9 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	struct iwe_qp_priv *q;
 
 	if (!pd || !attr || !attr->send_cq || !attr->recv_cq ||
-	    !caps_valid(&attr->cap)) {
+	    !caps_valid(&attr->cap, attr->srq != NULL) ||
+	    (attr->srq && attr->srq->pd != pd)) {
 		errno = EINVAL;
-		return NULL;
-	}
-	if (attr->srq) {
-		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	q = calloc(1, sizeof(*q));
@@ -80,6 +86,13 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 				  .recv_cq = attr->recv_cq,
 				  .qp_context = attr->qp_context,
 				  .cap = attr->cap };
+	q->handler = attr->event_handler;
+	if (attr->srq) {
+		q->srq = iwe_srq_priv(attr->srq);
+		/* Receives are the SRQ's: report what it provides. */
+		q->pub.cap.max_recv_wr = 0;
+		q->pub.cap.max_recv_sge = q->srq->max_sge;
+	}
 	if (qp_alloc_queues(q)) {
 		qp_free(q);
 		errno = ENOMEM;
@@ -95,6 +108,8 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	iwe_pd_get(pd);
 	iwe_cq_get(attr->send_cq);
 	iwe_cq_get(attr->recv_cq);
+	if (q->srq)
+		iwe_srq_attach(q->srq);
 	return &q->pub;
 }
 
@@ -105,6 +120,9 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 	if (!qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
+	sq_drop_all(q);
+	if (q->srq)
+		iwe_srq_detach(q->srq);
 	iwe_cq_put(qp->send_cq);
 	iwe_cq_put(qp->recv_cq);
 	iwe_pd_put(qp->pd);
@@ -122,12 +140,33 @@ static enum ibv_wc_opcode wc_opcode(uint8_t wr_opcode)
 		return IBV_WC_RDMA_WRITE;
 	case IBV_WR_RDMA_READ:
 		return IBV_WC_RDMA_READ;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
 	default:
 		return IBV_WC_SEND;
 	}
 }
 
-static void push_send_wc(struct iwe_qp_priv *q, const struct iwe_swqe *w,
+/* A WR leaves the send queue: a bind that never executed gives its
+ * reservation back (and leaves its window unbound, see iw_engine.h). */
+static void swqe_drop(struct iwe_swqe *w)
+{
+	if (w->opcode != IBV_WR_BIND_MW || w->bind_done)
+		return;
+	w->bind_done = 1;
+	iwe_mw_bind_cancel(w->bind_mw, w->bind_mr);
+}
+
+/* Discard every WR of the send queue silently (reset, destroy). */
+static void sq_drop_all(struct iwe_qp_priv *q)
+{
+	uint32_t i;
+
+	for (i = q->sq_head; i != q->sq_tail; i++)
+		swqe_drop(iwe_sq_slot(q, i));
+}
+
+static void push_send_wc(struct iwe_qp_priv *q, struct iwe_swqe *w,
 			 enum ibv_wc_status status)
 {
 	struct ibv_wc wc = {
@@ -138,6 +177,7 @@ static void push_send_wc(struct iwe_qp_priv *q, const struct iwe_swqe *w,
 		.qp_num = q->pub.qp_num,
 	};
 
+	swqe_drop(w);
 	/* Unsignaled WRs retire silently; errors are always reported. */
 	if (status == IBV_WC_SUCCESS && !w->signaled && !q->sq_sig_all)
 		return;
@@ -166,7 +206,7 @@ void iwe_qp_sq_retire(struct iwe_qp_priv *q)
 void iwe_qp_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 			int solicited, uint32_t inv_stag)
 {
-	struct iwe_rwqe *w = iwe_rq_slot(q, q->rq_head);
+	struct iwe_rwqe *w = q->srq ? &q->srq_cur : iwe_rq_slot(q, q->rq_head);
 	struct ibv_wc wc = {
 		.wr_id = w->wr_id,
 		.status = IBV_WC_SUCCESS,
@@ -179,12 +219,53 @@ void iwe_qp_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 		wc.wc_flags = IBV_WC_WITH_INV;
 		wc.invalidated_rkey = inv_stag;
 	}
-	q->rq_head++;
+	if (q->srq)
+		q->srq_cur_valid = 0;
+	else
+		q->rq_head++;
 	iwe_cq_push(q->pub.recv_cq, &wc, solicited);
+}
+
+const struct iwe_rwqe *iwe_qp_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,
+				       uint32_t msg_so_far)
+{
+	int hit;
+
+	if (!q->srq)
+		return q->rq_head == q->rq_tail ? NULL
+						: iwe_rq_slot(q, q->rq_head);
+	/* A WR is taken by the first segment of a message only: a stray
+	 * later segment must not consume one of the other QPs' buffers. */
+	if (!q->srq_cur_valid && mo == 0 && msg_so_far == 0 &&
+	    iwe_srq_take(q->srq, &q->srq_cur, &hit) == 0) {
+		q->srq_cur_valid = 1;
+		if (hit)
+			q->ev_pending |= IWE_QP_EV_SRQ_LIMIT;
+	}
+	return q->srq_cur_valid ? &q->srq_cur : NULL;
+}
+
+/* The SRQ's WRs are not ours to flush: only the one taken for the Send
+ * in progress is. */
+static void flush_srq_cur(struct iwe_qp_priv *q)
+{
+	struct ibv_wc wc = { .wr_id = q->srq_cur.wr_id,
+			     .status = IBV_WC_WR_FLUSH_ERR,
+			     .opcode = IBV_WC_RECV,
+			     .qp_num = q->pub.qp_num };
+
+	if (!q->srq_cur_valid)
+		return;
+	q->srq_cur_valid = 0;
+	iwe_cq_push(q->pub.recv_cq, &wc, 0);
 }
 
 static void flush_rq(struct iwe_qp_priv *q)
 {
+	if (q->srq) {
+		flush_srq_cur(q);
+		return;
+	}
 	while (q->rq_head != q->rq_tail) {
 		struct iwe_rwqe *w = iwe_rq_slot(q, q->rq_head++);
 		struct ibv_wc wc = { .wr_id = w->wr_id,
@@ -216,6 +297,24 @@ void iwe_qp_fail(struct iwe_qp_priv *q, int err)
 	iwe_tx_detach_wrs(q);
 	flush_sq(q);
 	flush_rq(q);
+	if (q->srq)
+		q->ev_pending |= IWE_QP_EV_LAST_WQE;
+}
+
+void iwe_qp_unlock(struct iwe_qp_priv *q)
+{
+	unsigned ev = q->ev_pending;
+	struct iwe_async_event e = { .type = IWE_EVENT_QP_LAST_WQE_REACHED,
+				     .element.qp = &q->pub,
+				     .context = q->pub.qp_context };
+
+	q->ev_pending = 0;
+	pthread_mutex_unlock(&q->lock);
+	/* The limit first: it is older than an error that stops the QP. */
+	if (ev & IWE_QP_EV_SRQ_LIMIT)
+		iwe_srq_report_limit(q->srq);
+	if ((ev & IWE_QP_EV_LAST_WQE) && q->handler)
+		q->handler(&e);
 }
 
 /* Does the Terminate's copy of our segment name this WR?  Tagged: a Write
@@ -272,43 +371,6 @@ void iwe_qp_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
 	}
 }
 
-/* ------------------------------------------------------- invalidation */
-
-/* Only memory windows of this QP's PD may be invalidated remotely: an MR
- * from iwe_reg_mr is not remotely invalidatable (as in verbs). */
-int iwe_qp_invalidate_stag(struct iwe_qp_priv *q, uint32_t stag)
-{
-	struct iwe_device *dev = q->pub.pd->dev;
-	uint32_t idx = IWE_STAG_INDEX(stag);
-	struct iwe_stag_entry *e;
-	struct iwe_mw_priv *w;
-	int r = IWE_ACCESS_BAD_STAG;
-
-	pthread_mutex_lock(&dev->lock);
-	if (idx == 0 || idx >= dev->stags.next_fresh)
-		goto out;
-	e = &dev->stags.ent[idx];
-	if (!e->valid || e->key != IWE_STAG_KEY(stag))
-		goto out;
-	r = IWE_ACCESS_BAD_PD;
-	if (e->pd != q->pub.pd)
-		goto out;
-	r = IWE_ACCESS_BAD_RIGHTS;
-	if (e->kind != IWE_STAG_MW)
-		goto out;
-	w = e->obj;
-	e->valid = 0;
-	e->host = NULL;
-	if (w->mr)
-		w->mr->binds--;
-	w->mr = NULL;
-	w->pub.rkey = 0;
-	r = IWE_ACCESS_OK;
-out:
-	pthread_mutex_unlock(&dev->lock);
-	return r;
-}
-
 /* ---------------------------------------------------- state machine */
 
 static int transition_ok(int from, int to)
@@ -334,6 +396,8 @@ static int transition_ok(int from, int to)
 static void qp_reset(struct iwe_qp_priv *q)
 {
 	iwe_tx_detach_wrs(q);
+	sq_drop_all(q);
+	q->srq_cur_valid = 0;	/* discarded, as the RQ's WRs are */
 	q->sq_head = q->sq_tx = q->sq_tail = 0;
 	q->rq_head = q->rq_tail = 0;
 	q->orq_head = q->orq_tail = q->irq_head = q->irq_tail = 0;
@@ -371,7 +435,7 @@ int iwe_modify_qp(struct iwe_qp *qp, enum iwe_qp_state state)
 	/* Leaving SQD may release queued sends. */
 	if (!err && state == IWE_QPS_RTS && q->fd >= 0)
 		iwe_tx_progress_locked(q);
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -382,40 +446,47 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp)
 
 	pthread_mutex_lock(&q->lock);
 	s = q->state;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return (enum iwe_qp_state)s;
 }
 
 /* ----------------------------------------------------------- posting */
 
 /* Resolve a local SGE: the lkey must name memory of our PD covering the
- * range, with local write for a sink. */
-static int sge_resolve(struct iwe_qp_priv *q, const struct ibv_sge *s,
-		       int sink, struct iwe_sge_res *out)
+ * range, with the rights its use needs. */
+static int sge_resolve(const struct iwe_pd *pd, const struct ibv_sge *s,
+		       enum iwe_sge_use use, struct iwe_sge_res *out)
 {
 	void *p = NULL;
+	enum iwe_access_error e;
 
 	out->length = s->length;
 	out->lkey = s->lkey;
 	out->addr = NULL;
 	if (s->length == 0)
 		return 0;
-	if (iwe_mr_check(q->pub.pd->dev, q->pub.pd, s->lkey, s->addr,
-			 s->length, sink ? IBV_ACCESS_LOCAL_WRITE : 0, &p))
+	if (use == IWE_SGE_READ_SINK)
+		e = iwe_read_sink_check(pd->dev, pd, s->lkey, s->addr,
+					s->length, &p);
+	else
+		e = iwe_mr_check(pd->dev, pd, s->lkey, s->addr, s->length,
+				 use == IWE_SGE_SINK ? IBV_ACCESS_LOCAL_WRITE : 0,
+				 &p);
+	if (e)
 		return EINVAL;
 	out->addr = p;
 	return 0;
 }
 
-static int sgl_resolve(struct iwe_qp_priv *q, const struct ibv_sge *sg,
-		       int n, int sink, struct iwe_sge_res *out,
-		       uint64_t *total)
+int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
+		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
+		    uint64_t *total)
 {
 	int i;
 
 	*total = 0;
 	for (i = 0; i < n; i++) {
-		if (sge_resolve(q, &sg[i], sink, &out[i]))
+		if (sge_resolve(pd, &sg[i], use, &out[i]))
 			return EINVAL;
 		*total += sg[i].length;
 	}
@@ -442,17 +513,43 @@ static int send_wr_valid(const struct iwe_qp_priv *q,
 	case IBV_WR_RDMA_READ:
 		/* One Read Request per sink SGE must fit in ORD. */
 		return wr->num_sge <= IWE_MAX_ORD;
+	case IBV_WR_BIND_MW:
+		return wr->num_sge == 0 &&
+		       !(wr->send_flags & IBV_SEND_SOLICITED);
 	default:
 		return 0;
 	}
 }
 
-static int fill_swqe(struct iwe_qp_priv *q, const struct ibv_send_wr *wr,
+/* Reserve the window (and MR) of a bind and learn its new STag; it is
+ * written back to the WR for the poster (iw_engine.h). */
+static int fill_bind(struct iwe_qp_priv *q, struct ibv_send_wr *wr,
 		     struct iwe_swqe *w)
 {
-	int sink = wr->opcode == IBV_WR_RDMA_READ;
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
 
-	if (sgl_resolve(q, wr->sg_list, wr->num_sge, sink, w->sg, &w->total))
+	w->bind_mw = (struct iwe_mw *)(void *)wr->bind_mw.mw;
+	w->bind_len = b->length;
+	w->bind_mr = b->length ? (struct iwe_mr *)(void *)b->mr : NULL;
+	w->bind_addr = b->addr;
+	w->bind_access = (int)b->mw_access_flags;
+	w->bind_done = 0;
+	if (iwe_mw_bind_reserve(q->pub.pd, w->bind_mw, w->bind_mr,
+				w->bind_addr, w->bind_len, w->bind_access,
+				&w->bind_rkey))
+		return EINVAL;
+	wr->bind_mw.rkey = w->bind_rkey;
+	return 0;
+}
+
+static int fill_swqe(struct iwe_qp_priv *q, struct ibv_send_wr *wr,
+		     struct iwe_swqe *w)
+{
+	enum iwe_sge_use use = wr->opcode == IBV_WR_RDMA_READ ?
+			       IWE_SGE_READ_SINK : IWE_SGE_SOURCE;
+
+	if (iwe_sgl_resolve(q->pub.pd, wr->sg_list, wr->num_sge, use, w->sg,
+			    &w->total))
 		return EINVAL;
 	/* Message sizes travel in 32-bit fields (Read size, MO). */
 	if (w->total > UINT32_MAX)
@@ -469,10 +566,13 @@ static int fill_swqe(struct iwe_qp_priv *q, const struct ibv_send_wr *wr,
 		      wr->invalidate_rkey : 0;
 	w->tx_done = 0;
 	w->rd_issued = w->rd_pending = 0;
-	return 0;
+	w->bind_mw = NULL;
+	w->bind_done = 1;
+	/* Last: nothing may fail after the reservation. */
+	return wr->opcode == IBV_WR_BIND_MW ? fill_bind(q, wr, w) : 0;
 }
 
-static int post_send_one(struct iwe_qp_priv *q, const struct ibv_send_wr *wr)
+static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)
 {
 	struct iwe_swqe *w;
 
@@ -515,7 +615,7 @@ int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 	/* Inline transmit: no thread hop when the path is idle. */
 	if (q->state == IWE_QPS_RTS && q->fd >= 0 && !iwe_tx_busy(q))
 		iwe_tx_progress_locked(q);
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -523,14 +623,15 @@ static int post_recv_one(struct iwe_qp_priv *q, const struct ibv_recv_wr *wr)
 {
 	struct iwe_rwqe *w;
 
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->pub.cap.max_recv_sge ||
+	if (q->srq || wr->num_sge < 0 ||
+	    (uint32_t)wr->num_sge > q->pub.cap.max_recv_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
 	if (q->rq_tail - q->rq_head >= q->pub.cap.max_recv_wr)
 		return ENOMEM;
 	w = iwe_rq_slot(q, q->rq_tail);
-	if (sgl_resolve(q, wr->sg_list, wr->num_sge, 1, w->sg, &w->total) ||
-	    w->total > UINT32_MAX)
+	if (iwe_sgl_resolve(q->pub.pd, wr->sg_list, wr->num_sge, IWE_SGE_SINK,
+			    w->sg, &w->total) || w->total > UINT32_MAX)
 		return EINVAL;
 	w->wr_id = wr->wr_id;
 	w->num_sge = (uint32_t)wr->num_sge;
@@ -562,7 +663,7 @@ int iwe_post_recv(struct iwe_qp *qp, struct ibv_recv_wr *wr,
 			break;
 		}
 	}
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -624,7 +725,7 @@ int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
 		 * initiator's RTR goes first. */
 		iwe_tx_progress_locked(q);
 	}
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -635,7 +736,7 @@ void iwe_qp_clear_tx_hook(struct iwe_qp *qp)
 	pthread_mutex_lock(&q->lock);
 	q->tx_hook = NULL;
 	q->tx_hook_arg = NULL;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 }
 
 int iwe_qp_tx_blocked(struct iwe_qp *qp)
@@ -645,7 +746,7 @@ int iwe_qp_tx_blocked(struct iwe_qp *qp)
 
 	pthread_mutex_lock(&q->lock);
 	r = q->fd >= 0 && q->tx.fpdu_len != 0;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return r;
 }
 
@@ -656,7 +757,7 @@ int iwe_qp_first_rx(struct iwe_qp *qp)
 
 	pthread_mutex_lock(&q->lock);
 	r = q->first_rx;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return r;
 }
 
@@ -672,7 +773,7 @@ int iwe_qp_tx_drained(struct iwe_qp *qp)
 		r = !iwe_tx_busy(q) && !q->tx.rtr_pending &&
 		    !q->tx.term_pending && q->sq_tx == q->sq_tail &&
 		    q->irq_head == q->irq_tail;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return r;
 }
 
@@ -686,7 +787,7 @@ int iwe_qp_progress_tx(struct iwe_qp *qp)
 	q = iwe_qp_priv(qp);
 	pthread_mutex_lock(&q->lock);
 	err = q->fd >= 0 ? iwe_tx_progress_locked(q) : 0;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -706,7 +807,7 @@ int iwe_qp_progress_rx(struct iwe_qp *qp)
 		if (iwe_tx_progress_locked(q) && !err)
 			err = q->stream_err;
 	}
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
 	return err;
 }
 
@@ -720,5 +821,16 @@ void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
 		*sent = q->term_sent;
 	if (rcvd)
 		*rcvd = q->term_rcvd;
-	pthread_mutex_unlock(&q->lock);
+	iwe_qp_unlock(q);
+}
+
+uint32_t iwe_qp_srq_held(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	uint32_t n;
+
+	pthread_mutex_lock(&q->lock);
+	n = (uint32_t)q->srq_cur_valid;
+	iwe_qp_unlock(q);
+	return n;
 }

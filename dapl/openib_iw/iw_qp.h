@@ -38,6 +38,14 @@ struct iwe_swqe {
 	uint16_t rd_issued;		/* Read Requests sent (one per SGE) */
 	uint16_t rd_pending;		/* of those, responses still due */
 	struct iwe_sge_res *sg;		/* num_sge entries */
+	/* IBV_WR_BIND_MW: reserved at post (iwe_mw_bind_reserve); done
+	 * once executed or cancelled. */
+	struct iwe_mw *bind_mw;
+	struct iwe_mr *bind_mr;		/* NULL for an unbind */
+	uint64_t bind_addr, bind_len;
+	uint32_t bind_rkey;
+	int bind_access;
+	uint8_t bind_done;
 };
 
 struct iwe_rwqe {
@@ -156,9 +164,39 @@ struct iwe_rx {
 	char scratch[4096];		/* discard sink */
 };
 
+/* Shared receive queue (iw_srq.c).  Its lock comes after a QP's lock and
+ * before the CQ and device locks. */
+struct iwe_srq_priv {
+	struct iwe_srq pub;
+	pthread_mutex_t lock;
+	struct iwe_rwqe *ring;		/* max_wr slots */
+	struct iwe_sge_res *sge;	/* max_sge per slot */
+	uint32_t max_wr, max_sge;
+	uint32_t head, tail;		/* free-running; posted = tail - head */
+	uint32_t limit;			/* armed limit, 0: disarmed */
+	uint32_t users;			/* QPs attached */
+	iwe_event_handler handler;
+};
+
+static inline struct iwe_srq_priv *iwe_srq_priv(struct iwe_srq *srq)
+{
+	return IWE_CONTAINER_OF(srq, struct iwe_srq_priv, pub);
+}
+
+/* Events a QP call noticed under its lock, delivered after unlocking. */
+#define IWE_QP_EV_LAST_WQE  0x1u
+#define IWE_QP_EV_SRQ_LIMIT 0x2u
+
 struct iwe_qp_priv {
 	struct iwe_qp pub;
 	pthread_mutex_t lock;
+	/* SRQ: the receive taken for the Send being placed, copied out of
+	 * the SRQ (which may be resized meanwhile). */
+	struct iwe_srq_priv *srq;
+	struct iwe_rwqe srq_cur;
+	int srq_cur_valid;
+	iwe_event_handler handler;
+	unsigned ev_pending;		/* IWE_QP_EV_* */
 	int state;			/* enum iwe_qp_state */
 	int sq_sig_all;
 	int fd;				/* -1 while detached */
@@ -246,9 +284,34 @@ void iwe_qp_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 /* A Terminate arrived: find the WR it names and fail it with 'status'. */
 void iwe_qp_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
 			  enum ibv_wc_status status);
-/* Invalidate an STag of our PD on behalf of a Send with Invalidate:
- * 0, or an IWE_ACCESS_* error. */
-int iwe_qp_invalidate_stag(struct iwe_qp_priv *q, uint32_t stag);
+/* Unlock q, then deliver the events noticed meanwhile (no lock held). */
+void iwe_qp_unlock(struct iwe_qp_priv *q);
+/* The receive WR for a Send segment at message offset mo: the RQ's head,
+ * or with an SRQ the one taken for this message (taken now when mo and
+ * the message so far are 0).  NULL: none posted. */
+const struct iwe_rwqe *iwe_qp_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,
+				       uint32_t msg_so_far);
+
+/* How an SGE list is resolved against the STag table. */
+enum iwe_sge_use {
+	IWE_SGE_SOURCE = 0,		/* read locally: any MR of the PD */
+	IWE_SGE_SINK,			/* written locally: MR, local write */
+	IWE_SGE_READ_SINK,		/* RDMA Read sink: iwe_read_sink_check */
+};
+int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
+		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
+		    uint64_t *total);
+
+/* ---- iw_srq.c (QP lock held where a QP is involved) */
+
+/* Take the oldest WR into *out (whose sg has max_sge entries).  Returns 0,
+ * or ENOENT when the SRQ is empty.  *limit_hit: the armed limit fired. */
+int iwe_srq_take(struct iwe_srq_priv *s, struct iwe_rwqe *out,
+		 int *limit_hit);
+void iwe_srq_attach(struct iwe_srq_priv *s);
+void iwe_srq_detach(struct iwe_srq_priv *s);
+/* Call the SRQ's handler for IWE_EVENT_SRQ_LIMIT_REACHED (no lock). */
+void iwe_srq_report_limit(struct iwe_srq_priv *s);
 
 /* ---- iw_tx.c */
 

@@ -215,8 +215,8 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 		tagged_error(q, IWE_ACCESS_BAD_BOUNDS);
 		return;
 	}
-	if (len && iwe_mr_check(q->pub.pd->dev, q->pub.pd, stag, to, len,
-				IBV_ACCESS_LOCAL_WRITE, &p)) {
+	if (len && iwe_read_sink_check(q->pub.pd->dev, q->pub.pd, stag, to,
+				       len, &p)) {
 		/* Our own sink went away under the read. */
 		tagged_error(q, IWE_ACCESS_BAD_STAG);
 		return;
@@ -257,8 +257,9 @@ static void untagged_error(struct iwe_qp_priv *q, unsigned ecode)
 	rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_UNTAGGED, ecode);
 }
 
-/* Send family: into the head posted receive, in MSN/MO order.  iWARP has
- * no receiver-not-ready retry: no receive posted is fatal. */
+/* Send family: into the head posted receive (or the SRQ's), in MSN/MO
+ * order.  iWARP has no receiver-not-ready retry: no receive posted is
+ * fatal. */
 static void rx_send(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
@@ -280,7 +281,8 @@ static void rx_send(struct iwe_qp_priv *q)
 		r->rtr_send = 1;
 		return;
 	}
-	if (q->rq_head == q->rq_tail) {
+	w = iwe_qp_recv_wqe(q, mo, r->send_mo);
+	if (!w) {
 		untagged_error(q, IW_TERM_DDP_UNTAG_NO_BUF);
 		return;
 	}
@@ -288,7 +290,6 @@ static void rx_send(struct iwe_qp_priv *q)
 		untagged_error(q, IW_TERM_DDP_UNTAG_INV_MO);
 		return;
 	}
-	w = iwe_rq_slot(q, q->rq_head);
 	if (len > w->total - mo) {
 		untagged_error(q, IW_TERM_DDP_UNTAG_TOO_LONG);
 		return;
@@ -521,7 +522,7 @@ static void rx_end_send(struct iwe_qp_priv *q)
 	r->send_mo += r->payload_len;
 	if (!iw_ctrl_last(r->ctrl))
 		return;
-	if (inv && iwe_qp_invalidate_stag(q, inv)) {
+	if (inv && iwe_stag_invalidate(q->pub.pd->dev, q->pub.pd, inv)) {
 		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
 			 IW_TERM_RDMAP_CANT_INVALIDATE);
 		return;

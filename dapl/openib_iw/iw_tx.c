@@ -331,6 +331,18 @@ static int sq_may_start(const struct iwe_qp_priv *q, const struct iwe_swqe *w)
 	return 1;
 }
 
+/* A bind has no wire message: it takes effect when the transmit side
+ * reaches it, so it is ordered with the WRs around it. */
+static void run_bind(struct iwe_qp_priv *q, struct iwe_swqe *w)
+{
+	iwe_mw_bind_execute(w->bind_mw, w->bind_mr, w->bind_addr, w->bind_len,
+			    w->bind_access, w->bind_rkey);
+	w->bind_done = 1;
+	w->tx_done = 1;
+	q->sq_tx++;
+	iwe_qp_sq_retire(q);
+}
+
 /* Start the next message, or return 0 when there is none. */
 static int start_next(struct iwe_qp_priv *q)
 {
@@ -355,7 +367,9 @@ static int start_next(struct iwe_qp_priv *q)
 	w = iwe_sq_slot(q, q->sq_tx);
 	if (!sq_may_start(q, w))
 		return 0;
-	if (w->opcode == IBV_WR_RDMA_READ)
+	if (w->opcode == IBV_WR_BIND_MW)
+		run_bind(q, w);
+	else if (w->opcode == IBV_WR_RDMA_READ)
 		start_read_req(q, w);
 	else
 		start_send_or_write(q, w);

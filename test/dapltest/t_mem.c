@@ -334,9 +334,10 @@ static void test_bind_with_ep(DAT_EP_HANDLE ep, DAT_RMR_HANDLE rmr, DAT_LMR_HAND
 				ep, (DAT_RMR_COOKIE){ 0 }, DAT_COMPLETION_DEFAULT_FLAG, &c),
 		   DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_RDMA_WRITE,
 		   "remote write on a read-only LMR -> PRIVILEGES_VIOLATION");
-	CHECK_CODE(dat_rmr_bind(rmr, lmr, t, rw, DAT_VA_TYPE_VA, ep, (DAT_RMR_COOKIE){ 0 },
-				DAT_COMPLETION_DEFAULT_FLAG, &c),
-		   DAT_NOT_IMPLEMENTED, "a valid bind is not implemented yet (issue B)");
+	/* A bind is a DTO on the EP: it needs a connection. */
+	CHECK_RET(dat_rmr_bind(rmr, lmr, t, rw, DAT_VA_TYPE_VA, ep, (DAT_RMR_COOKIE){ 0 },
+			       DAT_COMPLETION_DEFAULT_FLAG, &c),
+		  DAT_INVALID_STATE, "a valid bind on an unconnected EP -> INVALID_STATE");
 }
 
 struct bind_fix {
