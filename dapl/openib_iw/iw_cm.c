@@ -390,6 +390,18 @@ void cm_fill_addrs(struct iwe_conn *c)
 /* Reset the connection now but keep the descriptor (the QP may still
  * name it, and it is closed only by iwe_cm_conn_destroy): a TCP
  * "disconnect" through connect(AF_UNSPEC) with zero linger sends RST. */
+/* An RDMA connection that ended (both sides closed, or it broke) has
+ * nothing left in flight that a late segment could corrupt: MPA would drop
+ * it.  Closing with a zero linger spares the port a TIME_WAIT, so a
+ * listener can come back on it at once and many short connections do not
+ * exhaust the ports. */
+void cm_skip_time_wait(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
 void cm_reset_socket(int fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -889,6 +901,8 @@ static void do_destroy(void *arg)
 	if (!c->released) {
 		if (!c->final)
 			cm_reset_socket(c->fd);	/* abandoned: reset */
+		else if (c->attached)
+			cm_skip_time_wait(c->fd);
 		close(c->fd);
 		c->released = 1;
 	}
