@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "tcommon.h"
 
 #define WAIT_US   5000000		/* one event: 5 s at most */
 #define QUIET_US  300000		/* "no further event" window */
@@ -23,17 +22,8 @@
 #define MIB       (1u << 20)
 #define PD_LEN    64
 #define QBASE     63210		/* test qualifiers: QBASE + n */
-
-struct side {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async, req, rcv, conn, cr;
-	DAT_PZ_HANDLE pz;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lctx;
-	DAT_RMR_CONTEXT rctx;
-	unsigned char *buf;
-	DAT_EP_HANDLE ep;
-};
+#define TSIDE_BUF_SIZE BUF_SIZE
+#include "tside.h"
 
 static struct side S, C;	/* server, client */
 static DAT_SOCK_ADDR6 srv_addr;
@@ -50,73 +40,9 @@ static void watchdog(int sig)
 	_exit(1);
 }
 
-static DAT_EVD_HANDLE make_evd(DAT_IA_HANDLE ia, DAT_EVD_FLAGS f, int qlen)
-{
-	DAT_EVD_HANDLE h = DAT_HANDLE_NULL;
-
-	if (dat_evd_create(ia, qlen, DAT_HANDLE_NULL, f, &h) != DAT_SUCCESS)
-		BAIL("dat_evd_create");
-	return h;
-}
-
-static void side_open(struct side *s)
-{
-	DAT_REGION_DESCRIPTION rd;
-	DAT_VLEN rsize;
-	DAT_VADDR raddr;
-
-	memset(s, 0, sizeof(*s));
-	s->ia = test_open_ia(&s->async);
-	if (dat_pz_create(s->ia, &s->pz) != DAT_SUCCESS)
-		BAIL("dat_pz_create");
-	s->req = make_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
-	s->rcv = make_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
-	s->conn = make_evd(s->ia, DAT_EVD_CONNECTION_FLAG, 16);
-	s->cr = make_evd(s->ia, DAT_EVD_CR_FLAG, 16);
-	s->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!s->buf)
-		BAIL("out of memory");
-	memset(s->buf, 0, BUF_SIZE);
-	rd.for_va = s->buf;
-	if (dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, rd, BUF_SIZE, s->pz,
-			   DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &s->lmr,
-			   &s->lctx, &s->rctx, &rsize, &raddr) != DAT_SUCCESS)
-		BAIL("dat_lmr_create");
-}
-
-static DAT_EP_HANDLE make_ep(struct side *s)
-{
-	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-
-	if (dat_ep_create(s->ia, s->pz, s->rcv, s->req, s->conn, NULL, &ep) !=
-	    DAT_SUCCESS)
-		BAIL("dat_ep_create");
-	return ep;
-}
-
-static DAT_EP_STATE ep_state(DAT_EP_HANDLE ep)
-{
-	DAT_EP_STATE st = 0;
-
-	dat_ep_get_status(ep, &st, NULL, NULL);
-	return st;
-}
-
-/* Wait for one event; event_number 0 when none came in time. */
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
-{
-	DAT_EVENT ev;
-	DAT_COUNT more;
-
-	memset(&ev, 0, sizeof(ev));
-	if (dat_evd_wait(evd, us, 1, &ev, &more) != DAT_SUCCESS)
-		ev.event_number = 0;
-	return ev;
-}
-
 static int quiet(DAT_EVD_HANDLE evd)
 {
-	return wait_ev(evd, QUIET_US).event_number == 0;
+	return side_wait(evd, QUIET_US).event_number == 0;
 }
 
 static DAT_LMR_TRIPLET seg(const struct side *s, size_t off, size_t len)
@@ -174,7 +100,7 @@ static int post_recv(struct side *s, DAT_EP_HANDLE ep, size_t len,
 static int dto_ok(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
 		  DAT_DTO_COMPLETION_STATUS st, size_t len)
 {
-	DAT_EVENT ev = wait_ev(evd, WAIT_US);
+	DAT_EVENT ev = side_wait(evd, WAIT_US);
 	DAT_DTO_COMPLETION_EVENT_DATA *d =
 		&ev.event_data.dto_completion_event_data;
 
@@ -197,7 +123,7 @@ static int dto_ok(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
 static int conn_ev(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
 		   const unsigned char *pd, DAT_COUNT pd_len)
 {
-	DAT_EVENT ev = wait_ev(evd, WAIT_US);
+	DAT_EVENT ev = side_wait(evd, WAIT_US);
 	DAT_CONNECTION_EVENT_DATA *d = &ev.event_data.connect_event_data;
 
 	if (ev.event_number != num || d->ep_handle != ep) {
@@ -216,7 +142,7 @@ static int conn_ev(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
 /* The CR of the next request on an SP's EVD, or NULL. */
 static DAT_CR_HANDLE wait_cr(struct side *s, DAT_CONN_QUAL qual)
 {
-	DAT_EVENT ev = wait_ev(s->cr, WAIT_US);
+	DAT_EVENT ev = side_wait(s->cr, WAIT_US);
 	DAT_CR_ARRIVAL_EVENT_DATA *d = &ev.event_data.cr_arrival_event_data;
 
 	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
@@ -254,7 +180,7 @@ static int drain(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_STATUS *last)
 	int n = 0;
 	DAT_EVENT ev;
 
-	while ((ev = wait_ev(evd, QUIET_US)).event_number ==
+	while ((ev = side_wait(evd, QUIET_US)).event_number ==
 	       DAT_DTO_COMPLETION_EVENT) {
 		*last = ev.event_data.dto_completion_event_data.status;
 		n++;
@@ -292,18 +218,18 @@ static void test_connect_pd(DAT_PSP_HANDLE psp, DAT_CONN_QUAL q)
 
 	fill(a, sizeof(a), 1);
 	fill(b, sizeof(b), 2);
-	C.ep = make_ep(&C);
-	S.ep = make_ep(&S);
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_UNCONNECTED, "new EP is UNCONNECTED");
+	C.ep = side_ep(&C);
+	S.ep = side_ep(&S);
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_UNCONNECTED, "new EP is UNCONNECTED");
 	CHECK(post_recv(&C, C.ep, MIB, 900), "post_recv before connect succeeds");
 	dat_ep_recv_query(C.ep, &nbufs, NULL);
 	CHECK(nbufs == 1, "recv_query counts the pre-posted buffer (%d)", nbufs);
 	CHECK_RET(connect_to(C.ep, q, a, PD_LEN), DAT_SUCCESS,
 		  "connect with 64 bytes of private data");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
-	      ep_state(C.ep) == DAT_EP_STATE_CONNECTED,
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
+	      side_ep_state(C.ep) == DAT_EP_STATE_CONNECTED,
 	      "client EP ACTIVE_CONNECTION_PENDING after connect");
-	ev = wait_ev(S.cr, WAIT_US);
+	ev = side_wait(S.cr, WAIT_US);
 	CHECK(ev.event_number == DAT_CONNECTION_REQUEST_EVENT,
 	      "server: CONNECTION_REQUEST event");
 	CHECK(d->sp_handle.psp_handle == psp && d->conn_qual == q &&
@@ -323,8 +249,8 @@ static void test_connect_pd(DAT_PSP_HANDLE psp, DAT_CONN_QUAL q)
 	CHECK(post_recv(&S, S.ep, MIB, 800), "server post_recv before accept");
 	CHECK_RET(dat_cr_accept(d->cr_handle, S.ep, PD_LEN, b), DAT_SUCCESS,
 		  "accept with 64 bytes of private data");
-	CHECK(ep_state(S.ep) == DAT_EP_STATE_COMPLETION_PENDING ||
-	      ep_state(S.ep) == DAT_EP_STATE_CONNECTED,
+	CHECK(side_ep_state(S.ep) == DAT_EP_STATE_COMPLETION_PENDING ||
+	      side_ep_state(S.ep) == DAT_EP_STATE_CONNECTED,
 	      "server EP COMPLETION_PENDING after accept");
 	CHECK_RET(dat_cr_query(d->cr_handle, DAT_CR_FIELD_ALL, &crp),
 		  DAT_INVALID_HANDLE, "the CR handle is gone after accept");
@@ -332,8 +258,8 @@ static void test_connect_pd(DAT_PSP_HANDLE psp, DAT_CONN_QUAL q)
 	      "client ESTABLISHED carries the server's 64 bytes");
 	CHECK(conn_ev(S.conn, DAT_CONNECTION_EVENT_ESTABLISHED, S.ep, NULL, 0),
 	      "server ESTABLISHED");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_CONNECTED &&
-	      ep_state(S.ep) == DAT_EP_STATE_CONNECTED, "both EPs CONNECTED");
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_CONNECTED &&
+	      side_ep_state(S.ep) == DAT_EP_STATE_CONNECTED, "both EPs CONNECTED");
 	dat_ep_query(C.ep, DAT_EP_FIELD_ALL, &epp);
 	sin = (const struct sockaddr_in *)epp.remote_ia_address_ptr;
 	CHECK(sin->sin_family == AF_INET &&
@@ -471,8 +397,8 @@ static void test_disconnect(int who, const char *name)
 	CHECK(conn_ev(S.conn, DAT_CONNECTION_EVENT_DISCONNECTED, S.ep, NULL, 0),
 	      "%s: server DISCONNECTED", name);
 	CHECK(quiet(C.conn) && quiet(S.conn), "%s: no second event", name);
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED &&
-	      ep_state(S.ep) == DAT_EP_STATE_DISCONNECTED,
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED &&
+	      side_ep_state(S.ep) == DAT_EP_STATE_DISCONNECTED,
 	      "%s: both EPs DISCONNECTED", name);
 	n = drain(C.rcv, &st);
 	CHECK(n == 1 && st == DAT_DTO_ERR_FLUSHED,
@@ -490,7 +416,7 @@ static void test_disconnect(int who, const char *name)
 static void test_reconnects(DAT_CONN_QUAL q)
 {
 	CHECK(reset_both(), "ep_reset after DISCONNECTED");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_UNCONNECTED, "reset EP is UNCONNECTED");
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_UNCONNECTED, "reset EP is UNCONNECTED");
 	CHECK(establish(q), "reconnect after reset");
 	test_disconnect(2, "server-initiated");
 	CHECK(reset_both() && establish(q), "reconnect again");
@@ -498,12 +424,12 @@ static void test_reconnects(DAT_CONN_QUAL q)
 	CHECK(reset_both() && establish(q), "reconnect for abrupt");
 	CHECK_RET(dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
 		  "abrupt disconnect");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED,
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED,
 	      "abrupt: DISCONNECTED on return");
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_DISCONNECTED, C.ep, NULL, 0) &&
 	      quiet(C.conn), "abrupt: exactly one DISCONNECTED locally");
 	{
-		DAT_EVENT ev = wait_ev(S.conn, WAIT_US);
+		DAT_EVENT ev = side_wait(S.conn, WAIT_US);
 
 		CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
 		      ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
@@ -528,7 +454,7 @@ static void test_reject(DAT_CONN_QUAL q)
 		  "reject with 32 bytes of private data");
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_PEER_REJECTED, C.ep, c,
 		      sizeof(c)), "client PEER_REJECTED with the data");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED,
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED,
 	      "rejected EP is DISCONNECTED");
 	CHECK(dat_ep_reset(C.ep) == DAT_SUCCESS, "reset after reject");
 
@@ -536,7 +462,7 @@ static void test_reject(DAT_CONN_QUAL q)
 		  "connect to a qualifier nobody listens on");
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_UNREACHABLE, C.ep, NULL, 0),
 	      "...UNREACHABLE");
-	CHECK(ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED && quiet(C.conn),
+	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_DISCONNECTED && quiet(C.conn),
 	      "...EP DISCONNECTED, one event");
 	CHECK(dat_ep_reset(C.ep) == DAT_SUCCESS, "reset after UNREACHABLE");
 }
@@ -572,12 +498,12 @@ static void test_rsp(void)
 
 	CHECK_RET(dat_rsp_create(S.ia, q, S.ep, S.cr, &rsp), DAT_SUCCESS,
 		  "RSP with the server EP");
-	CHECK(ep_state(S.ep) == DAT_EP_STATE_RESERVED, "EP RESERVED");
+	CHECK(side_ep_state(S.ep) == DAT_EP_STATE_RESERVED, "EP RESERVED");
 	CHECK_RET(connect_to(C.ep, q, NULL, 0), DAT_SUCCESS, "connect to RSP");
 	cr = wait_cr(&S, q);
 	CHECK(cr && dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp) == DAT_SUCCESS &&
 	      crp.local_ep_handle == S.ep, "RSP CR names the reserved EP");
-	CHECK(ep_state(S.ep) == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
+	CHECK(side_ep_state(S.ep) == DAT_EP_STATE_PASSIVE_CONNECTION_PENDING,
 	      "reserved EP PASSIVE_CONNECTION_PENDING");
 	CHECK_RET(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, NULL), DAT_SUCCESS,
 		  "accept with the CR's own EP");
@@ -606,8 +532,8 @@ static void test_provider_ep(void)
 	CHECK(cr && dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp) == DAT_SUCCESS &&
 	      crp.local_ep_handle != DAT_HANDLE_NULL, "CR has a provider EP");
 	pep = crp.local_ep_handle;
-	CHECK(ep_state(pep) == DAT_EP_STATE_UNCONFIGURED_PASSIVE ||
-	      ep_state(pep) == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
+	CHECK(side_ep_state(pep) == DAT_EP_STATE_UNCONFIGURED_PASSIVE ||
+	      side_ep_state(pep) == DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING,
 	      "provider EP waits for configuration");
 	memset(&p, 0, sizeof(p));
 	p.pz_handle = S.pz;
@@ -638,7 +564,7 @@ static void test_provider_ep(void)
 	CHECK_RET(dat_ep_free(pep), DAT_SUCCESS, "free a connected EP");
 	CHECK(quiet(S.conn), "no event after freeing it");
 	{
-		DAT_EVENT ev = wait_ev(C.conn, WAIT_US);
+		DAT_EVENT ev = side_wait(C.conn, WAIT_US);
 
 		CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
 		      ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
@@ -661,7 +587,7 @@ static void *seq_server(void *arg)
 
 	for (int i = 0; i < SEQ_N; i++) {
 		DAT_CR_HANDLE cr = wait_cr(&S, q);
-		DAT_EP_HANDLE ep = make_ep(&S);
+		DAT_EP_HANDLE ep = side_ep(&S);
 
 		if (!cr || dat_cr_accept(cr, ep, 0, NULL) != DAT_SUCCESS)
 			break;
@@ -685,7 +611,7 @@ static void test_sequential(DAT_CONN_QUAL q)
 
 	pthread_create(&th, NULL, seq_server, &q);
 	for (int i = 0; i < SEQ_N; i++) {
-		DAT_EP_HANDLE ep = make_ep(&C);
+		DAT_EP_HANDLE ep = side_ep(&C);
 
 		if (connect_to(ep, q, NULL, 0) != DAT_SUCCESS ||
 		    !conn_ev(C.conn, DAT_CONNECTION_EVENT_ESTABLISHED, ep, NULL,
@@ -717,8 +643,8 @@ static void test_abrupt_close(void)
 
 	side_open(&a);
 	side_open(&b);
-	a.ep = make_ep(&a);
-	b.ep = make_ep(&b);
+	a.ep = side_ep(&a);
+	b.ep = side_ep(&b);
 	dat_psp_create(b.ia, q, b.cr, DAT_PSP_CONSUMER_FLAG, &psp);
 	post_recv(&a, a.ep, 64, 1);
 	dat_ep_connect(a.ep, (DAT_IA_ADDRESS_PTR)&srv_addr, q, WAIT_US, 0, NULL,
@@ -729,9 +655,9 @@ static void test_abrupt_close(void)
 	      "abrupt close: connection up");
 	CHECK_RET(dat_ia_close(a.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
 		  "dat_ia_close(abrupt) with a connection up");
-	ev = wait_ev(b.conn, WAIT_US);
+	ev = side_wait(b.conn, WAIT_US);
 	if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
-		ev = wait_ev(b.conn, WAIT_US);
+		ev = side_wait(b.conn, WAIT_US);
 	CHECK(ev.event_number == DAT_CONNECTION_EVENT_DISCONNECTED ||
 	      ev.event_number == DAT_CONNECTION_EVENT_BROKEN,
 	      "the peer of a closed IA sees the end (0x%x)", ev.event_number);

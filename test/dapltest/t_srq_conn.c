@@ -13,26 +13,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tcommon.h"
-#include <dat2/dat_registry.h>	/* DAT_EP_POST_RDMA_READ_TO_RMR */
 
 #define WAIT_US  5000000
 #define BUF_SIZE (1u << 20)
 #define QUAL     64010
 #define NEP      2
-
-struct side {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async, req, rcv, conn, cr;
-	DAT_PZ_HANDLE pz;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lctx;
-	DAT_RMR_CONTEXT rctx;
-	unsigned char *buf;
-	DAT_EP_HANDLE ep[NEP];
-};
+#define TSIDE_BUF_SIZE BUF_SIZE
+#include "tside.h"
+#include <dat2/dat_registry.h>	/* DAT_EP_POST_RDMA_READ_TO_RMR */
 
 static struct side S, C;
+static DAT_EP_HANDLE sep[NEP], cep[NEP];	/* the EPs of S and C */
 static DAT_SRQ_HANDLE srq;
 
 static void watchdog(int sig)
@@ -45,49 +36,9 @@ static void watchdog(int sig)
 	_exit(1);
 }
 
-static DAT_EVD_HANDLE make_evd(DAT_IA_HANDLE ia, DAT_EVD_FLAGS f)
+static DAT_EVENT side_wait_5s(DAT_EVD_HANDLE evd)
 {
-	DAT_EVD_HANDLE h = DAT_HANDLE_NULL;
-
-	if (dat_evd_create(ia, 64, DAT_HANDLE_NULL, f, &h) != DAT_SUCCESS)
-		BAIL("dat_evd_create");
-	return h;
-}
-
-static void side_open(struct side *s)
-{
-	DAT_REGION_DESCRIPTION rd;
-	DAT_VLEN rsize;
-	DAT_VADDR raddr;
-
-	memset(s, 0, sizeof(*s));
-	s->ia = test_open_ia(&s->async);
-	if (dat_pz_create(s->ia, &s->pz) != DAT_SUCCESS)
-		BAIL("dat_pz_create");
-	s->req = make_evd(s->ia, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
-	s->rcv = make_evd(s->ia, DAT_EVD_DTO_FLAG);
-	s->conn = make_evd(s->ia, DAT_EVD_CONNECTION_FLAG);
-	s->cr = make_evd(s->ia, DAT_EVD_CR_FLAG);
-	s->buf = aligned_alloc(4096, BUF_SIZE);
-	if (!s->buf)
-		BAIL("out of memory");
-	memset(s->buf, 0, BUF_SIZE);
-	rd.for_va = s->buf;
-	if (dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, rd, BUF_SIZE, s->pz,
-			   DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &s->lmr,
-			   &s->lctx, &s->rctx, &rsize, &raddr) != DAT_SUCCESS)
-		BAIL("dat_lmr_create");
-}
-
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd)
-{
-	DAT_EVENT ev;
-	DAT_COUNT more;
-
-	memset(&ev, 0, sizeof(ev));
-	if (dat_evd_wait(evd, WAIT_US, 1, &ev, &more) != DAT_SUCCESS)
-		ev.event_number = 0;
-	return ev;
+	return side_wait(evd, WAIT_US);
 }
 
 static int nothing_on(DAT_EVD_HANDLE evd)
@@ -117,7 +68,7 @@ static DAT_DTO_COOKIE ck(uint64_t v)
 static int dto_is(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
 		  DAT_DTO_COMPLETION_STATUS st, DAT_SEG_LENGTH len)
 {
-	DAT_EVENT ev = wait_ev(evd);
+	DAT_EVENT ev = side_wait_5s(evd);
 	const DAT_DTO_COMPLETION_EVENT_DATA *d =
 		&ev.event_data.dto_completion_event_data;
 
@@ -157,19 +108,19 @@ static void connect_all(void)
 		DAT_EVENT ev;
 
 		ok &= dat_ep_create_with_srq(S.ia, S.pz, S.rcv, S.req, S.conn,
-					     srq, NULL, &S.ep[i]) == DAT_SUCCESS;
+					     srq, NULL, &sep[i]) == DAT_SUCCESS;
 		ok &= dat_ep_create(C.ia, C.pz, C.rcv, C.req, C.conn, NULL,
-				    &C.ep[i]) == DAT_SUCCESS;
-		ok &= dat_ep_connect(C.ep[i], ia_attr.ia_address_ptr, QUAL,
+				    &cep[i]) == DAT_SUCCESS;
+		ok &= dat_ep_connect(cep[i], ia_attr.ia_address_ptr, QUAL,
 				     WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
 				     DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS;
-		ev = wait_ev(S.cr);
+		ev = side_wait_5s(S.cr);
 		ok &= ev.event_number == DAT_CONNECTION_REQUEST_EVENT &&
 		      dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
-				    S.ep[i], 0, NULL) == DAT_SUCCESS;
-		ok &= wait_ev(C.conn).event_number ==
+				    sep[i], 0, NULL) == DAT_SUCCESS;
+		ok &= side_wait_5s(C.conn).event_number ==
 		      DAT_CONNECTION_EVENT_ESTABLISHED;
-		ok &= wait_ev(S.conn).event_number ==
+		ok &= side_wait_5s(S.conn).event_number ==
 		      DAT_CONNECTION_EVENT_ESTABLISHED;
 	}
 	CHECK(ok, "two SRQ EPs accept and connect");
@@ -180,9 +131,9 @@ static int send_from(int i, size_t len, uint64_t cookie)
 {
 	DAT_LMR_TRIPLET t = seg(&C, 0, len);
 
-	return dat_ep_post_send(C.ep[i], 1, &t, ck(cookie),
+	return dat_ep_post_send(cep[i], 1, &t, ck(cookie),
 				DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS &&
-	       dto_is(C.req, C.ep[i], cookie, DAT_DTO_SUCCESS, len);
+	       dto_is(C.req, cep[i], cookie, DAT_DTO_SUCCESS, len);
 }
 
 static void srq_counts(DAT_COUNT *avail, DAT_COUNT *outst)
@@ -211,17 +162,17 @@ static void test_srq_receives(void)
 	memset(C.buf, 0x5a, 100);
 	CHECK(send_from(0, 100, 1) && send_from(1, 200, 2),
 	      "each client sends one message");
-	CHECK(dto_is(S.rcv, S.ep[0], 100, DAT_DTO_SUCCESS, 100) &&
-	      dto_is(S.rcv, S.ep[1], 101, DAT_DTO_SUCCESS, 200),
+	CHECK(dto_is(S.rcv, sep[0], 100, DAT_DTO_SUCCESS, 100) &&
+	      dto_is(S.rcv, sep[1], 101, DAT_DTO_SUCCESS, 200),
 	      "receives complete on the recv EVD: right EP, SRQ cookies in order");
 	CHECK(S.buf[0] == 0x5a && S.buf[99] == 0x5a,
 	      "the first SRQ buffer holds the first message");
 	srq_counts(&av, &out);
 	CHECK(av == 2 && out == 2, "after dequeuing: available 2, outstanding 2");
-	CHECK(dat_ep_recv_query(S.ep[0], &nbufs, &span) == DAT_SUCCESS &&
+	CHECK(dat_ep_recv_query(sep[0], &nbufs, &span) == DAT_SUCCESS &&
 	      nbufs == 0 && span == 0,
 	      "ep_recv_query of an SRQ EP between messages: 0");
-	CHECK(dat_ep_post_recv(S.ep[0], 1, &(DAT_LMR_TRIPLET){ 0 }, ck(9),
+	CHECK(dat_ep_post_recv(sep[0], 1, &(DAT_LMR_TRIPLET){ 0 }, ck(9),
 			       DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS,
 	      "post_recv on an SRQ EP is refused");
 }
@@ -234,8 +185,8 @@ static void test_low_watermark(void)
 	CHECK(dat_srq_set_lw(srq, 2) == DAT_SUCCESS && nothing_on(S.async),
 	      "set_lw(2) with 2 available: no event");
 	ok = send_from(0, 10, 3) &&
-	     dto_is(S.rcv, S.ep[0], 102, DAT_DTO_SUCCESS, 10);
-	ev = wait_ev(S.async);
+	     dto_is(S.rcv, sep[0], 102, DAT_DTO_SUCCESS, 10);
+	ev = side_wait_5s(S.async);
 	CHECK(ok && ev.event_number == DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR &&
 	      ev.event_data.asynch_error_event_data.dat_handle == srq &&
 	      ev.event_data.asynch_error_event_data.reason ==
@@ -243,10 +194,10 @@ static void test_low_watermark(void)
 	      "1 left: the low-watermark event names the SRQ (0x%x)",
 	      ev.event_number);
 	ok = send_from(1, 10, 4) &&
-	     dto_is(S.rcv, S.ep[1], 103, DAT_DTO_SUCCESS, 10);
+	     dto_is(S.rcv, sep[1], 103, DAT_DTO_SUCCESS, 10);
 	CHECK(ok && nothing_on(S.async), "once per setting");
 	CHECK(dat_srq_set_lw(srq, 1) == DAT_SUCCESS &&
-	      wait_ev(S.async).event_number ==
+	      side_wait_5s(S.async).event_number ==
 	      DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR,
 	      "set_lw(1) with 0 available reports at once");
 	for (int i = 0; i < 4; i++) {
@@ -271,10 +222,10 @@ static void test_rmr(void)
 	DAT_EVENT ev;
 
 	CHECK(dat_rmr_create(S.pz, &rmr) == DAT_SUCCESS &&
-	      dat_rmr_bind(rmr, S.lmr, &t, rw, DAT_VA_TYPE_VA, S.ep[0], rc,
+	      dat_rmr_bind(rmr, S.lmr, &t, rw, DAT_VA_TYPE_VA, sep[0], rc,
 			   DAT_COMPLETION_DEFAULT_FLAG, &ctx) == DAT_SUCCESS &&
 	      ctx != 0, "dat_rmr_bind on a connected EP returns a context");
-	ev = wait_ev(S.req);
+	ev = side_wait_5s(S.req);
 	CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT &&
 	      ev.event_data.rmr_completion_event_data.rmr_handle == rmr &&
 	      ev.event_data.rmr_completion_event_data.user_cookie.as_64 == 77 &&
@@ -291,22 +242,22 @@ static void test_rmr(void)
 	r = (DAT_RMR_TRIPLET){ .rmr_context = ctx,
 			       .virtual_address = (DAT_VADDR)(uintptr_t)(S.buf + 65536),
 			       .segment_length = 8192 };
-	CHECK(dat_ep_post_rdma_write(C.ep[0], 1, &lt, ck(5), &r,
+	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, ck(5), &r,
 				     DAT_COMPLETION_DEFAULT_FLAG) ==
-	      DAT_SUCCESS && dto_is(C.req, C.ep[0], 5, DAT_DTO_SUCCESS, 8192),
+	      DAT_SUCCESS && dto_is(C.req, cep[0], 5, DAT_DTO_SUCCESS, 8192),
 	      "client RDMA write through the RMR");
 	lt = seg(&C, 16384, 4096);
 	r.segment_length = 4096;
-	CHECK(dat_ep_post_rdma_read(C.ep[0], 1, &lt, ck(6), &r,
+	CHECK(dat_ep_post_rdma_read(cep[0], 1, &lt, ck(6), &r,
 				    DAT_COMPLETION_DEFAULT_FLAG) ==
-	      DAT_SUCCESS && dto_is(C.req, C.ep[0], 6, DAT_DTO_SUCCESS, 4096) &&
+	      DAT_SUCCESS && dto_is(C.req, cep[0], 6, DAT_DTO_SUCCESS, 4096) &&
 	      S.buf[65536] == 0xc3 && C.buf[16384] == 0xc3 &&
 	      C.buf[16384 + 4095] == 0xc3,
 	      "client RDMA read through the RMR returns the written bytes");
 	/* Unbind: segment_length 0. */
 	CHECK(dat_rmr_bind(rmr, DAT_HANDLE_NULL, &un, 0, DAT_VA_TYPE_VA,
-			   S.ep[0], rc, DAT_COMPLETION_DEFAULT_FLAG, NULL) ==
-	      DAT_SUCCESS && wait_ev(S.req).event_number ==
+			   sep[0], rc, DAT_COMPLETION_DEFAULT_FLAG, NULL) ==
+	      DAT_SUCCESS && side_wait_5s(S.req).event_number ==
 	      DAT_RMR_BIND_COMPLETION_EVENT,
 	      "unbind completes");
 	CHECK(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &p) == DAT_SUCCESS &&
@@ -314,11 +265,11 @@ static void test_rmr(void)
 	      "rmr_query: unbound");
 	lt = seg(&C, 0, 64);
 	r.segment_length = 64;
-	CHECK(dat_ep_post_rdma_write(C.ep[0], 1, &lt, ck(7), &r,
+	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, ck(7), &r,
 				     DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS,
 	      "client writes with the old context");
 	{
-		DAT_EVENT e = wait_ev(C.req);
+		DAT_EVENT e = side_wait_5s(C.req);
 		DAT_DTO_COMPLETION_STATUS st =
 			e.event_data.dto_completion_event_data.status;
 
@@ -328,7 +279,7 @@ static void test_rmr(void)
 		      (st == DAT_DTO_SUCCESS || st == DAT_DTO_ERR_REMOTE_ACCESS),
 		      "its completion (status %d)", st);
 	}
-	CHECK(wait_ev(C.conn).event_number == DAT_CONNECTION_EVENT_BROKEN,
+	CHECK(side_wait_5s(C.conn).event_number == DAT_CONNECTION_EVENT_BROKEN,
 	      "the server's Terminate breaks the client's connection");
 	CHECK(dat_rmr_free(rmr) == DAT_SUCCESS, "dat_rmr_free");
 }
@@ -344,7 +295,7 @@ static void test_read_to_rmr(void)
 	memset(S.buf + 200000, 0x7e, 1000);
 	CHECK(dat_rmr_create(C.pz, &rmr) == DAT_SUCCESS &&
 	      dat_rmr_bind(rmr, C.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
-			   DAT_VA_TYPE_VA, C.ep[1], (DAT_RMR_COOKIE){ 0 },
+			   DAT_VA_TYPE_VA, cep[1], (DAT_RMR_COOKIE){ 0 },
 			   DAT_COMPLETION_SUPPRESS_FLAG, &ctx) == DAT_SUCCESS,
 	      "client binds a remote-writable RMR, completion suppressed");
 	local = (DAT_RMR_TRIPLET){ .rmr_context = ctx,
@@ -353,14 +304,14 @@ static void test_read_to_rmr(void)
 	remote = (DAT_RMR_TRIPLET){ .rmr_context = S.rctx,
 		.virtual_address = (DAT_VADDR)(uintptr_t)(S.buf + 200000),
 		.segment_length = 1000 };
-	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(C.ep[1], &local, ck(8), &remote,
+	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, ck(8), &remote,
 					   DAT_COMPLETION_DEFAULT_FLAG) ==
-	      DAT_SUCCESS && dto_is(C.req, C.ep[1], 8, DAT_DTO_SUCCESS, 1000) &&
+	      DAT_SUCCESS && dto_is(C.req, cep[1], 8, DAT_DTO_SUCCESS, 1000) &&
 	      C.buf[131072 + 8] == 0x7e && C.buf[131072 + 1007] == 0x7e &&
 	      C.buf[131072 + 1008] == 0,
 	      "rdma_read_to_rmr (through the provider table) lands in the window");
 	local.virtual_address += 4000;
-	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(C.ep[1], &local, ck(9), &remote,
+	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, ck(9), &remote,
 					   DAT_COMPLETION_DEFAULT_FLAG) ==
 	      (DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_WRITE),
 	      "a sink beyond the window -> PRIVILEGES_VIOLATION");
@@ -374,22 +325,22 @@ static void test_ep_broken(void)
 	DAT_EVENT ev;
 	int seen0 = 0, seen1 = 0, i;
 
-	CHECK(dat_ep_disconnect(C.ep[1], DAT_CLOSE_GRACEFUL_FLAG) ==
+	CHECK(dat_ep_disconnect(cep[1], DAT_CLOSE_GRACEFUL_FLAG) ==
 	      DAT_SUCCESS &&
-	      wait_ev(S.conn).event_number != 0, "EP 1 disconnects");
+	      side_wait_5s(S.conn).event_number != 0, "EP 1 disconnects");
 	for (i = 0; i < 2; i++) {
-		ev = wait_ev(S.async);
+		ev = side_wait_5s(S.async);
 		if (ev.event_number != DAT_ASYNC_ERROR_EP_BROKEN)
 			continue;
 		seen0 += ev.event_data.asynch_error_event_data.dat_handle ==
-			 S.ep[0];
+			 sep[0];
 		seen1 += ev.event_data.asynch_error_event_data.dat_handle ==
-			 S.ep[1];
+			 sep[1];
 	}
 	CHECK(seen0 == 1 && seen1 == 1,
 	      "EP_BROKEN async event once for each server SRQ EP");
-	CHECK(dat_ep_free(S.ep[0]) == DAT_SUCCESS &&
-	      dat_ep_free(S.ep[1]) == DAT_SUCCESS && nothing_on(S.async),
+	CHECK(dat_ep_free(sep[0]) == DAT_SUCCESS &&
+	      dat_ep_free(sep[1]) == DAT_SUCCESS && nothing_on(S.async),
 	      "freeing the EPs adds no async event");
 	CHECK(dat_srq_free(srq) == DAT_SUCCESS, "dat_srq_free once the EPs are gone");
 }
@@ -398,8 +349,8 @@ int main(void)
 {
 	signal(SIGALRM, watchdog);
 	alarm(120);
-	side_open(&S);
-	side_open(&C);
+	side_open_req(&S, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	side_open_req(&C, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	connect_all();
 	test_srq_receives();
 	test_low_watermark();

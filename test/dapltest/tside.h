@@ -36,7 +36,8 @@ static inline DAT_EVD_HANDLE side_evd(DAT_IA_HANDLE ia, DAT_EVD_FLAGS f,
 	return h;
 }
 
-static inline void side_open(struct side *s)
+/* Open a side whose request EVD carries req_flags (DTO, maybe RMR bind). */
+static inline void side_open_req(struct side *s, DAT_EVD_FLAGS req_flags)
 {
 	DAT_REGION_DESCRIPTION rd;
 	DAT_VLEN rsize;
@@ -46,7 +47,7 @@ static inline void side_open(struct side *s)
 	s->ia = test_open_ia(&s->async);
 	if (dat_pz_create(s->ia, &s->pz) != DAT_SUCCESS)
 		BAIL("dat_pz_create");
-	s->req = side_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
+	s->req = side_evd(s->ia, req_flags, 256);
 	s->rcv = side_evd(s->ia, DAT_EVD_DTO_FLAG, 256);
 	s->conn = side_evd(s->ia, DAT_EVD_CONNECTION_FLAG, 16);
 	s->cr = side_evd(s->ia, DAT_EVD_CR_FLAG, 16);
@@ -60,6 +61,11 @@ static inline void side_open(struct side *s)
 			   &s->lmr, &s->lctx, &s->rctx, &rsize,
 			   &raddr) != DAT_SUCCESS)
 		BAIL("dat_lmr_create");
+}
+
+static inline void side_open(struct side *s)
+{
+	side_open_req(s, DAT_EVD_DTO_FLAG);
 }
 
 static inline void side_close(struct side *s)
