@@ -10,7 +10,7 @@ status=0
 run_suite() {	# name dir wrapper configure-options...
 	name=$1; dir=$2; wrapper=$3; shift 3
 	echo "== $name"
-	rm -f "$dir"/test/*/*.trs
+	rm -f "$dir"/test/*.trs "$dir"/test/*/*.trs
 	if ! "$top/scripts/build.sh" "$dir" "$@"; then
 		echo "build failed: $name"
 		echo ":test-result: ERROR build ($name)" > "$dir.build-failed.trs"
@@ -29,9 +29,13 @@ export IW_SKIP_DEBIAN_TOOLS
 run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh"
 unset IW_SKIP_DEBIAN_TOOLS
 
-pass=$(cat "$top"/build*/test/*/*.trs "$top"/build*.trs 2>/dev/null | grep -c '^:test-result: PASS')
-fail=$(cat "$top"/build*/test/*/*.trs "$top"/build*.trs 2>/dev/null | grep -cE '^:test-result: (FAIL|ERROR|XPASS)')
-skip=$(cat "$top"/build*/test/*/*.trs 2>/dev/null | grep -c '^:test-result: SKIP')
+results() {	# every .trs of the three trees, and the build failures
+	cat "$top"/build*/test/*.trs "$top"/build*/test/*/*.trs \
+		"$top"/build*.trs 2>/dev/null
+}
+pass=$(results | grep -c '^:test-result: PASS')
+fail=$(results | grep -cE '^:test-result: (FAIL|ERROR|XPASS)')
+skip=$(results | grep -c '^:test-result: SKIP')
 [ "$fail" -eq 0 ] || status=1
 echo "$pass passed, $fail failed, $skip skipped"
 exit $status

@@ -101,6 +101,19 @@ judge() {
 	fi
 }
 
+# The tools listen on fixed ports (the dtest qualifier, and 15828 for the
+# side channel that tells the client the server's address): wait (up to
+# 60 s) until no socket of an earlier run, in TIME_WAIT or not, holds them.
+wait_ports_free() {
+	command -v ss >/dev/null 2>&1 || return 0
+	tries=0
+	while [ $tries -lt 300 ] &&
+	      [ -n "$(ss -Htan "( sport = :$DTEST_PORT or sport = :15828 )" 2>/dev/null)" ]; do
+		tries=$((tries + 1))
+		sleep 0.2
+	done
+}
+
 # pair NAME TOOL DONE-REGEX "SERVER ARGS" "CLIENT ARGS": one test point.
 pair() {
 	name=$1 tool=$2 done=$3 sargs=$4 cargs=$5
@@ -111,6 +124,7 @@ pair() {
 		failed=$((failed + 1))
 		return 1
 	fi
+	wait_ports_free
 	# shellcheck disable=SC2086 # tool_env and the arguments are word lists
 	timeout -k 5 "$limit" env $tool_env "$tool" $sargs >"$out.server.out" 2>&1 &
 	spid=$!
