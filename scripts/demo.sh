@@ -21,6 +21,13 @@ q=$((50000 + $$ % 10000))
 srv=$!
 "$b/test/dtest/iwdtest" -h 127.0.0.1 -q "$q" -S 64,4K,64K,1M -t 0.5
 wait "$srv"
+echo
+echo "== iwdtest --ssp: the same transfers over a TCP socket upgraded to RDMA"
+q=$((q + 1))
+"$b/test/dtest/iwdtest" -s --ssp -q "$q" >"$b/demo-server-ssp.log" 2>&1 &
+srv=$!
+"$b/test/dtest/iwdtest" -h 127.0.0.1 --ssp -q "$q" -S 64,64K -t 0.5
+wait "$srv"
 if [ -x "$b/examples/ssp_upgrade" ]; then
 	echo
 	echo "== ssp_upgrade: a TCP socket negotiates, then becomes an RDMA connection"

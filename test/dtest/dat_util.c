@@ -176,6 +176,17 @@ static int wait_established(struct du *d, int *refused)
 	return -1;
 }
 
+int du_wait_established(struct du *d)
+{
+	int refused;
+
+	if (!wait_established(d, &refused))
+		return 0;
+	if (refused)
+		fprintf(stderr, "iwdtest: the connection was refused\n");
+	return -1;
+}
+
 int du_accept(struct du *d, DAT_CR_HANDLE cr)
 {
 	int refused;

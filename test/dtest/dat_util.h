@@ -53,6 +53,17 @@ int du_accept(struct du *d, DAT_CR_HANDLE cr);
 int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 	       const void *pd, int pdlen, int retry_ms);
 
+/* ESTABLISHED on the connection EVD, or -1 (printed). */
+int du_wait_established(struct du *d);
+
+/* --ssp (iwd_ssp.c): a TCP socket negotiated in streaming mode, then
+ * upgraded.  dial/answer return the connected socket or -1. */
+int du_ssp_dial(const char *host, unsigned port, int retry_ms);
+int du_ssp_answer(unsigned port, int wait_ms);
+int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
+		   void *pd, int pdmax, int *pdlen);
+int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen);
+
 /* One event from evd within the wait bound; spins when d->poll and evd is
  * the DTO EVD.  Returns 0, or -1 (printed) on error or timeout. */
 int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what);

@@ -645,9 +645,16 @@ static int open_client(struct iwd_sess *s)
 	pd.version = htobe32(VERSION);
 	pd.s_max = htobe32((uint32_t)s->s_max);
 	pd.ring = htobe32((uint32_t)s->ring);
-	if (setup_memory(s) ||
-	    du_connect(&s->d, s->o->host, s->o->qual, &pd, (int)sizeof pd, 5000))
+	if (setup_memory(s))
 		return -1;
+	if (s->o->ssp) {
+		int fd = du_ssp_dial(s->o->host, (unsigned)s->o->qual, 5000);
+
+		if (fd < 0 || du_ssp_connect(&s->d, fd, &pd, (int)sizeof pd))
+			return -1;
+	} else if (du_connect(&s->d, s->o->host, s->o->qual, &pd, (int)sizeof pd, 5000)) {
+		return -1;
+	}
 	/* Our ring is posted before our HELLO; the server sends nothing first. */
 	return post_ring(s) || send_hello(s) || recv_hello(s) ? -1 : 0;
 }
@@ -658,9 +665,16 @@ static int open_server(struct iwd_sess *s)
 	DAT_CR_HANDLE cr;
 	int pdlen = 0;
 
-	if (du_listen(&s->d, s->o->qual) ||
-	    du_wait_cr(&s->d, s->d.tmo_us * 4, &cr, &pd, (int)sizeof pd, &pdlen))
+	if (s->o->ssp) {
+		int fd = du_ssp_answer((unsigned)s->o->qual, (int)(s->d.tmo_us / 250));
+
+		if (fd < 0 || du_ssp_wait_cr(&s->d, fd, s->d.tmo_us * 4, &cr, &pd,
+					     (int)sizeof pd, &pdlen))
+			return -1;
+	} else if (du_listen(&s->d, s->o->qual) ||
+		   du_wait_cr(&s->d, s->d.tmo_us * 4, &cr, &pd, (int)sizeof pd, &pdlen)) {
 		return -1;
+	}
 	s->s_max = be32toh(pd.s_max);
 	s->ring = (int)be32toh(pd.ring);
 	if (pdlen < (int)sizeof pd || be32toh(pd.magic) != MAGIC ||

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,valid\n"
 		"  --no-verify  check only the last transfer of each test\n"
 		"  --corrupt    flip a byte of the client's source data (expect FAIL)\n"
-		"  --ssp        Socket Service Points (reserved; not yet)\n",
+		"  --ssp        negotiate over a TCP socket on port QUAL, then upgrade\n"
+		"               it with a Socket Service Point / dat_iw_socket_connect\n",
 		DEFAULT_QUAL, DEFAULT_BUDGET);
 }
 
@@ -135,9 +136,7 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		case OPT_CSV: o->csv = 1; break;
 		case OPT_NOVERIFY: o->verify_all = 0; break;
 		case OPT_CORRUPT: o->corrupt = 1; break;
-		case OPT_SSP:
-			fprintf(stderr, "iwdtest: --ssp: Socket Service Points are not yet supported\n");
-			return 2;
+		case OPT_SSP: o->ssp = 1; break;
 		case OPT_HELP: usage(stdout); return 1;
 		default: bad = 1;
 		}

@@ -22,6 +22,8 @@ struct iwd_opts {
 	double budget;			/* seconds per (mode, size) */
 	int poll, csv, verify_all;
 	int corrupt;			/* flip a source byte: validation must fail */
+	int ssp;			/* upgrade a negotiated TCP socket (the
+					 * qualifier is its TCP port) */
 	double wait_s;			/* bound on any single wait */
 };
 
