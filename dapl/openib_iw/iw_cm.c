@@ -175,11 +175,19 @@ static void conn_ev_task(struct iwe_prog_task *t)
 		cm_event(c, q[i].type, q[i].status, q[i].reason, NULL, 0);
 }
 
+static void est_io(struct iwe_conn *c, uint32_t revents);
+
+/* The QP's TX hit a full socket, or a consumer polling its CQ changed
+ * something the CM must see (the stream ended, the first FPDU came). */
 static void conn_kick_task(struct iwe_prog_task *t)
 {
 	struct iwe_conn *c = CONN_OF(t, kick_task);
 
-	if (!c->dead && c->attached && !c->final)
+	if (c->dead || !c->attached || c->final)
+		return;
+	if (iwe_qp_get_state(c->qp) == IWE_QPS_ERROR)
+		est_io(c, EPOLLIN);	/* learns why, ends the conn */
+	else
 		cm_est_start(c);
 }
 

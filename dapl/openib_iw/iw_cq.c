@@ -251,6 +251,7 @@ struct iwe_cq *iwe_create_cq(struct iwe_device *dev, int cqe,
 	q->pub = (struct iwe_cq){ .dev = dev, .cq_context = cq_context,
 				  .channel = channel, .cqe = cqe };
 	pthread_mutex_init(&q->lock, NULL);
+	pthread_mutex_init(&q->qps_lock, NULL);
 	if (channel)
 		channel_attach(channel);
 	return &q->pub;
@@ -299,6 +300,8 @@ int iwe_destroy_cq(struct iwe_cq *cq)
 		return err;
 	cq_unreserve(cq->dev);
 	pthread_mutex_destroy(&q->lock);
+	pthread_mutex_destroy(&q->qps_lock);
+	free(q->qps);
 	free(q->ring);
 	free(q);
 	return 0;
@@ -321,6 +324,51 @@ void iwe_cq_put(struct iwe_cq *cq)
 	if (q->users)
 		q->users--;
 	pthread_mutex_unlock(&q->lock);
+}
+
+void iwe_cq_add_qp(struct iwe_cq *cq, struct iwe_qp *qp)
+{
+	struct iwe_cq_priv *q = cq_priv(cq);
+
+	pthread_mutex_lock(&q->qps_lock);
+	if (q->nqps == q->qps_cap) {
+		uint32_t cap = q->qps_cap ? 2 * q->qps_cap : 4;
+		struct iwe_qp **v = realloc(q->qps, cap * sizeof(*v));
+
+		if (v) {
+			q->qps = v;
+			q->qps_cap = cap;
+		}
+	}
+	/* Without memory the QP is only progressed by its thread. */
+	if (q->nqps < q->qps_cap)
+		q->qps[q->nqps++] = qp;
+	pthread_mutex_unlock(&q->qps_lock);
+}
+
+void iwe_cq_del_qp(struct iwe_cq *cq, struct iwe_qp *qp)
+{
+	struct iwe_cq_priv *q = cq_priv(cq);
+
+	/* Waits for a poller that may be progressing qp. */
+	pthread_mutex_lock(&q->qps_lock);
+	for (uint32_t i = 0; i < q->nqps; i++)
+		if (q->qps[i] == qp) {
+			q->qps[i] = q->qps[--q->nqps];
+			break;
+		}
+	pthread_mutex_unlock(&q->qps_lock);
+}
+
+/* The CQ is empty: let the consumer's thread drive the receive side of
+ * the QPs feeding it.  One poller at a time; the others just look. */
+static void cq_progress_qps(struct iwe_cq_priv *q)
+{
+	if (pthread_mutex_trylock(&q->qps_lock))
+		return;
+	for (uint32_t i = 0; i < q->nqps; i++)
+		iwe_qp_try_progress(q->qps[i]);
+	pthread_mutex_unlock(&q->qps_lock);
 }
 
 /* Copy the queued completions, oldest first, into a new ring. */
@@ -370,6 +418,8 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
 	q = cq_priv(cq);
+	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
+		cq_progress_qps(q);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];

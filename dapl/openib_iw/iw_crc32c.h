@@ -33,6 +33,17 @@ uint32_t iw_crc32c(uint32_t crc, const void *buf, size_t len);
 /* Same, over a gather list (iovcnt entries; zero-length entries are fine). */
 uint32_t iw_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt);
 
+/* Copy len bytes from src to dst and return the CRC, chained from crc, of
+ * the bytes written to dst (each chunk is CRCed from dst right after it
+ * was copied, while it is in cache).  If src changes during the copy, the
+ * CRC still matches what dst holds.  The buffers must not overlap. */
+uint32_t iw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len);
+
+/* Copy and CRC the source: for bytes received into a private buffer and
+ * then delivered to memory the consumer may be writing to. */
+uint32_t iw_crc32c_copy_src(uint32_t crc, void *dst, const void *src,
+			    size_t len);
+
 /* The portable table implementation, whatever the CPU (for tests and for
  * checking the fast path). */
 uint32_t iw_crc32c_portable(uint32_t crc, const void *buf, size_t len);

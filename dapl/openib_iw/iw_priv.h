@@ -177,6 +177,12 @@ struct iwe_cq_priv {
 	int overflow;			/* sticky */
 	int armed;			/* enum iwe_cq_arm */
 	uint32_t users;			/* QPs using it; under lock */
+	/* The QPs completing into it, for polling progress (iwe_poll_cq on
+	 * an empty CQ drives their receive side).  Under qps_lock, which
+	 * comes before any QP lock (only ever try-locked under it). */
+	pthread_mutex_t qps_lock;
+	struct iwe_qp **qps;
+	uint32_t nqps, qps_cap;
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
 	int queued;			/* on the channel's fired list */
@@ -187,5 +193,14 @@ struct iwe_cq_priv {
 /* Take and drop a use of a CQ (QPs do, so destroy returns EBUSY). */
 void iwe_cq_get(struct iwe_cq *cq);
 void iwe_cq_put(struct iwe_cq *cq);
+/* A QP joins / leaves the CQ's list of QPs progressed when the CQ is
+ * polled empty.  Leaving waits for a poller that may be progressing it. */
+void iwe_cq_add_qp(struct iwe_cq *cq, struct iwe_qp *qp);
+void iwe_cq_del_qp(struct iwe_cq *cq, struct iwe_qp *qp);
+
+/* Polling progress (iw_qp.c): if nobody else holds the QP, receive what
+ * its socket has (and send what that queues), without blocking.  Returns
+ * 1 when it ran. */
+int iwe_qp_try_progress(struct iwe_qp *qp);
 
 #endif

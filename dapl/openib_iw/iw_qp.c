@@ -108,6 +108,9 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	iwe_pd_get(pd);
 	iwe_cq_get(attr->send_cq);
 	iwe_cq_get(attr->recv_cq);
+	iwe_cq_add_qp(attr->send_cq, &q->pub);
+	if (attr->recv_cq != attr->send_cq)
+		iwe_cq_add_qp(attr->recv_cq, &q->pub);
 	if (q->srq)
 		iwe_srq_attach(q->srq);
 	return &q->pub;
@@ -120,6 +123,10 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 	if (!qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
+	/* First off the CQs' polling lists (waits for a poller in it). */
+	iwe_cq_del_qp(qp->send_cq, qp);
+	if (qp->recv_cq != qp->send_cq)
+		iwe_cq_del_qp(qp->recv_cq, qp);
 	sq_drop_all(q);
 	if (q->srq)
 		iwe_srq_detach(q->srq);
@@ -809,6 +816,37 @@ int iwe_qp_progress_rx(struct iwe_qp *qp)
 	}
 	iwe_qp_unlock(q);
 	return err;
+}
+
+/* A consumer polling an empty CQ drives the receive side itself (the
+ * DESIGN's polling mode): no wait for the progress thread to wake up.
+ * Only if the QP is free: whoever holds it is making progress already.
+ * Events for the connection manager are not handled here: when this call
+ * changed something it must act on (the stream failed, the first FPDU
+ * arrived, async events wait to be delivered), it is kicked through the
+ * TX hook and looks on its own thread. */
+int iwe_qp_try_progress(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	int first;
+
+	if (pthread_mutex_trylock(&q->lock))
+		return 0;
+	if (q->fd < 0 || q->state == IWE_QPS_ERROR ||
+	    q->state == IWE_QPS_RESET) {
+		pthread_mutex_unlock(&q->lock);
+		return 0;
+	}
+	first = q->first_rx;
+	iwe_rx_progress_locked(q);
+	iwe_tx_progress_locked(q);
+	if ((q->state == IWE_QPS_ERROR || q->ev_pending ||
+	     first != q->first_rx) && q->tx_hook)
+		q->tx_hook(q->tx_hook_arg);
+	/* Async events stay pending for the next iwe_qp_unlock (the kick
+	 * above makes one happen): the caller may hold its own locks. */
+	pthread_mutex_unlock(&q->lock);
+	return 1;
 }
 
 void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,

@@ -94,28 +94,48 @@ enum iwe_tx_kind {
 };
 
 #define IWE_TX_HDR_MAX (IW_FPDU_LEN_FIELD + IW_TERM_MAX_ULPDU)
-#define IWE_TX_IOV_MAX (IWE_MAX_SGE + 3)
+/* One sendmsg carries up to IWE_TX_BATCH FPDUs of one message and at
+ * most IWE_TX_BATCH_BYTES of payload (the size of the CRC staging
+ * buffer). */
+#define IWE_TX_BATCH 8
+#define IWE_TX_BATCH_BYTES (256u << 10)
+#define IWE_TX_IOV_MAX (IWE_TX_BATCH * (IWE_MAX_SGE + 2))
+
+/* Per FPDU of a batch: its header and trailer, and where it ends. */
+struct iwe_tx_seg {
+	uint8_t hdr[IWE_TX_HDR_MAX];	/* length field + DDP/RDMAP header */
+	uint8_t trailer[3 + IW_FPDU_CRC_LEN];
+	size_t end;			/* batch offset just past it */
+};
 
 struct iwe_tx {
 	/* The message being sent. */
 	int kind;
 	uint32_t wqe_idx;		/* IWE_TX_SQ */
 	uint8_t opcode;			/* enum iw_opcode */
-	uint8_t last_sent;		/* the L segment is out */
+	uint8_t last_sent;		/* the L segment is framed */
 	uint32_t stag;			/* tagged: sink STag */
 	uint64_t to;			/* tagged: sink TO of byte 0 */
 	uint32_t qn, msn, inv_stag;	/* untagged */
 	uint64_t msg_len, msg_off;	/* payload bytes, bytes framed */
+	uint32_t seg_len;		/* payload per segment: the message is
+					 * cut into equal segments */
 	const struct iwe_sge_res *src;	/* payload gather list */
 	uint32_t nsrc, src_idx, src_off;
 	struct iwe_sge_res one_src;	/* single-buffer payloads */
-	/* The FPDU being written. */
-	uint8_t hdr[IWE_TX_HDR_MAX];	/* length field + DDP/RDMAP header */
-	uint8_t trailer[3 + IW_FPDU_CRC_LEN];
+	/* The batch of FPDUs being written: iov[iov_first..iovcnt) is
+	 * what is left (advanced in place as the socket takes bytes). */
+	struct iwe_tx_seg seg[IWE_TX_BATCH];
+	int nseg;
 	struct iovec iov[IWE_TX_IOV_MAX];
-	int iovcnt;
-	size_t fpdu_len, fpdu_sent;	/* 0/0: no FPDU in flight */
+	int iovcnt, iov_first;
+	size_t fpdu_len, fpdu_sent;	/* batch bytes; 0/0: none in flight */
 	char *bounce;			/* payload copied when WRs flush */
+	/* With CRC the payload is copied here first and the CRC computed
+	 * over the copy, so it covers exactly the bytes on the wire even
+	 * if the consumer writes to its buffer meanwhile. */
+	char *stage;			/* IWE_TX_BATCH_BYTES, on first use */
+	size_t stage_used;
 	/* Sequence numbers, per untagged queue (RFC 5041: start at 1). */
 	uint32_t msn_send, msn_rreq;
 	/* Pending Terminate; goes out at the next FPDU boundary. */
@@ -133,6 +153,10 @@ enum iwe_rx_stage {
 };
 
 #define IWE_RX_HDR_MAX (IW_FPDU_LEN_FIELD + IW_TERM_MAX_ULPDU)
+/* Read-ahead: the bytes that follow the current FPDU's tail are read in
+ * the same system call, up to this many (the next FPDU's header, or
+ * whole small FPDUs). */
+#define IWE_RX_RA 2048
 
 struct iwe_rx {
 	int stage;
@@ -161,6 +185,9 @@ struct iwe_rx {
 	int rtr_send;			/* this FPDU is the zero-length Send
 					 * RTR: consumed without a receive */
 	struct iwe_irq_ent rreq;	/* Read Request, acted on at its end */
+	/* Read-ahead bytes not consumed yet: ra[ra_off..ra_len). */
+	uint32_t ra_off, ra_len;
+	uint8_t ra[IWE_RX_RA];
 	char scratch[4096];		/* discard sink */
 };
 

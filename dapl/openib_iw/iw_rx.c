@@ -2,9 +2,17 @@
  *
  * Stages: HDR (length field, DDP header and the fixed RDMAP body of Read
  * Requests and Terminates), PAYLOAD (straight into its destination),
- * TRAILER (pad and CRC).  Each stage asks the socket for exactly the
- * bytes it still misses, so any split of the stream -- down to one byte
- * per read -- is handled, and nothing past the FPDU is ever consumed.
+ * TRAILER (pad and CRC).  Any split of the stream -- down to one byte per
+ * read -- is handled.
+ *
+ * System calls: once the header has told where the payload goes, one
+ * recvmsg takes the rest of the payload (into its destination: zero
+ * copy), the trailer, and up to IWE_RX_RA bytes that follow into a
+ * read-ahead buffer: the next FPDU's header, or several whole small
+ * FPDUs.  Bytes in the read-ahead buffer are consumed before the socket
+ * is asked again.  A read that returns less than it asked for means the
+ * socket is drained: the call returns without another recv that could
+ * only say EAGAIN (epoll, or the next poll, reports new data).
  *
  * Errors found in a header are not reported at once: the segment is read
  * to its end into a scratch buffer so that its CRC decides first.  A
@@ -66,7 +74,7 @@ static void rx_next_fpdu(struct iwe_rx *r)
 
 void iwe_rx_init(struct iwe_qp_priv *q)
 {
-	memset(&q->rx, 0, offsetof(struct iwe_rx, scratch));
+	memset(&q->rx, 0, offsetof(struct iwe_rx, ra));
 	q->rx.msn_send = 1;
 	q->rx.msn_rreq = 1;
 	rx_next_fpdu(&q->rx);
@@ -665,21 +673,6 @@ static int rx_fpdu_end(struct iwe_qp_priv *q)
 
 /* --------------------------------------------------------- reading */
 
-/* recv into buf: >0 bytes, 0 would block, <0 -errno; EOF is -ENODATA. */
-static ssize_t rx_recv(struct iwe_qp_priv *q, void *buf, size_t len)
-{
-	ssize_t n;
-
-	do {
-		n = recv(q->fd, buf, len, MSG_DONTWAIT);
-	} while (n < 0 && errno == EINTR);
-	if (n > 0)
-		return n;
-	if (n == 0)
-		return -ENODATA;
-	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-}
-
 /* Where the next payload byte goes, and how many may go there. */
 static void *payload_target(struct iwe_rx *r, size_t *len)
 {
@@ -693,6 +686,8 @@ static void *payload_target(struct iwe_rx *r, size_t *len)
 	for (i = 0; i < r->nplace; i++) {
 		if (off < r->place[i].iov_len) {
 			*len = r->place[i].iov_len - off;
+			if (*len > left)
+				*len = left;
 			return (char *)r->place[i].iov_base + off;
 		}
 		off -= (uint32_t)r->place[i].iov_len;
@@ -701,62 +696,174 @@ static void *payload_target(struct iwe_rx *r, size_t *len)
 	return NULL;
 }
 
-/* One read for the current stage.  Returns bytes read, 0 for EAGAIN,
- * or -errno (-ENODATA for EOF). */
-static ssize_t rx_read_stage(struct iwe_qp_priv *q)
+/* Whether the current stage has all its bytes. */
+static int stage_complete(const struct iwe_rx *r)
+{
+	switch (r->stage) {
+	case IWE_RX_HDR:
+		return r->hdr_have == r->hdr_need;
+	case IWE_RX_PAYLOAD:
+		return r->payload_have == r->payload_len;
+	default:
+		return r->trailer_have == r->trailer_need;
+	}
+}
+
+/* Feed the current stage from the read-ahead buffer.  Payload is copied
+ * to its destination with the CRC taken over the private copy. */
+static int rx_consume_ra(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
-	ssize_t n;
+	uint32_t avail = r->ra_len - r->ra_off, n;
+	const uint8_t *src = r->ra + r->ra_off;
 	size_t len;
 	void *p;
 
 	switch (r->stage) {
 	case IWE_RX_HDR:
-		n = rx_recv(q, r->hdr + r->hdr_have, r->hdr_need - r->hdr_have);
-		if (n > 0)
-			r->hdr_have += (uint32_t)n;
-		return n;
+		n = r->hdr_need - r->hdr_have;
+		n = n < avail ? n : avail;
+		memcpy(r->hdr + r->hdr_have, src, n);
+		r->hdr_have += n;
+		break;
 	case IWE_RX_PAYLOAD:
 		p = payload_target(r, &len);
 		if (!p)
-			return -EFAULT;
-		n = rx_recv(q, p, len);
-		if (n > 0) {
-			if (q->crc)
-				r->crc = iw_crc32c(r->crc, p, (size_t)n);
-			r->payload_have += (uint32_t)n;
-		}
-		return n;
+			return EFAULT;
+		n = len < avail ? (uint32_t)len : avail;
+		if (q->crc)
+			r->crc = iw_crc32c_copy_src(r->crc, p, src, n);
+		else
+			memcpy(p, src, n);
+		r->payload_have += n;
+		break;
 	default:
-		n = rx_recv(q, r->trailer + r->trailer_have,
-			    r->trailer_need - r->trailer_have);
-		if (n > 0)
-			r->trailer_have += (uint32_t)n;
-		return n;
+		n = r->trailer_need - r->trailer_have;
+		n = n < avail ? n : avail;
+		memcpy(r->trailer + r->trailer_have, src, n);
+		r->trailer_have += n;
+		break;
 	}
+	r->ra_off += n;
+	if (r->ra_off == r->ra_len)
+		r->ra_off = r->ra_len = 0;
+	return 0;
 }
 
-/* Move to the next stage when the current one is complete. */
+/* recvmsg: >0 bytes, 0 would block, <0 -errno; EOF is -ENODATA. */
+static ssize_t rx_recvmsg(struct iwe_qp_priv *q, struct iovec *iov, int n)
+{
+	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+	ssize_t k;
+
+	do {
+		k = recvmsg(q->fd, &m, MSG_DONTWAIT);
+	} while (k < 0 && errno == EINTR);
+	if (k > 0)
+		return k;
+	if (k == 0)
+		return -ENODATA;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+}
+
+/* One read for the current stage (the read-ahead buffer is empty): what
+ * the stage misses, then the read-ahead buffer.  Returns bytes read, 0
+ * for EAGAIN, or -errno (-ENODATA for EOF); *asked: bytes asked for. */
+static ssize_t rx_fill(struct iwe_qp_priv *q, size_t *asked)
+{
+	struct iwe_rx *r = &q->rx;
+	struct iovec iov[IWE_MAX_SGE + 2];
+	size_t pay = 0, trl = 0, got, len;
+	ssize_t n;
+	int k = 0, i;
+	uint32_t off;
+
+	if (r->stage == IWE_RX_PAYLOAD) {
+		/* The rest of the payload, piece by piece. */
+		uint32_t left = r->payload_len - r->payload_have;
+
+		off = r->payload_have;
+		if (r->discard) {
+			pay = left < sizeof(r->scratch) ? left
+							: sizeof(r->scratch);
+			iov[k++] = (struct iovec){ r->scratch, pay };
+		} else {
+			for (i = 0; i < r->nplace && pay < left; i++) {
+				len = r->place[i].iov_len;
+				if (off >= len) {
+					off -= (uint32_t)len;
+					continue;
+				}
+				len -= off;
+				if (len > left - pay)
+					len = left - pay;
+				iov[k++] = (struct iovec){
+					(char *)r->place[i].iov_base + off, len };
+				pay += len;
+				off = 0;
+			}
+			if (pay < left)
+				return -EFAULT;	/* placement covers it */
+		}
+	}
+	if (r->stage == IWE_RX_TRAILER ||
+	    (r->stage == IWE_RX_PAYLOAD &&
+	     r->payload_have + pay == r->payload_len)) {
+		trl = r->trailer_need - r->trailer_have;
+		iov[k++] = (struct iovec){ r->trailer + r->trailer_have, trl };
+	}
+	if (r->stage == IWE_RX_HDR || trl) {
+		/* What follows: the next header, small FPDUs. */
+		iov[k++] = (struct iovec){ r->ra, sizeof(r->ra) };
+	}
+	*asked = pay + trl + (r->stage == IWE_RX_HDR || trl ? sizeof(r->ra) : 0);
+	n = rx_recvmsg(q, iov, k);
+	if (n <= 0)
+		return n;
+	got = (size_t)n;
+	if (pay) {
+		size_t pgot = got < pay ? got : pay, c = pgot;
+
+		for (i = 0; q->crc && c; i++) {
+			len = iov[i].iov_len < c ? iov[i].iov_len : c;
+			r->crc = iw_crc32c(r->crc, iov[i].iov_base, len);
+			c -= len;
+		}
+		r->payload_have += (uint32_t)pgot;
+		got -= pgot;
+	}
+	if (trl) {
+		size_t tgot = got < trl ? got : trl;
+
+		r->trailer_have += (uint32_t)tgot;
+		got -= tgot;
+	}
+	r->ra_off = 0;
+	r->ra_len = (uint32_t)got;
+	return n;
+}
+
+/* Move to the next stage; the current one is complete. */
 static int rx_advance(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
 
 	switch (r->stage) {
 	case IWE_RX_HDR:
-		return r->hdr_have == r->hdr_need ? rx_hdr_step(q) : 0;
+		return rx_hdr_step(q);
 	case IWE_RX_PAYLOAD:
-		if (r->payload_have == r->payload_len)
-			r->stage = IWE_RX_TRAILER;
+		r->stage = IWE_RX_TRAILER;
 		return 0;
 	default:
-		return r->trailer_have == r->trailer_need ? rx_fpdu_end(q) : 0;
+		return rx_fpdu_end(q);
 	}
 }
 
 static int rx_stream_lost(struct iwe_qp_priv *q, ssize_t n)
 {
 	struct iwe_rx *r = &q->rx;
-	int between = r->stage == IWE_RX_HDR && r->hdr_have == 0;
+	int between = r->stage == IWE_RX_HDR && r->hdr_have == 0 &&
+		      r->ra_len == r->ra_off;
 	int err = n == -ENODATA ? (between ? ENOTCONN : ECONNRESET) :
 		  (int)-n;
 
@@ -768,20 +875,34 @@ static int rx_stream_lost(struct iwe_qp_priv *q, ssize_t n)
 int iwe_rx_progress_locked(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
+	int drained = 0, err;
+	size_t asked;
 	ssize_t n;
-	int err;
 
 	if (q->fd < 0 || q->state == IWE_QPS_RESET)
 		return 0;
 	while (r->stage != IWE_RX_DEAD && q->state != IWE_QPS_ERROR) {
-		n = rx_read_stage(q);
+		if (stage_complete(r)) {
+			err = rx_advance(q);
+			if (err)
+				return err;
+			continue;
+		}
+		if (r->ra_off < r->ra_len) {
+			err = rx_consume_ra(q);
+			if (err)
+				return rx_stream_lost(q, -err);
+			continue;
+		}
+		if (drained)
+			return 0;
+		n = rx_fill(q, &asked);
 		if (n == 0)
 			return 0;
 		if (n < 0)
 			return rx_stream_lost(q, n);
-		err = rx_advance(q);
-		if (err)
-			return err;
+		if ((size_t)n < asked)
+			drained = 1;
 	}
 	return q->stream_err;
 }

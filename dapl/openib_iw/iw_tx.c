@@ -1,11 +1,23 @@
 /* The transmit state machine of a QP: turns messages into FPDUs.
  *
- * At most one message is being framed and at most one FPDU is in flight.
- * An FPDU is written with one sendmsg whose iovec is
- *   [length field + DDP/RDMAP header] [payload, straight from registered
- *   memory, one entry per SGE piece] [pad + CRC]
- * so bulk data is never copied.  A short write or EAGAIN leaves fpdu_sent
- * where the socket stopped; the next call resumes there.
+ * At most one message is being framed and at most one batch of its FPDUs
+ * is in flight.  A batch is written with one sendmsg whose iovec is, per
+ * FPDU,
+ *   [length field + DDP/RDMAP header] [payload] [pad + CRC]
+ * A message is cut into equal segments (no runt FPDU at its end), and up
+ * to IWE_TX_BATCH of them go out per system call.
+ *
+ * The payload: without CRC it is sent straight from registered memory,
+ * one iovec entry per SGE piece (zero copy; if the consumer writes to a
+ * buffer in flight, the peer gets torn data, as with hardware).  With CRC
+ * it is first copied to the QP's staging buffer, the CRC being computed
+ * over each chunk of the copy right after copying it (one pass, in
+ * cache), and sent from there: the CRC then always matches the bytes on
+ * the wire, so a consumer scribbling over a source buffer cannot make
+ * the peer see a CRC error and terminate the connection.
+ *
+ * A short write or EAGAIN leaves fpdu_sent where the socket stopped; the
+ * next call resumes there.
  *
  * Choice of the next message, at message boundaries only (DDP forbids
  * interleaving the segments of untagged messages of one queue, and mixing
@@ -35,6 +47,8 @@ void iwe_tx_fini(struct iwe_qp_priv *q)
 {
 	free(q->tx.bounce);
 	q->tx.bounce = NULL;
+	free(q->tx.stage);
+	q->tx.stage = NULL;
 }
 
 int iwe_tx_busy(const struct iwe_qp_priv *q)
@@ -94,53 +108,118 @@ static void gather_payload(struct iwe_tx *t, uint32_t n)
 	}
 }
 
-static void put_trailer(struct iwe_qp_priv *q, unsigned ulpdu_len)
+/* Copy n payload bytes from the gather list to dst, returning the CRC
+ * (chained from crc) of the copy. */
+static uint32_t stage_payload(struct iwe_tx *t, char *dst, uint32_t n,
+			      uint32_t crc)
 {
-	struct iwe_tx *t = &q->tx;
-	unsigned pad = iw_fpdu_pad(ulpdu_len);
-	uint32_t crc = 0;
+	while (n) {
+		const struct iwe_sge_res *s = &t->src[t->src_idx];
+		uint32_t take = s->length - t->src_off;
 
-	memset(t->trailer, 0, sizeof(t->trailer));
-	if (q->crc) {
-		/* Length field, ULPDU and pad: everything before the CRC. */
-		crc = iw_crc32c_iov(0, t->iov, t->iovcnt);
-		crc = iw_crc32c(crc, t->trailer, pad);
+		if (take == 0) {
+			t->src_idx++;
+			t->src_off = 0;
+			continue;
+		}
+		if (take > n)
+			take = n;
+		crc = iw_crc32c_copy(crc, dst, s->addr + t->src_off, take);
+		dst += take;
+		t->src_off += take;
+		n -= take;
 	}
-	iw_fpdu_put_crc(t->trailer + pad, crc);
-	t->iov[t->iovcnt].iov_base = t->trailer;
-	t->iov[t->iovcnt].iov_len = pad + IW_FPDU_CRC_LEN;
-	t->iovcnt++;
+	return crc;
 }
 
-/* Frame the next segment of the current message.  'extra' bytes of
- * RDMAP body already sit in t->hdr after the DDP header slot (Read
- * Request, Terminate); they count against MULPDU like payload. */
+static int msg_tagged(const struct iwe_tx *t)
+{
+	return t->opcode == IW_OP_WRITE || t->opcode == IW_OP_READ_RESP;
+}
+
+/* Payload bytes per segment for a message of the current kind: the
+ * largest that fits MULPDU, then evened out over the segments needed. */
+static void plan_segments(struct iwe_qp_priv *q, unsigned extra_len)
+{
+	struct iwe_tx *t = &q->tx;
+	unsigned hlen = msg_tagged(t) ? IW_TAGGED_HDR_LEN : IW_UNTAGGED_HDR_LEN;
+	uint32_t room = q->mulpdu - hlen - extra_len;
+	uint64_t nseg, per;
+
+	if (t->msg_len <= room) {
+		t->seg_len = room;
+		return;
+	}
+	nseg = (t->msg_len + room - 1) / room;
+	per = (t->msg_len + nseg - 1) / nseg;
+	per = (per + 7) & ~(uint64_t)7;	/* keep segments word-aligned */
+	t->seg_len = per < room ? (uint32_t)per : room;
+}
+
+/* Frame the next segment of the current message and append it to the
+ * batch.  'extra' bytes of RDMAP body (Read Request, Terminate) follow
+ * the DDP header; they count against MULPDU like payload. */
 static void build_fpdu(struct iwe_qp_priv *q, const uint8_t *extra,
 		       unsigned extra_len)
 {
 	struct iwe_tx *t = &q->tx;
-	int tagged = t->opcode == IW_OP_WRITE || t->opcode == IW_OP_READ_RESP;
-	unsigned hlen = tagged ? IW_TAGGED_HDR_LEN : IW_UNTAGGED_HDR_LEN;
+	struct iwe_tx_seg *sg = &t->seg[t->nseg];
+	unsigned hlen = msg_tagged(t) ? IW_TAGGED_HDR_LEN : IW_UNTAGGED_HDR_LEN;
 	uint64_t left = t->msg_len - t->msg_off;
-	uint32_t room = q->mulpdu - hlen - extra_len;
-	uint32_t n = left < room ? (uint32_t)left : room;
+	uint32_t n = left < t->seg_len ? (uint32_t)left : t->seg_len;
 	int last = t->msg_off + n == t->msg_len;
 	unsigned ulpdu = hlen + extra_len + n;
+	unsigned hbytes = IW_FPDU_LEN_FIELD + hlen + extra_len;
+	unsigned pad = iw_fpdu_pad(ulpdu);
 	uint16_t len_be = iw_be16((uint16_t)ulpdu);
+	uint32_t crc = 0;
 
-	memcpy(t->hdr, &len_be, IW_FPDU_LEN_FIELD);
-	put_ddp_hdr(t, t->hdr + IW_FPDU_LEN_FIELD, last);
+	memcpy(sg->hdr, &len_be, IW_FPDU_LEN_FIELD);
+	put_ddp_hdr(t, sg->hdr + IW_FPDU_LEN_FIELD, last);
 	if (extra_len)
-		memcpy(t->hdr + IW_FPDU_LEN_FIELD + hlen, extra, extra_len);
-	t->iov[0].iov_base = t->hdr;
-	t->iov[0].iov_len = IW_FPDU_LEN_FIELD + hlen + extra_len;
-	t->iovcnt = 1;
-	gather_payload(t, n);
-	put_trailer(q, ulpdu);
+		memcpy(sg->hdr + IW_FPDU_LEN_FIELD + hlen, extra, extra_len);
+	t->iov[t->iovcnt].iov_base = sg->hdr;
+	t->iov[t->iovcnt].iov_len = hbytes;
+	t->iovcnt++;
+	memset(sg->trailer, 0, sizeof(sg->trailer));
+	if (q->crc) {
+		crc = iw_crc32c(0, sg->hdr, hbytes);
+		if (n) {
+			char *dst = t->stage + t->stage_used;
+
+			crc = stage_payload(t, dst, n, crc);
+			t->iov[t->iovcnt].iov_base = dst;
+			t->iov[t->iovcnt].iov_len = n;
+			t->iovcnt++;
+			t->stage_used += n;
+		}
+		crc = iw_crc32c(crc, sg->trailer, pad);
+	} else {
+		gather_payload(t, n);
+	}
+	iw_fpdu_put_crc(sg->trailer + pad, crc);
+	t->iov[t->iovcnt].iov_base = sg->trailer;
+	t->iov[t->iovcnt].iov_len = pad + IW_FPDU_CRC_LEN;
+	t->iovcnt++;
 	t->msg_off += n;
 	t->last_sent = (uint8_t)last;
-	t->fpdu_len = iw_fpdu_len(ulpdu);
-	t->fpdu_sent = 0;
+	t->fpdu_len += iw_fpdu_len(ulpdu);
+	sg->end = t->fpdu_len;
+	t->nseg++;
+}
+
+/* Add more segments of the current message to the batch while they fit
+ * (FPDU count, iovec entries, staging room). */
+static void fill_batch(struct iwe_qp_priv *q)
+{
+	struct iwe_tx *t = &q->tx;
+
+	while (t->kind != IWE_TX_IDLE && !t->last_sent &&
+	       t->nseg < IWE_TX_BATCH &&
+	       t->iovcnt + (int)t->nsrc + 2 <= IWE_TX_IOV_MAX &&
+	       t->fpdu_len < IWE_TX_BATCH_BYTES &&
+	       (!q->crc || t->stage_used + t->seg_len <= IWE_TX_BATCH_BYTES))
+		build_fpdu(q, NULL, 0);
 }
 
 /* ---------------------------------------------------- message starts */
@@ -159,6 +238,7 @@ static void start_msg(struct iwe_tx *t, int kind, uint8_t opcode)
 	t->inv_stag = 0;
 	t->qn = 0;
 	t->msn = 0;
+	t->seg_len = 0;
 }
 
 static uint8_t send_opcode(const struct iwe_swqe *w)
@@ -185,6 +265,7 @@ static void start_send_or_write(struct iwe_qp_priv *q, struct iwe_swqe *w)
 	t->src = w->sg;
 	t->nsrc = w->num_sge;
 	t->msg_len = w->total;
+	plan_segments(q, 0);
 	build_fpdu(q, NULL, 0);
 }
 
@@ -222,6 +303,7 @@ static void start_read_req(struct iwe_qp_priv *q, struct iwe_swqe *w)
 	start_msg(t, IWE_TX_SQ, IW_OP_READ_REQ);
 	t->qn = IW_QN_READ_REQ;
 	t->msn = t->msn_rreq++;
+	plan_segments(q, sizeof(b));
 	build_fpdu(q, (const uint8_t *)&b, sizeof(b));
 }
 
@@ -238,6 +320,7 @@ static void start_read_resp(struct iwe_qp_priv *q)
 	t->src = &t->one_src;
 	t->nsrc = 1;
 	t->msg_len = r->size;
+	plan_segments(q, 0);
 	build_fpdu(q, NULL, 0);
 }
 
@@ -279,6 +362,7 @@ static void start_terminate(struct iwe_qp_priv *q)
 	t->qn = IW_QN_TERMINATE;
 	t->msn = 1;
 	t->term_pending = 0;
+	plan_segments(q, n);
 	build_fpdu(q, body, n);
 }
 
@@ -305,6 +389,7 @@ static void start_rtr(struct iwe_qp_priv *q)
 		start_msg(t, IWE_TX_RTR, IW_OP_READ_REQ);
 		t->qn = IW_QN_READ_REQ;
 		t->msn = t->msn_rreq++;
+		plan_segments(q, sizeof(b));
 		build_fpdu(q, (const uint8_t *)&b, sizeof(b));
 		return;
 	}
@@ -316,6 +401,7 @@ static void start_rtr(struct iwe_qp_priv *q)
 		start_msg(t, IWE_TX_RTR, IW_OP_WRITE);
 		t->stag = IW_RTR_WRITE_STAG;
 	}
+	plan_segments(q, 0);
 	build_fpdu(q, NULL, 0);
 }
 
@@ -390,14 +476,23 @@ static void sq_msg_done(struct iwe_qp_priv *q)
 	iwe_qp_sq_retire(q);
 }
 
-/* The FPDU in flight is completely written. */
+/* Forget the batch (written, or dropped). */
+static void batch_reset(struct iwe_tx *t)
+{
+	t->fpdu_len = t->fpdu_sent = 0;
+	t->nseg = 0;
+	t->iovcnt = t->iov_first = 0;
+	t->stage_used = 0;
+	free(t->bounce);
+	t->bounce = NULL;
+}
+
+/* The batch in flight is completely written. */
 static void fpdu_done(struct iwe_qp_priv *q)
 {
 	struct iwe_tx *t = &q->tx;
 
-	t->fpdu_len = t->fpdu_sent = 0;
-	free(t->bounce);
-	t->bounce = NULL;
+	batch_reset(t);
 	if (t->kind == IWE_TX_IDLE || !t->last_sent)
 		return;
 	switch (t->kind) {
@@ -416,38 +511,56 @@ static void fpdu_done(struct iwe_qp_priv *q)
 
 /* ---------------------------------------------------------- writing */
 
-/* Write what is left of the FPDU.  Returns 0 when it is all out, EAGAIN
+/* The socket took n more bytes: advance the iovec in place. */
+static void iov_advance(struct iwe_tx *t, size_t n)
+{
+	t->fpdu_sent += n;
+	while (n && t->iov_first < t->iovcnt) {
+		struct iovec *v = &t->iov[t->iov_first];
+
+		if (n < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			return;
+		}
+		n -= v->iov_len;
+		t->iov_first++;
+	}
+}
+
+/* Write what is left of the batch.  Returns 0 when it is all out, EAGAIN
  * when the socket is full, or the socket's errno. */
 static int write_fpdu(struct iwe_qp_priv *q)
 {
 	struct iwe_tx *t = &q->tx;
+	/* More segments of this message follow at once: let TCP fill its
+	 * segments across the calls. */
+	int flags = MSG_DONTWAIT | MSG_NOSIGNAL |
+		    (t->kind != IWE_TX_IDLE && !t->last_sent ? MSG_MORE : 0);
 
 	while (t->fpdu_sent < t->fpdu_len) {
-		struct iovec v[IWE_TX_IOV_MAX];
-		struct msghdr m = { .msg_iov = v };
-		size_t skip = t->fpdu_sent;
-		ssize_t n;
-		int i;
+		struct msghdr m = {
+			.msg_iov = t->iov + t->iov_first,
+			.msg_iovlen = (size_t)(t->iovcnt - t->iov_first),
+		};
+		ssize_t n = sendmsg(q->fd, &m, flags);
 
-		for (i = 0; i < t->iovcnt; i++) {
-			if (skip >= t->iov[i].iov_len) {
-				skip -= t->iov[i].iov_len;
-				continue;
-			}
-			v[m.msg_iovlen].iov_base =
-				(char *)t->iov[i].iov_base + skip;
-			v[m.msg_iovlen].iov_len = t->iov[i].iov_len - skip;
-			m.msg_iovlen++;
-			skip = 0;
-		}
-		n = sendmsg(q->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return errno == EWOULDBLOCK ? EAGAIN : errno;
-		t->fpdu_sent += (size_t)n;
+		iov_advance(t, (size_t)n);
 	}
 	return 0;
+}
+
+/* The staging buffer exists before a message is framed with CRC. */
+static int stage_ready(struct iwe_qp_priv *q)
+{
+	if (!q->crc || q->tx.stage)
+		return 1;
+	q->tx.stage = malloc(IWE_TX_BATCH_BYTES);
+	return q->tx.stage != NULL;
 }
 
 int iwe_tx_progress_locked(struct iwe_qp_priv *q)
@@ -476,12 +589,17 @@ int iwe_tx_progress_locked(struct iwe_qp_priv *q)
 			fpdu_done(q);
 			continue;
 		}
-		if (t->kind != IWE_TX_IDLE) {
-			build_fpdu(q, NULL, 0);	/* next segment */
-			continue;
+		if (!stage_ready(q)) {
+			iwe_qp_fail(q, ENOMEM);
+			return ENOMEM;
 		}
-		if (!start_next(q))
+		if (t->kind == IWE_TX_IDLE && !start_next(q))
 			break;
+		if (t->kind == IWE_TX_IDLE)
+			continue;	/* a bind: nothing to write */
+		if (!t->fpdu_len)
+			build_fpdu(q, NULL, 0);	/* next segment */
+		fill_batch(q);
 	}
 	return q->state == IWE_QPS_ERROR ? q->stream_err : 0;
 }
@@ -504,12 +622,12 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 
 /* A partly written FPDU must still be finished (the peer's framing
  * depends on it), but its payload may live in memory the consumer gets
- * back with the flush: copy the unsent rest aside.  An FPDU not started
- * is simply dropped. */
+ * back with the flush: copy the unsent rest of it aside.  The FPDUs of
+ * the batch not started yet are dropped. */
 void iwe_tx_detach_wrs(struct iwe_qp_priv *q)
 {
 	struct iwe_tx *t = &q->tx;
-	size_t rest = t->fpdu_len - t->fpdu_sent, skip = t->fpdu_sent, off = 0;
+	size_t end = 0, rest, off = 0;
 	char *b;
 	int i;
 
@@ -518,27 +636,28 @@ void iwe_tx_detach_wrs(struct iwe_qp_priv *q)
 	t->kind = IWE_TX_IDLE;
 	if (!t->fpdu_len || t->bounce)
 		return;
-	if (!t->fpdu_sent || !(b = malloc(rest))) {
+	for (i = 0; i < t->nseg && !end; i++)
+		if (t->seg[i].end > t->fpdu_sent)
+			end = t->seg[i].end;
+	rest = end - t->fpdu_sent;
+	if (!t->fpdu_sent || !end || !(b = malloc(rest))) {
 		/* Unstarted, or no memory: then the stream cannot be kept
 		 * framed; drop the FPDU and let the peer see a bad one. */
-		t->fpdu_len = t->fpdu_sent = 0;
+		batch_reset(t);
 		return;
 	}
-	for (i = 0; i < t->iovcnt; i++) {
+	for (i = t->iov_first; i < t->iovcnt && off < rest; i++) {
 		size_t l = t->iov[i].iov_len;
 
-		if (skip >= l) {
-			skip -= l;
-			continue;
-		}
-		memcpy(b + off, (char *)t->iov[i].iov_base + skip, l - skip);
-		off += l - skip;
-		skip = 0;
+		if (l > rest - off)
+			l = rest - off;
+		memcpy(b + off, t->iov[i].iov_base, l);
+		off += l;
 	}
+	batch_reset(t);
 	t->bounce = b;
 	t->iov[0].iov_base = b;
 	t->iov[0].iov_len = rest;
 	t->iovcnt = 1;
 	t->fpdu_len = rest;
-	t->fpdu_sent = 0;
 }
