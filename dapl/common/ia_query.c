@@ -32,7 +32,9 @@ static void fill_ia_attr(struct dapl_ia *ia, DAT_IA_ATTR *a)
 	a->max_evd_qlen = (DAT_COUNT)d->max_cqe;
 	a->max_iov_segments_per_dto = (DAT_COUNT)d->max_sge;
 	a->max_lmrs = (DAT_COUNT)d->max_mr;
-	a->max_lmr_block_size = d->max_mr_size;
+	/* DAT_SEG_LENGTH is 32 bits: a 2^40 region limit would wrap to 0. */
+	a->max_lmr_block_size = d->max_mr_size > UINT32_MAX ? UINT32_MAX
+				: (DAT_SEG_LENGTH)d->max_mr_size;
 	a->max_lmr_virtual_address = UINTPTR_MAX;
 	a->max_pzs = (DAT_COUNT)d->max_pd;
 	a->max_message_size = DAPL_MAX_MESSAGE;

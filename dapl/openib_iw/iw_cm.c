@@ -25,9 +25,9 @@
  * reply with R -> REJECTED with the peer's private data; anything else
  * that is not an acceptable reply, or an orderly close before the reply
  * (no listener took the request) -> NON_PEER_REJECTED.  Established:
- * the peer's FIN between FPDUs, or any end after we started a graceful
- * disconnect -> DISCONNECTED; a Terminate, a reset or a close inside an
- * FPDU -> BROKEN.
+ * the peer's FIN between FPDUs, its reset (an abrupt disconnect), or any
+ * end after we started a graceful disconnect -> DISCONNECTED; a
+ * Terminate, a close inside an FPDU or a timeout -> BROKEN.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -489,8 +489,13 @@ static void est_end(struct iwe_conn *c, int err)
 {
 	int disconnecting = c->state == CS_DISC_DRAIN ||
 			    c->state == CS_DISC_WAIT;
+	/* A FIN between FPDUs is the peer's graceful close; a reset is its
+	 * abrupt one (RFC 5040 abortive close), as iWARP stacks report it.
+	 * A stream cut inside an FPDU, a Terminate, a CRC error or a
+	 * timeout breaks the connection. */
+	int peer_closed = err == ENOTCONN || err == ECONNRESET || err == EPIPE;
 	int orderly = disconnecting ||
-		      (err == ENOTCONN && c->state == CS_ESTABLISHED);
+		      (peer_closed && c->state == CS_ESTABLISHED);
 
 	est_log_end(c, err);
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);

@@ -864,7 +864,7 @@ static int rx_stream_lost(struct iwe_qp_priv *q, ssize_t n)
 	struct iwe_rx *r = &q->rx;
 	int between = r->stage == IWE_RX_HDR && r->hdr_have == 0 &&
 		      r->ra_len == r->ra_off;
-	int err = n == -ENODATA ? (between ? ENOTCONN : ECONNRESET) :
+	int err = n == -ENODATA ? (between ? ENOTCONN : ECONNABORTED) :
 		  (int)-n;
 
 	r->stage = IWE_RX_DEAD;
