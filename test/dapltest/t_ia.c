@@ -45,6 +45,11 @@ static void test_query(void)
 	CHECK(a.max_iov_segments_per_dto >= 4, "at least 4 segments per DTO (%d)", a.max_iov_segments_per_dto);
 	CHECK(a.max_rdma_read_per_ep_in > 0 && a.max_rdma_read_per_ep_out > 0, "RDMA read depths reported");
 	CHECK(a.max_message_size >= 65536 && a.max_rdma_size >= 65536, "message and RDMA sizes reported");
+	/* Regression: the engine's 2^40 region limit wrapped to 0 in the
+	 * 32-bit DAT_SEG_LENGTH, and dapltest refused every buffer. */
+	CHECK(a.max_lmr_block_size >= a.max_message_size,
+	      "max_lmr_block_size (0x%x) covers the largest message",
+	      (unsigned)a.max_lmr_block_size);
 	CHECK(p.provider_version_major == 0 || p.provider_version_major > 0, "provider version present");
 	CHECK(p.dapl_version_major == 2 && p.dapl_version_minor == 0, "provider reports DAPL version 2.0");
 	CHECK(p.is_thread_safe == DAT_FALSE, "provider reports thread-safe FALSE (matches dat.conf)");

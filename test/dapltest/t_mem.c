@@ -162,9 +162,11 @@ static void test_lmr_bad_args(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_PZ_HANDLE 
 	CHECK_CODE(reg_va(ia, pz, NULL, BUF_LEN, 0, &h, NULL, NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG3, "NULL address -> ARG3");
 	CHECK_CODE(reg_va(ia, pz, buf_a, 0, 0, &h, NULL, NULL),
-		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4, "length 0 -> ARG4");
+		   DAT_LENGTH_ERROR, "length 0 -> DAT_LENGTH_ERROR");
+	CHECK_CODE(reg_va(ia, pz, NULL, 0, 0, &h, NULL, NULL),
+		   DAT_LENGTH_ERROR, "NULL address, length 0 -> DAT_LENGTH_ERROR");
 	CHECK_CODE(reg_va(ia, pz, buf_a, 1ULL << 50, 0, &h, NULL, NULL),
-		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4, "length beyond max_lmr_block_size -> ARG4");
+		   DAT_LENGTH_ERROR, "length beyond the engine's region limit -> DAT_LENGTH_ERROR");
 	want = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
 	CHECK_CODE(reg_va(ia, DAT_HANDLE_NULL, buf_a, BUF_LEN, 0, &h, NULL, NULL), want,
 		   "NULL PZ -> DAT_INVALID_HANDLE_PZ");
