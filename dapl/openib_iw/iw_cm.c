@@ -40,8 +40,10 @@
 #include <strings.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include "iw_cm_priv.h"
@@ -395,9 +397,6 @@ void cm_fill_addrs(struct iwe_conn *c)
 		memset(&c->remote, 0, sizeof(c->remote));
 }
 
-/* Reset the connection now but keep the descriptor (the QP may still
- * name it, and it is closed only by iwe_cm_conn_destroy): a TCP
- * "disconnect" through connect(AF_UNSPEC) with zero linger sends RST. */
 /* An RDMA connection that ended (both sides closed, or it broke) has
  * nothing left in flight that a late segment could corrupt: MPA would drop
  * it.  Closing with a zero linger spares the port a TIME_WAIT, so a
@@ -410,6 +409,29 @@ void cm_skip_time_wait(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
+/* Close the socket of a connection that ended in order.  Bytes still in
+ * the send queue belong to messages the consumer saw complete (an abrupt
+ * disconnect right after a Send completion is common: dapltest does it):
+ * let the kernel deliver them, which a zero-linger close would discard.
+ * Unread input would make close() reset the stream, so it is dropped
+ * first.  With nothing queued the port skips TIME_WAIT. */
+void cm_close_ended(int fd)
+{
+	char sink[4096];
+	int queued = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) {
+		while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC) > 0)
+			;
+	} else {
+		cm_skip_time_wait(fd);
+	}
+	close(fd);
+}
+
+/* Reset the connection now but keep the descriptor (the QP may still
+ * name it, and it is closed only by iwe_cm_conn_destroy): a TCP
+ * "disconnect" through connect(AF_UNSPEC) with zero linger sends RST. */
 void cm_reset_socket(int fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -841,12 +863,23 @@ struct conn_args {
 	int ret;
 };
 
+/* Abrupt at the verbs level: the QP flushes and the event is posted at
+ * once.  On an established stream with no FPDU half written, the send
+ * queue goes out followed by a FIN (completed Sends reach the peer, which
+ * sees an orderly end); otherwise the stream is reset. */
 static void abrupt(struct iwe_conn *c)
 {
+	int established = c->state == CS_RTR_WAIT ||
+			  c->state == CS_ESTABLISHED ||
+			  c->state == CS_DISC_DRAIN || c->state == CS_DISC_WAIT;
+
 	cm_quiesce(c);
 	if (c->qp && (c->attached || c->state == CS_ACCEPTING))
 		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-	cm_reset_socket(c->fd);
+	if (established && c->qp && iwe_qp_tx_drained(c->qp))
+		shutdown(c->fd, SHUT_WR);
+	else
+		cm_reset_socket(c->fd);
 	c->state = CS_IDLE;
 	c->final = 1;
 	cm_queue_event(c, IWE_CM_DISCONNECTED, 0, "disconnected");
@@ -912,11 +945,14 @@ static void do_destroy(void *arg)
 	if (c->qp && (c->attached || c->state == CS_ACCEPTING))
 		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (!c->released) {
-		if (!c->final)
+		if (!c->final) {
 			cm_reset_socket(c->fd);	/* abandoned: reset */
-		else if (c->attached)
-			cm_skip_time_wait(c->fd);
-		close(c->fd);
+			close(c->fd);
+		} else if (c->attached) {
+			cm_close_ended(c->fd);
+		} else {
+			close(c->fd);
+		}
 		c->released = 1;
 	}
 	conn_unlink(c);

@@ -151,6 +151,7 @@ void cm_active_io(struct iwe_conn *c, uint32_t revents);
 void cm_active_timeout(struct iwe_conn *c);
 void cm_reset_socket(int fd);
 void cm_skip_time_wait(int fd);
+void cm_close_ended(int fd);
 void cm_set_nodelay(int fd);
 
 /* ---- iw_cm_passive.c */

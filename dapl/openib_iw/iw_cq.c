@@ -424,7 +424,8 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];
 		q->head = (q->head + 1) % (uint32_t)q->pub.cqe;
-		q->count--;
+		/* Atomic store: iwe_poll_cq peeks at count without the lock. */
+		__atomic_store_n(&q->count, q->count - 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return i;
@@ -487,7 +488,7 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited)
 		return ENOSPC;
 	}
 	q->ring[(q->head + q->count) % cap] = *wc;
-	q->count++;
+	__atomic_store_n(&q->count, q->count + 1, __ATOMIC_RELAXED);
 	if (cq_should_fire(q, wc, solicited))
 		cq_fire(q);
 	pthread_mutex_unlock(&q->lock);

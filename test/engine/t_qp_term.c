@@ -11,6 +11,7 @@
 struct rawp {
 	struct side b;
 	int x;
+	uint8_t term[256];	/* the last Terminate FPDU read */
 };
 
 static void raw_open(struct rawp *r, uint32_t ird)
@@ -53,14 +54,14 @@ static void raw_send(struct rawp *r, const void *ulpdu, size_t n, int badcrc)
  * word, or 0 when none came. */
 static uint32_t raw_term(struct rawp *r)
 {
-	uint8_t f[256];
+	uint8_t *f = r->term;
 	ssize_t n;
 	struct iw_terminate_hdr th;
 	uint16_t len;
 
 	iwe_qp_progress_rx(r->b.qp);
 	iwe_qp_progress_tx(r->b.qp);
-	n = read(r->x, f, sizeof(f));
+	n = read(r->x, f, sizeof(r->term));
 	if (n < 2 + (ssize_t)sizeof(th) + 4)
 		return 0;
 	memcpy(&len, f, 2);
@@ -120,7 +121,8 @@ struct rawcase {
 	unsigned layer, etype, ecode;
 };
 
-static void raw_check(struct rawp *r, const struct rawcase *c)
+/* Returns the Terminate's control word. */
+static uint32_t raw_check(struct rawp *r, const struct rawcase *c)
 {
 	uint32_t t = raw_term(r);
 	int other;
@@ -134,6 +136,7 @@ static void raw_check(struct rawp *r, const struct rawcase *c)
 	      (!c->post_recv ||
 	       count_status(r->b.rcq, IBV_WC_WR_FLUSH_ERR, &other) == 1),
 	      "raw %s: QP in ERROR, receive flushed", c->what);
+	return t;
 }
 
 static void test_raw_terminates(void)
@@ -344,12 +347,230 @@ static void test_raw_terminates(void)
 	raw_close(&r);
 }
 
+/* ------------------------------------ Read Responses off their Read */
+
+/* What a Terminate echoes of the terminated segment (RFC 5040 4.8):
+ * after its control word, the segment length (M), the DDP header (D) and
+ * a Read Request's body (R). */
+static const uint8_t *term_echo(const struct rawp *r)
+{
+	return r->term + IW_FPDU_LEN_FIELD + sizeof(struct iw_terminate_hdr);
+}
+
+static int all_bytes(const char *p, size_t n, int v)
+{
+	while (n--)
+		if (*p++ != (char)v)
+			return 0;
+	return 1;
+}
+
+/* The QP reads 16 bytes into buf[0..16); take its Read Request off the
+ * wire.  Returns whether one came. */
+static int raw_issue_read(struct rawp *r)
+{
+	uint8_t f[128];
+	struct iw_untagged_hdr h;
+	ssize_t want = (ssize_t)iw_fpdu_len(sizeof(struct iw_read_req));
+
+	if (post_send1(&r->b, 7, IBV_WR_RDMA_READ, 0, 16, 0x10000, 0x4242,
+		       IBV_SEND_SIGNALED))
+		return 0;
+	iwe_qp_progress_tx(r->b.qp);
+	if (read(r->x, f, sizeof(f)) != want)
+		return 0;
+	memcpy(&h, f + IW_FPDU_LEN_FIELD, sizeof(h));
+	return iw_ctrl_opcode(iw_be16(h.ctrl_be)) == IW_OP_READ_REQ;
+}
+
+struct rrcase {
+	const char *what;
+	int other_stag;		/* aim at a second MR over buf + 4096 */
+	int64_t to_off;		/* TO minus the one the Read asked for */
+	uint32_t len;		/* payload, with L set */
+	unsigned ecode;		/* DDP tagged buffer error */
+	uint32_t placed;	/* bytes legitimately at the sink's start */
+};
+
+/* The Read WR completes in error, nothing else does, and no byte of
+ * the buffer but the first c->placed changed. */
+static void read_resp_aftermath(struct rawp *r, const struct rrcase *c)
+{
+	struct ibv_wc wc, more;
+	int got = poll1(r->b.scq, &wc);
+
+	CHECK(got && wc.wr_id == 7 && wc.status != IBV_WC_SUCCESS &&
+	      !poll1(r->b.scq, &more),
+	      "raw %s: the Read WR completes in error (status %d)", c->what,
+	      got ? (int)wc.status : -1);
+	CHECK(all_bytes(r->b.buf, c->placed, 0xAB) &&
+	      all_bytes(r->b.buf + c->placed, 8192 - c->placed, 0),
+	      "raw %s: nothing placed outside the Read's sink", c->what);
+}
+
+static void run_read_resp(const struct rrcase *c)
+{
+	struct rawp r;
+	uint8_t u[64];
+	struct iwe_mr *mr2;
+	uint64_t to;
+	size_t n;
+	struct rawcase rc = { c->what, 0, IW_TERM_LAYER_DDP,
+			      IW_TERM_DDP_ETYPE_TAGGED, c->ecode };
+
+	raw_open(&r, 1);
+	mr2 = iwe_reg_mr(r.b.pd, r.b.buf + 4096, 4096, ALL_ACCESS);
+	if (!mr2)
+		BAIL("second MR");
+	CHECK(raw_issue_read(&r), "raw %s: the QP sends its Read Request",
+	      c->what);
+	to = (uint64_t)(uintptr_t)(c->other_stag ? mr2->addr : r.b.buf) +
+	     (uint64_t)c->to_off;
+	n = tagged(u, iw_ctrl_make(1, 1, IW_OP_READ_RESP),
+		   c->other_stag ? mr2->rkey : r.b.mr->rkey, to);
+	memset(u + n, 0xAB, c->len);
+	raw_send(&r, u, n + c->len, 0);
+	raw_check(&r, &rc);
+	read_resp_aftermath(&r, c);
+	iwe_dereg_mr(mr2);
+	raw_close(&r);
+}
+
+/* The requester checks each Read Response against its oldest Read
+ * Request: same sink STag, TO where the last segment stopped, no more
+ * and no fewer bytes than asked.  A sink mismatch is a DDP tagged
+ * buffer error (RFC 5041 section 7). */
+static void test_raw_read_resp_mismatch(void)
+{
+	static const struct rrcase c[] = {
+		{ "Read Response to another STag", 1, 0, 16,
+		  IW_TERM_DDP_TAG_INV_STAG, 0 },
+		{ "Read Response past the sink's TO", 0, 8, 8,
+		  IW_TERM_DDP_TAG_BASE_BOUNDS, 0 },
+		{ "Read Response before the sink's TO", 0, -8, 16,
+		  IW_TERM_DDP_TAG_BASE_BOUNDS, 0 },
+		{ "Read Response longer than the Read", 0, 0, 32,
+		  IW_TERM_DDP_TAG_BASE_BOUNDS, 0 },
+		{ "Read Response shorter than the Read", 0, 0, 8,
+		  IW_TERM_DDP_TAG_BASE_BOUNDS, 8 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		run_read_resp(&c[i]);
+}
+
+/* ------------------------------------------ Read Requests in error */
+
+/* A Read Request whose segment ends inside its 28-byte body: DDP hands
+ * RDMAP a message that is no Read Request; RDMAP reports it as a remote
+ * operation error.  The echo has M and D but no R (no whole body). */
+static void test_raw_short_read_req(void)
+{
+	static const unsigned body[] = { 0, 10,
+		sizeof(struct iw_read_req_body) - 1 };
+	struct rawcase c = { NULL, 1, IW_TERM_LAYER_RDMAP,
+			     IW_TERM_RDMAP_ETYPE_REMOTE_OP,
+			     IW_TERM_RDMAP_UNSPECIFIED };
+	char what[64];
+	struct rawp r;
+	uint8_t u[64];
+	uint16_t seglen;
+	uint32_t t;
+	size_t i, n;
+
+	for (i = 0; i < sizeof(body) / sizeof(body[0]); i++) {
+		snprintf(what, sizeof(what), "Read Request with %u body bytes",
+			 body[i]);
+		c.what = what;
+		raw_open(&r, 1);
+		post_recv1(&r.b, 1, 0, 64);
+		n = read_req(u, 1, r.b.mr->rkey, (uintptr_t)r.b.buf, 16);
+		n -= sizeof(struct iw_read_req_body) - body[i];
+		raw_send(&r, u, n, 0);
+		t = raw_check(&r, &c);
+		memcpy(&seglen, term_echo(&r), 2);
+		CHECK((t & IW_TERM_HDRCT_M) && (t & IW_TERM_HDRCT_D) &&
+		      !(t & IW_TERM_HDRCT_R) && iw_be16(seglen) == n &&
+		      !memcmp(term_echo(&r) + 2, u, IW_UNTAGGED_HDR_LEN),
+		      "raw %s: echoes length %zu and DDP header, no body",
+		      what, n);
+		raw_close(&r);
+	}
+}
+
+struct srccase {
+	const char *what;
+	int other_pd;		/* the source region is another PD's */
+	int from_top;		/* TO = UINT64_MAX - off, else base + off */
+	uint64_t off;
+	uint32_t size;
+	unsigned ecode;		/* RDMAP remote protection error */
+};
+
+/* Source on a 64-byte heap block of its own, so that a byte read
+ * outside it is a sanitizer error. */
+static void run_read_src(const struct srccase *c)
+{
+	struct rawcase rc = { c->what, 1, IW_TERM_LAYER_RDMAP,
+			      IW_TERM_RDMAP_ETYPE_REMOTE_PROT, c->ecode };
+	struct iwe_pd *pd2 = iwe_alloc_pd(g_dev);
+	char *src = calloc(1, 64);
+	struct rawp r;
+	struct iwe_mr *mr;
+	uint8_t u[64];
+	uint64_t to;
+	uint32_t t;
+	size_t n;
+
+	raw_open(&r, 1);
+	mr = iwe_reg_mr(c->other_pd ? pd2 : r.b.pd, src, 64,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!pd2 || !src || !mr)
+		BAIL("source region");
+	post_recv1(&r.b, 1, 0, 64);
+	to = c->from_top ? UINT64_MAX - c->off : (uintptr_t)src + c->off;
+	n = read_req(u, 1, mr->rkey, to, c->size);
+	raw_send(&r, u, n, 0);
+	/* raw_term takes exactly one FPDU: no Read Response went first. */
+	t = raw_check(&r, &rc);
+	CHECK((t & IW_TERM_HDRCT_R) &&
+	      !memcmp(term_echo(&r) + 2, u, n),
+	      "raw %s: echoes the Read Request, body included", c->what);
+	iwe_dereg_mr(mr);	/* before its PD goes */
+	raw_close(&r);
+	iwe_dealloc_pd(pd2);
+	free(src);
+}
+
+/* The responder validates a Read Request's source itself: these are
+ * RDMAP remote protection errors (RFC 5040 section 7), not DDP ones: no
+ * DDP header names the source. */
+static void test_raw_read_src_errors(void)
+{
+	static const struct srccase c[] = {
+		{ "Read source of another PD", 1, 0, 0, 16,
+		  IW_TERM_RDMAP_STAG_NOT_ASSOC },
+		{ "Read source TO wrap", 0, 1, 7, 16,
+		  IW_TERM_RDMAP_TO_WRAP },
+		{ "Read source past its region", 0, 0, 32, 64,
+		  IW_TERM_RDMAP_BASE_BOUNDS },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		run_read_src(&c[i]);
+}
+
 int main(void)
 {
 	g_dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
 	if (!g_dev)
 		BAIL("open lo: %s", strerror(errno));
 	test_raw_terminates();
+	test_raw_read_resp_mismatch();
+	test_raw_short_read_req();
+	test_raw_read_src_errors();
 	iwe_device_close(g_dev);
 	return tap_done();
 }
