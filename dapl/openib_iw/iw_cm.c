@@ -482,18 +482,21 @@ int cm_attach(struct iwe_conn *c, int responder)
 	return err;
 }
 
-/* The stream ended: which event that is depends on how. */
 /* IWDAPL_DEBUG=1: say on stderr why an established connection ended. */
 static void est_log_end(struct iwe_conn *c, int err)
 {
+	/* Progress threads of several devices may get here at once. */
 	static int debug = -1;
+	int on = __atomic_load_n(&debug, __ATOMIC_RELAXED);
 	struct iwe_term_info sent, rcvd;
 
-	if (debug < 0) {
+	if (on < 0) {
 		const char *v = getenv("IWDAPL_DEBUG");
-		debug = v && *v && *v != '0';
+
+		on = v && *v && *v != '0';
+		__atomic_store_n(&debug, on, __ATOMIC_RELAXED);
 	}
-	if (!debug)
+	if (!on)
 		return;
 	iwe_qp_terminate_info(c->qp, &sent, &rcvd);
 	fprintf(stderr, "iwdapl: conn %p ended: %s (state %d)", (void *)c,
@@ -507,6 +510,7 @@ static void est_log_end(struct iwe_conn *c, int err)
 	fputc('\n', stderr);
 }
 
+/* The stream ended: which event that is depends on how. */
 static void est_end(struct iwe_conn *c, int err)
 {
 	int disconnecting = c->state == CS_DISC_DRAIN ||

@@ -348,6 +348,22 @@ static int term_names_wqe(const struct iwe_term *t, const struct iwe_swqe *w)
 	return 0;
 }
 
+/* Complete the SQ up to WR counter idx in order (finished ones as
+ * successes, the rest flushed), then that WR with status. */
+static void fail_wqe(struct iwe_qp_priv *q, uint32_t idx,
+		     enum ibv_wc_status status)
+{
+	iwe_tx_detach_wrs(q);
+	while (q->sq_head != idx) {
+		struct iwe_swqe *p = iwe_sq_slot(q, q->sq_head++);
+
+		push_send_wc(q, p, swqe_finished(p) ?
+			     IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR);
+	}
+	push_send_wc(q, iwe_sq_slot(q, idx), status);
+	q->sq_head++;
+}
+
 /* Before flushing, give the WR that provoked the peer's Terminate its
  * real status.  A Write that was fully sent has already completed
  * successfully (completion on hand-off to the stream), so only WRs still
@@ -359,23 +375,24 @@ void iwe_qp_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
 	uint32_t i, end = q->sq_tx + (q->tx.kind == IWE_TX_SQ);
 
 	for (i = q->sq_head; i != end; i++) {
-		struct iwe_swqe *w = iwe_sq_slot(q, i);
-
-		if (!term_names_wqe(t, w))
-			continue;
-		iwe_tx_detach_wrs(q);
-		/* Complete everything before it (finished or flushed) in
-		 * order, then this one with its error. */
-		while (q->sq_head != i) {
-			struct iwe_swqe *p = iwe_sq_slot(q, q->sq_head++);
-
-			push_send_wc(q, p, swqe_finished(p) ?
-				     IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR);
+		if (term_names_wqe(t, iwe_sq_slot(q, i))) {
+			fail_wqe(q, i, status);
+			return;
 		}
-		push_send_wc(q, w, status);
-		q->sq_head++;
-		return;
 	}
+}
+
+/* The peer answered our oldest Read with a response that does not fit
+ * it: that Read fails with a bad-response status, not a mere flush. */
+void iwe_qp_fail_oldest_read(struct iwe_qp_priv *q)
+{
+	const struct iwe_orq_ent *o;
+
+	if (q->orq_head == q->orq_tail)
+		return;
+	o = &q->orq[q->orq_head % IWE_MAX_ORD];
+	if (!o->rtr && o->wqe_idx - q->sq_head < q->sq_tail - q->sq_head)
+		fail_wqe(q, o->wqe_idx, IBV_WC_BAD_RESP_ERR);
 }
 
 /* ---------------------------------------------------- state machine */

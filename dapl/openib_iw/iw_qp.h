@@ -175,6 +175,7 @@ struct iwe_rx {
 	int nplace;
 	int discard;
 	int err_pending;		/* term holds the error to report */
+	int bad_read_resp;		/* ...about a Read Response */
 	struct iwe_term term;
 	/* Untagged Send reassembly. */
 	uint32_t msn_send;		/* MSN of the next/current Send */
@@ -311,6 +312,7 @@ void iwe_qp_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 /* A Terminate arrived: find the WR it names and fail it with 'status'. */
 void iwe_qp_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
 			  enum ibv_wc_status status);
+void iwe_qp_fail_oldest_read(struct iwe_qp_priv *q);
 /* Unlock q, then deliver the events noticed meanwhile (no lock held). */
 void iwe_qp_unlock(struct iwe_qp_priv *q);
 /* The receive WR for a Send segment at message offset mo: the RQ's head,

@@ -68,6 +68,7 @@ static void rx_next_fpdu(struct iwe_rx *r)
 	r->nplace = 0;
 	r->discard = 0;
 	r->err_pending = 0;
+	r->bad_read_resp = 0;
 	r->inv_stag = 0;
 	r->rtr_send = 0;
 }
@@ -122,6 +123,8 @@ static void rx_error(struct iwe_qp_priv *q, unsigned layer, unsigned etype,
 static int rx_fatal(struct iwe_qp_priv *q)
 {
 	q->tx_gate = 0;		/* the peer did send: it may hear why */
+	if (q->rx.bad_read_resp)
+		iwe_qp_fail_oldest_read(q);
 	iwe_tx_queue_terminate(q, &q->rx.term);
 	q->rx.stage = IWE_RX_DEAD;
 	iwe_qp_fail(q, EPROTO);
@@ -217,10 +220,12 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 	rx_hdr_tagged(r, &stag, &to);
 	if (stag != o->sink_stag) {
 		tagged_error(q, IWE_ACCESS_BAD_STAG);
+		r->bad_read_resp = 1;
 		return;
 	}
 	if (to != o->sink_to + o->done || len > o->size - o->done) {
 		tagged_error(q, IWE_ACCESS_BAD_BOUNDS);
+		r->bad_read_resp = 1;
 		return;
 	}
 	if (len && iwe_read_sink_check(q->pub.pd->dev, q->pub.pd, stag, to,
@@ -552,6 +557,7 @@ static void rx_end_read_resp(struct iwe_qp_priv *q)
 		/* A short response: the read did not happen as asked. */
 		rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_TAGGED,
 			 IW_TERM_DDP_TAG_BASE_BOUNDS);
+		r->bad_read_resp = 1;
 		return;
 	}
 	q->orq_head++;
@@ -644,6 +650,7 @@ static int rx_fpdu_end(struct iwe_qp_priv *q)
 
 	if (!crc_ok(q)) {
 		r->err_pending = 0;
+		r->bad_read_resp = 0;	/* a damaged segment proves nothing */
 		rx_error(q, IW_TERM_LAYER_LLP, IW_TERM_LLP_ETYPE_MPA,
 			 IW_TERM_LLP_CRC);
 		return rx_fatal(q);

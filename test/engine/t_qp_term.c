@@ -392,16 +392,17 @@ struct rrcase {
 	uint32_t placed;	/* bytes legitimately at the sink's start */
 };
 
-/* The Read WR completes in error, nothing else does, and no byte of
- * the buffer but the first c->placed changed. */
+/* The Read WR completes with a bad-response status (not a mere flush),
+ * nothing else completes, and no byte of the buffer but the first
+ * c->placed changed. */
 static void read_resp_aftermath(struct rawp *r, const struct rrcase *c)
 {
 	struct ibv_wc wc, more;
 	int got = poll1(r->b.scq, &wc);
 
-	CHECK(got && wc.wr_id == 7 && wc.status != IBV_WC_SUCCESS &&
+	CHECK(got && wc.wr_id == 7 && wc.status == IBV_WC_BAD_RESP_ERR &&
 	      !poll1(r->b.scq, &more),
-	      "raw %s: the Read WR completes in error (status %d)", c->what,
+	      "raw %s: the Read WR completes with BAD_RESP_ERR (status %d)", c->what,
 	      got ? (int)wc.status : -1);
 	CHECK(all_bytes(r->b.buf, c->placed, 0xAB) &&
 	      all_bytes(r->b.buf + c->placed, 8192 - c->placed, 0),
