@@ -1,14 +1,16 @@
 #!/bin/sh
 # Runs every test suite: the normal build, the AddressSanitizer +
-# UndefinedBehaviorSanitizer build, and valgrind over the DAT suite.
+# UndefinedBehaviorSanitizer build, valgrind over the DAT suite, and the
+# threaded cases (dapltest's threaded mixes, t_mpi, t_ssp_stress) under
+# ThreadSanitizer.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
 . "$top/scripts/deps.sh"
 cd "$top" || exit 1
 status=0
 
-run_suite() {	# name dir wrapper configure-options...
-	name=$1; dir=$2; wrapper=$3; shift 3
+run_suite() {	# name dir wrapper tests configure-options...
+	name=$1; dir=$2; wrapper=$3; tests=$4; shift 4
 	echo "== $name"
 	rm -f "$dir"/test/*.trs "$dir"/test/*/*.trs
 	if ! "$top/scripts/build.sh" "$dir" "$@"; then
@@ -18,18 +20,30 @@ run_suite() {	# name dir wrapper configure-options...
 		return
 	fi
 	rm -f "$dir.build-failed.trs"
-	(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
+	if [ -n "$tests" ]; then
+		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" TESTS="$tests" >"$dir.check.out" 2>&1) || status=1
+	else
+		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
+	fi
 	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$dir.check.out" || true
 }
 
-run_suite "unit and conformance tests" "$top/build" ""
-run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" --enable-sanitizers
+run_suite "unit and conformance tests" "$top/build" "" ""
+# dapltest's large mixes run 10000 iterations in the plain build only.
+IW_DAPLTEST_ITER=2000
+export IW_DAPLTEST_ITER
+run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "" --enable-sanitizers
+unset IW_DAPLTEST_ITER
+# Races the tests provoke on purpose (t_crc_scribble) are not run here.
+run_suite "ThreadSanitizer" "$top/build-tsan" "" \
+	"test/dapltest/t_mpi test/dapltest/t_ssp_stress test/dapltest_suite.sh" \
+	--enable-sanitizers=thread
 IW_SKIP_DEBIAN_TOOLS=1
 export IW_SKIP_DEBIAN_TOOLS
-run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh"
+run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" ""
 unset IW_SKIP_DEBIAN_TOOLS
 
-results() {	# every .trs of the three trees, and the build failures
+results() {	# every .trs of the four trees, and the build failures
 	cat "$top"/build*/test/*.trs "$top"/build*/test/*/*.trs \
 		"$top"/build*.trs 2>/dev/null
 }

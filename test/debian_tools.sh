@@ -13,118 +13,27 @@
 # else the current directory.  DAT_OVERRIDE is set to BUILDDIR/dat.conf.
 # IW_TOOL_TIMEOUT (seconds, default 120) bounds every single run.
 
-if [ -n "$1" ]; then
-	builddir=$1
-elif [ -n "$DAT_OVERRIDE" ]; then
-	builddir=$(dirname "$DAT_OVERRIDE")
-else
-	builddir=$(pwd)
-fi
-builddir=$(cd "$builddir" && pwd) || exit 99
-DAT_OVERRIDE=$builddir/dat.conf
-export DAT_OVERRIDE
-limit=${IW_TOOL_TIMEOUT:-120}
-logdir=$builddir/test/debian_tools.d
-mkdir -p "$logdir" || exit 99
+here=$(cd "$(dirname "$0")" && pwd)
 ia=iw-lo
 host=127.0.0.1
-n=0
-failed=0
+# shellcheck source=test/tool_lib.sh
+. "$here/tool_lib.sh"
+tool_setup "$1" debian_tools
 
-# The tools use fixed qualifiers; 45248 is dtest's, the one tshark watches.
+# The tools use fixed qualifiers; 45248 is dtest's, the one tshark watches,
+# and 15828 the side channel that tells the client the server's address.
 DTEST_PORT=45248
-
-diag() {	# prefix each line of stdin with "# " (TAP diagnostics)
-	sed 's/^/#   /'
-}
-
-# A sanitizer build of the provider can only be loaded into Debian's
-# (uninstrumented) tools if the sanitizer runtimes are preloaded; only the
-# tools get them (tool_env), not the helpers of this script.  Leak checking
-# is off: the tools' own leaks are not ours to judge.
-tool_env=
-setup_sanitizers() {
-	lib=$(awk '$1 == "'"$ia"'" { print $5; exit }' "$DAT_OVERRIDE")
-	[ -n "$lib" ] && [ -e "$lib" ] || return 0
-	pre=$(ldd "$lib" 2>/dev/null | awk '/lib(asan|ubsan)\.so/ { print $3 }' | paste -s -d:)
-	[ -n "$pre" ] || return 0
-	tool_env="LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0:abort_on_error=0"
-	echo "# sanitizer build: the tools run with $tool_env"
-}
-
-# Waits (up to 10 s) until a process named $1 listens on TCP and its set of
-# listening sockets has stopped changing, i.e. the server is ready.
-wait_listening() {
-	tool=$1 pid=$2 tries=0 last=-1
-	if ! command -v ss >/dev/null 2>&1; then
-		sleep 2
-		return
-	fi
-	while [ $tries -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
-		cur=$(ss -Hltnp 2>/dev/null | grep -c "\"$tool\"")
-		[ "$cur" -gt 0 ] && [ "$cur" -eq "$last" ] && return
-		last=$cur
-		tries=$((tries + 1))
-		sleep 0.2
-	done
-}
-
-# Waits up to $2 seconds for pid $1 to exit, kills it after that; the exit
-# status (124 or a signal's when it had to be killed) goes to $waited.
-reap() {
-	pid=$1 tries=0
-	while kill -0 "$pid" 2>/dev/null && [ $tries -lt $(($2 * 5)) ]; do
-		tries=$((tries + 1))
-		sleep 0.2
-	done
-	if kill -0 "$pid" 2>/dev/null; then
-		echo "iw-test: server still running $2 s after the client ended; killed" >>"$3"
-		kill "$pid" 2>/dev/null
-	fi
-	wait "$pid" 2>/dev/null	# no "Terminated" notice from the shell
-	waited=$?
-}
-
-# judge FILE STATUS DONE-REGEX: prints the reason for a failure, if any.
-judge() {
-	f=$1 st=$2 done=$3
-	if [ "$st" -eq 124 ] || [ "$st" -eq 137 ]; then
-		echo "timed out (${limit} s)"
-	elif [ "$st" -gt 128 ] && [ "$st" -lt 160 ]; then
-		echo "killed by signal $((st - 128))"
-	elif [ "$st" -ne 0 ]; then
-		echo "exit status $st"
-	elif grep -E -q 'FAILED|[Ee]rror|ERR|[Ss]egmentation|[Aa]bort|Sanitizer|runtime error' "$f"; then
-		echo "error reported: $(grep -E -m1 'FAILED|[Ee]rror|ERR|[Ss]egmentation|[Aa]bort|Sanitizer|runtime error' "$f")"
-	elif ! grep -E -q "$done" "$f"; then
-		echo "no line matching '$done'"
-	fi
-}
-
-# The tools listen on fixed ports (the dtest qualifier, and 15828 for the
-# side channel that tells the client the server's address): wait (up to
-# 60 s) until no socket of an earlier run, in TIME_WAIT or not, holds them.
-wait_ports_free() {
-	command -v ss >/dev/null 2>&1 || return 0
-	tries=0
-	while [ $tries -lt 300 ] &&
-	      [ -n "$(ss -Htan "( sport = :$DTEST_PORT or sport = :15828 )" 2>/dev/null)" ]; do
-		tries=$((tries + 1))
-		sleep 0.2
-	done
-}
+BAD='FAILED|[Ee]rror|ERR|[Ss]egmentation|[Aa]bort|Sanitizer|runtime error'
 
 # pair NAME TOOL DONE-REGEX "SERVER ARGS" "CLIENT ARGS": one test point.
 pair() {
 	name=$1 tool=$2 done=$3 sargs=$4 cargs=$5
 	out=$logdir/$name
-	n=$((n + 1))
 	if ! command -v "$tool" >/dev/null 2>&1; then
-		echo "not ok $n - $name # $tool not installed (Debian dapl2-utils)"
-		failed=$((failed + 1))
+		tap_result "$name" "$tool not installed (Debian dapl2-utils)"
 		return 1
 	fi
-	wait_ports_free
+	wait_ports_free $DTEST_PORT 15828
 	# shellcheck disable=SC2086 # tool_env and the arguments are word lists
 	timeout -k 5 "$limit" env $tool_env "$tool" $sargs >"$out.server.out" 2>&1 &
 	spid=$!
@@ -133,22 +42,11 @@ pair() {
 	timeout -k 5 "$limit" env $tool_env "$tool" $cargs >"$out.client.out" 2>&1
 	cst=$?
 	reap "$spid" 15 "$out.server.out"
-	why=$(judge "$out.client.out" "$cst" "$done")
+	why=$(judge "$out.client.out" "$cst" "$done" "$BAD")
 	[ -z "$why" ] || why="client: $why"
-	swhy=$(judge "$out.server.out" "$waited" "$done")
+	swhy=$(judge "$out.server.out" "$waited" "$done" "$BAD")
 	[ -z "$swhy" ] || why="${why:+$why; }server: $swhy"
-	if [ -z "$why" ]; then
-		echo "ok $n - $name"
-		return 0
-	fi
-	echo "not ok $n - $name"
-	echo "$why" | diag
-	for side in server client; do
-		echo "# --- $side ($out.$side.out), last lines:"
-		tail -n 8 "$out.$side.out" | diag
-	done
-	failed=$((failed + 1))
-	return 1
+	tap_result "$name" "$why" "$out.server.out" "$out.client.out"
 }
 
 dtest_pair() {	# NAME FLAGS...: dtest with the same flags on both sides
@@ -215,7 +113,6 @@ tshark_case() {
 	return 1
 }
 
-[ -r "$DAT_OVERRIDE" ] || { echo "Bail out! no $DAT_OVERRIDE (build first)"; exit 1; }
 # The valgrind pass of scripts/test.sh runs the same binaries again.
 if [ -n "$IW_SKIP_DEBIAN_TOOLS" ]; then
 	echo "1..0 # SKIP Debian tools already run against this build's twin"
