@@ -141,4 +141,55 @@ static inline int side_dto_ok(DAT_EVD_HANDLE evd, uint64_t cookie,
 	       d->transfered_length == len;
 }
 
+/* Segments of a side's buffer: local (its LMR) and remote (its RMR). */
+static inline DAT_LMR_TRIPLET side_lseg(const struct side *s, size_t off,
+				       size_t len)
+{
+	DAT_LMR_TRIPLET t;
+
+	t.lmr_context = s->lctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off);
+	t.segment_length = (DAT_SEG_LENGTH)len;
+	return t;
+}
+
+static inline DAT_RMR_TRIPLET side_rseg(const struct side *s, size_t off,
+				       size_t len)
+{
+	DAT_RMR_TRIPLET t;
+
+	t.rmr_context = s->rctx;
+	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off);
+	t.segment_length = (DAT_SEG_LENGTH)len;
+	return t;
+}
+
+static inline DAT_DTO_COOKIE side_ck(uint64_t v)
+{
+	DAT_DTO_COOKIE c;
+
+	c.as_64 = v;
+	return c;
+}
+
+/* A byte pattern; two seeds that differ modulo 256 differ at every byte. */
+static inline unsigned char side_pat(size_t i, unsigned seed)
+{
+	return (unsigned char)(seed * 131u + i * 7u + (i >> 8));
+}
+
+static inline void side_fill(unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = side_pat(i, seed);
+}
+
+static inline int side_same(const unsigned char *p, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != side_pat(i, seed))
+			return 0;
+	return 1;
+}
+
 #endif
