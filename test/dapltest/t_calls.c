@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tcommon.h"
+#include "tside.h"
 #include <dat2/dat_registry.h>	/* DAT_EP_COMMON_CONNECT & co. */
 
 /* The registry's map from the consumer's IA index to the provider's IA
@@ -33,147 +33,11 @@ extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE, DAT_IA_HANDLE *);
 #define WAIT_US   5000000	/* one event: 5 s at most */
 #define QUIET_US  200000	/* "nothing more comes" window */
 #define QBASE     64200
-#define BUF_SIZE  (256u * 1024)
-
-/* Type and subtype exactly; the registry may add DAT_CLASS_ERROR. */
-#define CHECK_CODE(expr, want, ...)                                       \
-	do {                                                              \
-		unsigned c_r_ = (unsigned)(expr);                         \
-		unsigned c_m_ = DAT_TYPE_MASK | DAT_SUBTYPE_MASK;         \
-		CHECK((c_r_ & c_m_) == ((unsigned)(want) & c_m_),         \
-		      __VA_ARGS__);                                       \
-		if ((c_r_ & c_m_) != ((unsigned)(want) & c_m_))           \
-			printf("#   got 0x%08x, want 0x%08x\n", c_r_,     \
-			       (unsigned)(want));                         \
-	} while (0)
 
 /* ------------------------------------------------------------ helpers */
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_calls watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
-struct side {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async, req, rcv, conn, cr;
-	DAT_PZ_HANDLE pz;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lctx;
-	unsigned char *buf;
-};
-
 static struct side S, C;	/* server, client */
 static DAT_SOCK_ADDR6 ia_addr;	/* the IA's address (port 0) */
-
-static DAT_EVD_HANDLE make_evd(DAT_IA_HANDLE ia, DAT_EVD_FLAGS f)
-{
-	DAT_EVD_HANDLE h = DAT_HANDLE_NULL;
-
-	if (dat_evd_create(ia, 64, DAT_HANDLE_NULL, f, &h) != DAT_SUCCESS)
-		BAIL("dat_evd_create(0x%x)", f);
-	return h;
-}
-
-static void side_open(struct side *s)
-{
-	DAT_REGION_DESCRIPTION rd;
-	DAT_RMR_CONTEXT rctx;
-	DAT_VLEN rlen;
-	DAT_VADDR raddr;
-
-	memset(s, 0, sizeof(*s));
-	s->ia = test_open_ia(&s->async);
-	if (dat_pz_create(s->ia, &s->pz) != DAT_SUCCESS)
-		BAIL("dat_pz_create");
-	s->req = make_evd(s->ia, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
-	s->rcv = make_evd(s->ia, DAT_EVD_DTO_FLAG);
-	s->conn = make_evd(s->ia, DAT_EVD_CONNECTION_FLAG);
-	s->cr = make_evd(s->ia, DAT_EVD_CR_FLAG);
-	s->buf = calloc(1, BUF_SIZE);
-	if (!s->buf)
-		BAIL("out of memory");
-	rd.for_va = s->buf;
-	if (dat_lmr_create(s->ia, DAT_MEM_TYPE_VIRTUAL, rd, BUF_SIZE, s->pz,
-			   DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &s->lmr,
-			   &s->lctx, &rctx, &rlen, &raddr) != DAT_SUCCESS)
-		BAIL("dat_lmr_create");
-}
-
-static void side_close(struct side *s)
-{
-	CHECK_CODE(dat_ia_close(s->ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
-		   "abrupt dat_ia_close at the end");
-	free(s->buf);
-	memset(s, 0, sizeof(*s));
-}
-
-static DAT_EP_HANDLE make_ep(const struct side *s)
-{
-	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-
-	if (dat_ep_create(s->ia, s->pz, s->rcv, s->req, s->conn, NULL, &ep) !=
-	    DAT_SUCCESS)
-		BAIL("dat_ep_create");
-	return ep;
-}
-
-static DAT_EP_STATE ep_state(DAT_EP_HANDLE ep)
-{
-	DAT_EP_STATE st = (DAT_EP_STATE)-1;
-
-	dat_ep_get_status(ep, &st, NULL, NULL);
-	return st;
-}
-
-/* One event, or event_number 0 when none came in time. */
-static DAT_EVENT wait_ev(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
-{
-	DAT_EVENT ev;
-	DAT_COUNT more;
-
-	memset(&ev, 0, sizeof(ev));
-	if (dat_evd_wait(evd, us, 1, &ev, &more) != DAT_SUCCESS)
-		ev.event_number = 0;
-	return ev;
-}
-
-static DAT_LMR_TRIPLET lseg(const struct side *s, size_t off, size_t len)
-{
-	DAT_LMR_TRIPLET t;
-
-	t.lmr_context = s->lctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off);
-	t.segment_length = (DAT_SEG_LENGTH)len;
-	return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-	DAT_DTO_COOKIE c;
-
-	c.as_64 = v;
-	return c;
-}
-
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
-}
-
-static int same(const unsigned char *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != (unsigned char)(seed * 131u + i * 7u + (i >> 8)))
-			return 0;
-	return 1;
-}
 
 /* The next event is a DTO completion with these values (length and
  * operation checked on success only, as DAT defines them then). */
@@ -181,7 +45,7 @@ static int dto_is(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
 		  DAT_DTO_COMPLETION_STATUS st, DAT_DTOS op,
 		  DAT_SEG_LENGTH len, DAT_DTO_COMPLETION_EVENT_DATA *out)
 {
-	DAT_EVENT ev = wait_ev(evd, WAIT_US);
+	DAT_EVENT ev = side_wait(evd, WAIT_US);
 	const DAT_DTO_COMPLETION_EVENT_DATA *d =
 		&ev.event_data.dto_completion_event_data;
 
@@ -211,7 +75,7 @@ static int dto_is(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
 static int conn_ev(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
 		   const void *pd, DAT_COUNT pd_len)
 {
-	DAT_EVENT ev = wait_ev(evd, WAIT_US);
+	DAT_EVENT ev = side_wait(evd, WAIT_US);
 	const DAT_CONNECTION_EVENT_DATA *d =
 		&ev.event_data.connect_event_data;
 
@@ -230,7 +94,7 @@ static int conn_ev(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
  * 'qual'; NULL otherwise. */
 static DAT_CR_HANDLE wait_cr(DAT_PSP_HANDLE psp, DAT_CONN_QUAL qual)
 {
-	DAT_EVENT ev = wait_ev(S.cr, WAIT_US);
+	DAT_EVENT ev = side_wait(S.cr, WAIT_US);
 	const DAT_CR_ARRIVAL_EVENT_DATA *d =
 		&ev.event_data.cr_arrival_event_data;
 
@@ -269,25 +133,25 @@ static int accept_both(DAT_CR_HANDLE cr, DAT_EP_HANDLE sep, DAT_EP_HANDLE cep)
 static int send_ok(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep, size_t coff,
 		   size_t soff, size_t n, unsigned seed)
 {
-	DAT_LMR_TRIPLET r = lseg(&S, soff, n), t = lseg(&C, coff, n);
+	DAT_LMR_TRIPLET r = side_lseg(&S, soff, n), t = side_lseg(&C, coff, n);
 
 	memset(S.buf + soff, 0, n);
-	fill(C.buf + coff, n, seed);
-	if (dat_ep_post_recv(sep, 1, &r, ck(seed + 1000), 0) != DAT_SUCCESS ||
-	    dat_ep_post_send(cep, 1, &t, ck(seed), 0) != DAT_SUCCESS)
+	side_fill(C.buf + coff, n, seed);
+	if (dat_ep_post_recv(sep, 1, &r, side_ck(seed + 1000), 0) != DAT_SUCCESS ||
+	    dat_ep_post_send(cep, 1, &t, side_ck(seed), 0) != DAT_SUCCESS)
 		return 0;
 	return dto_is(C.req, cep, seed, DAT_DTO_SUCCESS, DAT_DTO_SEND,
 		      (DAT_SEG_LENGTH)n, NULL) &&
 	       dto_is(S.rcv, sep, seed + 1000, DAT_DTO_SUCCESS,
 		      DAT_DTO_RECEIVE, (DAT_SEG_LENGTH)n, NULL) &&
-	       same(S.buf + soff, n, seed);
+	       side_same(S.buf + soff, n, seed);
 }
 
 /* Connection events until the EVD stays quiet (a broken connection may
  * report on either side). */
 static void drain(DAT_EVD_HANDLE evd)
 {
-	while (wait_ev(evd, QUIET_US).event_number != 0)
+	while (side_wait(evd, QUIET_US).event_number != 0)
 		;
 }
 
@@ -311,31 +175,31 @@ static void test_ha_related(void)
 	if (dats_get_ia_handle(ia, &pia) != DAT_SUCCESS || !pia)
 		BAIL("dats_get_ia_handle failed");
 	a = DAT_FALSE;
-	CHECK_CODE(ha_related(pia, test_ia_name(), &a), DAT_SUCCESS,
+	CHECK_CODE_TYPE(ha_related(pia, test_ia_name(), &a), DAT_SUCCESS,
 		   "ha_related(own IA name) -> SUCCESS");
 	CHECK(a == DAT_TRUE, "... an IA is related to its own provider");
 	a = DAT_TRUE;
-	CHECK_CODE(ha_related(pia, "iw-no-such-ia", &a), DAT_SUCCESS,
+	CHECK_CODE_TYPE(ha_related(pia, "iw-no-such-ia", &a), DAT_SUCCESS,
 		   "ha_related(another name) -> SUCCESS");
 	CHECK(a == DAT_FALSE, "... and it is not related (no HA)");
 	a = DAT_TRUE;
-	CHECK_CODE(ha_related(pia, "iw-l", &a), DAT_SUCCESS,
+	CHECK_CODE_TYPE(ha_related(pia, "iw-l", &a), DAT_SUCCESS,
 		   "ha_related(a prefix of the name) -> SUCCESS");
 	CHECK(a == DAT_FALSE, "... and a prefix is not the same provider");
-	CHECK_CODE(ha_related(pia, NULL, &a),
+	CHECK_CODE_TYPE(ha_related(pia, NULL, &a),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "ha_related with a NULL name -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(ha_related(pia, test_ia_name(), NULL),
+	CHECK_CODE_TYPE(ha_related(pia, test_ia_name(), NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "ha_related with a NULL answer -> INVALID_PARAMETER/ARG3");
 	if (dat_pz_create(ia, &pz) != DAT_SUCCESS)
 		BAIL("dat_pz_create");
-	CHECK_CODE(ha_related(pz, test_ia_name(), &a),
+	CHECK_CODE_TYPE(ha_related(pz, test_ia_name(), &a),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA,
 		   "ha_related on a PZ handle -> INVALID_HANDLE_IA");
 	test_close_ia(ia);
 	/* The handle's slot stays readable: the stale IA is recognised. */
-	CHECK_CODE(ha_related(pia, test_ia_name(), &a),
+	CHECK_CODE_TYPE(ha_related(pia, test_ia_name(), &a),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_IA,
 		   "ha_related on a closed IA -> INVALID_HANDLE_IA");
 }
@@ -376,30 +240,30 @@ static void test_evd_enable_disable(void)
 	    DAT_SUCCESS)
 		BAIL("CNO or EVD creation failed");
 	CHECK(evd_state_is(evd, on), "a new EVD is ENABLED | WAITABLE");
-	CHECK_CODE(dat_evd_disable(evd), DAT_SUCCESS, "dat_evd_disable -> SUCCESS");
+	CHECK_CODE_TYPE(dat_evd_disable(evd), DAT_SUCCESS, "dat_evd_disable -> SUCCESS");
 	CHECK(evd_state_is(evd, off), "... the query reports DISABLED | WAITABLE");
-	CHECK_CODE(dat_evd_disable(evd), DAT_SUCCESS,
+	CHECK_CODE_TYPE(dat_evd_disable(evd), DAT_SUCCESS,
 		   "dat_evd_disable of a disabled EVD -> SUCCESS");
 	CHECK(evd_state_is(evd, off), "... still DISABLED");
-	CHECK_CODE(post_se(evd, 1), DAT_SUCCESS, "a disabled EVD still takes an event");
-	CHECK_CODE(dat_cno_wait(cno, 20 * 1000, &got), DAT_QUEUE_EMPTY,
+	CHECK_CODE_TYPE(post_se(evd, 1), DAT_SUCCESS, "a disabled EVD still takes an event");
+	CHECK_CODE_TYPE(dat_cno_wait(cno, 20 * 1000, &got), DAT_QUEUE_EMPTY,
 		   "... which does not trigger the CNO");
-	CHECK_CODE(dat_evd_dequeue(evd, &ev), DAT_SUCCESS,
+	CHECK_CODE_TYPE(dat_evd_dequeue(evd, &ev), DAT_SUCCESS,
 		   "... and can be dequeued");
 	CHECK((uintptr_t)ev.event_data.software_event_data.pointer == 1,
 	      "... the event posted while disabled");
 
-	CHECK_CODE(dat_evd_enable(evd), DAT_SUCCESS, "dat_evd_enable -> SUCCESS");
+	CHECK_CODE_TYPE(dat_evd_enable(evd), DAT_SUCCESS, "dat_evd_enable -> SUCCESS");
 	CHECK(evd_state_is(evd, on), "... the query reports ENABLED | WAITABLE");
-	CHECK_CODE(dat_evd_enable(evd), DAT_SUCCESS,
+	CHECK_CODE_TYPE(dat_evd_enable(evd), DAT_SUCCESS,
 		   "dat_evd_enable of an enabled EVD -> SUCCESS");
 	CHECK(evd_state_is(evd, on), "... still ENABLED");
 	got = DAT_HANDLE_NULL;
-	CHECK_CODE(post_se(evd, 2), DAT_SUCCESS, "post to the enabled EVD");
-	CHECK_CODE(dat_cno_wait(cno, WAIT_US, &got), DAT_SUCCESS,
+	CHECK_CODE_TYPE(post_se(evd, 2), DAT_SUCCESS, "post to the enabled EVD");
+	CHECK_CODE_TYPE(dat_cno_wait(cno, WAIT_US, &got), DAT_SUCCESS,
 		   "... triggers the CNO again");
 	CHECK(got == evd, "... and dat_cno_wait names the EVD");
-	CHECK_CODE(dat_evd_dequeue(evd, &ev), DAT_SUCCESS, "dequeue it");
+	CHECK_CODE_TYPE(dat_evd_dequeue(evd, &ev), DAT_SUCCESS, "dequeue it");
 
 	/* A CQ-backed EVD (DTO) goes through the same calls. */
 	{
@@ -408,25 +272,25 @@ static void test_evd_enable_disable(void)
 		if (dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG,
 				   &dto) != DAT_SUCCESS)
 			BAIL("dat_evd_create(DTO)");
-		CHECK_CODE(dat_evd_disable(dto), DAT_SUCCESS,
+		CHECK_CODE_TYPE(dat_evd_disable(dto), DAT_SUCCESS,
 			   "dat_evd_disable of a DTO EVD -> SUCCESS");
 		CHECK(evd_state_is(dto, off), "... DISABLED");
-		CHECK_CODE(dat_evd_enable(dto), DAT_SUCCESS,
+		CHECK_CODE_TYPE(dat_evd_enable(dto), DAT_SUCCESS,
 			   "dat_evd_enable of a DTO EVD -> SUCCESS");
 		CHECK(evd_state_is(dto, on), "... ENABLED");
 		dat_evd_free(dto);
 	}
 
-	CHECK_CODE(dat_evd_free(evd), DAT_SUCCESS, "free the EVD");
-	CHECK_CODE(dat_evd_enable(evd), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
+	CHECK_CODE_TYPE(dat_evd_free(evd), DAT_SUCCESS, "free the EVD");
+	CHECK_CODE_TYPE(dat_evd_enable(evd), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
 		   "dat_evd_enable of a freed EVD -> INVALID_HANDLE");
-	CHECK_CODE(dat_evd_disable(evd), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
+	CHECK_CODE_TYPE(dat_evd_disable(evd), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
 		   "dat_evd_disable of a freed EVD -> INVALID_HANDLE");
-	CHECK_CODE(dat_evd_enable(cno), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
+	CHECK_CODE_TYPE(dat_evd_enable(cno), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
 		   "dat_evd_enable of a CNO -> INVALID_HANDLE");
-	CHECK_CODE(dat_evd_disable(cno), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
+	CHECK_CODE_TYPE(dat_evd_disable(cno), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST,
 		   "dat_evd_disable of a CNO -> INVALID_HANDLE");
-	CHECK_CODE(dat_cno_free(cno), DAT_SUCCESS, "free the CNO");
+	CHECK_CODE_TYPE(dat_cno_free(cno), DAT_SUCCESS, "free the CNO");
 	test_close_ia(ia);
 }
 
@@ -455,33 +319,33 @@ static void test_common_connect(DAT_PSP_HANDLE psp, DAT_EP_HANDLE cep,
 	memset(&six, 0, sizeof(six));
 	six.sin6_family = AF_INET6;
 	six.sin6_port = htons(QBASE);
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(S.pz, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 0, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(S.pz, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 0, NULL),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP,
 		   "common_connect on a PZ handle -> INVALID_HANDLE_EP");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, NULL, WAIT_US, 0, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, NULL, WAIT_US, 0, NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "common_connect with a NULL address -> ARG2");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&six, WAIT_US, 0, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&six, WAIT_US, 0, NULL),
 		   DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED,
 		   "common_connect to an IPv6 address -> INVALID_ADDRESS_UNSUPPORTED");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, 0, 0, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, 0, 0, NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "common_connect with timeout 0 -> ARG3");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 257,
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 257,
 					 (DAT_PVOID)pd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4,
 		   "common_connect with 257 bytes of private data -> ARG4");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 4, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 4, NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG5,
 		   "common_connect with NULL private data and a size -> ARG5");
-	CHECK(ep_state(cep) == DAT_EP_STATE_UNCONNECTED,
+	CHECK(side_ep_state(cep) == DAT_EP_STATE_UNCONNECTED,
 	      "the refused calls leave the EP UNCONNECTED");
 
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US,
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US,
 					 (DAT_COUNT)sizeof(pd), (DAT_PVOID)pd),
 		   DAT_SUCCESS, "common_connect to 127.0.0.1:%u -> SUCCESS", QBASE);
-	CHECK(ep_state(cep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
-	      ep_state(cep) == DAT_EP_STATE_CONNECTED,
+	CHECK(side_ep_state(cep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING ||
+	      side_ep_state(cep) == DAT_EP_STATE_CONNECTED,
 	      "... the EP is connecting");
 	cr = wait_cr(psp, QBASE);
 	CHECK(cr != DAT_HANDLE_NULL,
@@ -489,7 +353,7 @@ static void test_common_connect(DAT_PSP_HANDLE psp, DAT_EP_HANDLE cep,
 	CHECK(cr && cr_pd_is(cr, pd, (DAT_COUNT)sizeof(pd)),
 	      "... with the private data");
 	CHECK(accept_both(cr, sep, cep), "accept: ESTABLISHED on both sides");
-	CHECK(ep_state(cep) == DAT_EP_STATE_CONNECTED, "the EP is CONNECTED");
+	CHECK(side_ep_state(cep) == DAT_EP_STATE_CONNECTED, "the EP is CONNECTED");
 	memset(&p, 0, sizeof(p));
 	CHECK(dat_ep_query(cep, DAT_EP_FIELD_ALL, &p) == DAT_SUCCESS &&
 	      p.remote_port_qual == QBASE && p.remote_ia_address_ptr &&
@@ -497,7 +361,7 @@ static void test_common_connect(DAT_PSP_HANDLE psp, DAT_EP_HANDLE cep,
 	      a.sin_addr.s_addr,
 	      "ep_query: remote address and qualifier are the PSP's");
 	CHECK(send_ok(cep, sep, 0, 0, 3000, 11), "a send over the connection arrives");
-	CHECK_CODE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 0, NULL),
+	CHECK_CODE_TYPE(DAT_EP_COMMON_CONNECT(cep, (DAT_IA_ADDRESS_PTR)&a, WAIT_US, 0, NULL),
 		   DAT_INVALID_STATE | DAT_INVALID_STATE_EP_CONNECTED,
 		   "common_connect on a connected EP -> INVALID_STATE/EP_CONNECTED");
 }
@@ -511,35 +375,35 @@ static void test_dup_connect(DAT_PSP_HANDLE psp, DAT_EP_HANDLE connected,
 	DAT_EP_PARAM p;
 	DAT_CR_HANDLE cr;
 
-	CHECK_CODE(dat_ep_dup_connect(cep, cep, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT),
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, cep, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE2,
 		   "dup_connect with itself as dup -> INVALID_HANDLE2");
-	CHECK_CODE(dat_ep_dup_connect(cep, S.pz, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT),
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, S.pz, WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE2,
 		   "dup_connect with a PZ as dup -> INVALID_HANDLE2");
-	CHECK_CODE(dat_ep_dup_connect(cep, connected, 0, 0, NULL, DAT_QOS_BEST_EFFORT),
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, connected, 0, 0, NULL, DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "dup_connect with timeout 0 -> ARG3");
-	CHECK_CODE(dat_ep_dup_connect(cep, connected, WAIT_US, 257, (DAT_PVOID)pd,
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, connected, WAIT_US, 257, (DAT_PVOID)pd,
 				      DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4,
 		   "dup_connect with 257 bytes of private data -> ARG4");
-	CHECK_CODE(dat_ep_dup_connect(cep, connected, WAIT_US, 4, NULL,
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, connected, WAIT_US, 4, NULL,
 				      DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG5,
 		   "dup_connect with NULL private data and a size -> ARG5");
-	CHECK_CODE(dat_ep_dup_connect(cep, connected, WAIT_US, 0, NULL,
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, connected, WAIT_US, 0, NULL,
 				      DAT_QOS_LOW_LATENCY),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG6,
 		   "dup_connect with a QoS other than best effort -> ARG6");
-	CHECK_CODE(dat_ep_dup_connect(connected, cep, WAIT_US, 0, NULL,
+	CHECK_CODE_TYPE(dat_ep_dup_connect(connected, cep, WAIT_US, 0, NULL,
 				      DAT_QOS_BEST_EFFORT),
 		   DAT_INVALID_STATE | DAT_INVALID_STATE_EP_CONNECTED,
 		   "dup_connect of an EP that is connected -> INVALID_STATE/EP_CONNECTED");
-	CHECK(ep_state(cep) == DAT_EP_STATE_UNCONNECTED,
+	CHECK(side_ep_state(cep) == DAT_EP_STATE_UNCONNECTED,
 	      "the refused calls leave the EP UNCONNECTED");
 
-	CHECK_CODE(dat_ep_dup_connect(cep, connected, WAIT_US, (DAT_COUNT)sizeof(pd),
+	CHECK_CODE_TYPE(dat_ep_dup_connect(cep, connected, WAIT_US, (DAT_COUNT)sizeof(pd),
 				      (DAT_PVOID)pd, DAT_QOS_BEST_EFFORT),
 		   DAT_SUCCESS, "dup_connect of a connected EP's peer -> SUCCESS");
 	cr = wait_cr(psp, QBASE);
@@ -563,7 +427,7 @@ static void test_send_with_invalidate(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	const DAT_MEM_PRIV_FLAGS rw = DAT_MEM_PRIV_REMOTE_READ_FLAG |
 				      DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
 	const size_t win = 65536, rbuf = 98304, sbuf = 32768, n = 700;
-	DAT_LMR_TRIPLET t = lseg(&S, win, 4096), r, s;
+	DAT_LMR_TRIPLET t = side_lseg(&S, win, 4096), r, s;
 	DAT_RMR_COOKIE rc = { .as_64 = 55 };
 	DAT_RMR_CONTEXT ctx = 0;
 	DAT_RMR_HANDLE rmr = DAT_HANDLE_NULL;
@@ -576,61 +440,61 @@ static void test_send_with_invalidate(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	      dat_rmr_bind(rmr, S.lmr, &t, rw, DAT_VA_TYPE_VA, sep, rc,
 			   DAT_COMPLETION_DEFAULT_FLAG, &ctx) == DAT_SUCCESS &&
 	      ctx != 0, "server binds an RMR on its EP");
-	ev = wait_ev(S.req, WAIT_US);
+	ev = side_wait(S.req, WAIT_US);
 	CHECK(ev.event_number == DAT_RMR_BIND_COMPLETION_EVENT &&
 	      ev.event_data.rmr_completion_event_data.status == DAT_RMR_BIND_SUCCESS,
 	      "... the bind completes");
 	rt.rmr_context = ctx;
 	rt.virtual_address = (DAT_VADDR)(uintptr_t)(S.buf + win);
 	rt.segment_length = 256;
-	s = lseg(&C, 0, 256);
-	fill(C.buf, 256, 21);
+	s = side_lseg(&C, 0, 256);
+	side_fill(C.buf, 256, 21);
 	/* A Write completes once handed to the stream; the receive of a
 	 * later Send proves it was placed (RDMAP keeps them in order). */
-	CHECK(dat_ep_post_rdma_write(cep, 1, &s, ck(20), &rt, 0) == DAT_SUCCESS &&
+	CHECK(dat_ep_post_rdma_write(cep, 1, &s, side_ck(20), &rt, 0) == DAT_SUCCESS &&
 	      dto_is(C.req, cep, 20, DAT_DTO_SUCCESS, DAT_DTO_RDMA_WRITE, 256, NULL),
 	      "before: the client writes through the window");
 
-	s = lseg(&C, sbuf, n);
-	CHECK_CODE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, ck(30),
+	s = side_lseg(&C, sbuf, n);
+	CHECK_CODE_TYPE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, side_ck(30),
 						    DAT_COMPLETION_EVD_THRESHOLD_FLAG,
 						    DAT_FALSE, 0),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG5,
 		   "send_with_invalidate with an EP-only completion flag -> ARG5");
-	CHECK_CODE(DAT_EP_POST_SEND_WITH_INVALIDATE(S.pz, 1, &s, ck(30), 0,
+	CHECK_CODE_TYPE(DAT_EP_POST_SEND_WITH_INVALIDATE(S.pz, 1, &s, side_ck(30), 0,
 						    DAT_FALSE, 0),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP,
 		   "send_with_invalidate on a PZ handle -> INVALID_HANDLE_EP");
 
 	/* invalidate FALSE: an ordinary send. */
-	r = lseg(&S, rbuf, 4096);
+	r = side_lseg(&S, rbuf, 4096);
 	memset(S.buf + rbuf, 0, 4096);
-	fill(C.buf + sbuf, n, 22);
-	CHECK_CODE(dat_ep_post_recv(sep, 1, &r, ck(31), 0), DAT_SUCCESS,
+	side_fill(C.buf + sbuf, n, 22);
+	CHECK_CODE_TYPE(dat_ep_post_recv(sep, 1, &r, side_ck(31), 0), DAT_SUCCESS,
 		   "server posts a receive");
-	CHECK_CODE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, ck(32), 0,
+	CHECK_CODE_TYPE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, side_ck(32), 0,
 						    DAT_FALSE, ctx),
 		   DAT_SUCCESS, "send_with_invalidate(invalidate FALSE) -> SUCCESS");
 	CHECK(dto_is(C.req, cep, 32, DAT_DTO_SUCCESS, DAT_DTO_SEND, n, NULL),
 	      "... the sender's completion: SEND, %u bytes", (unsigned)n);
 	CHECK(dto_is(S.rcv, sep, 31, DAT_DTO_SUCCESS, DAT_DTO_RECEIVE, n, NULL) &&
-	      same(S.buf + rbuf, n, 22),
+	      side_same(S.buf + rbuf, n, 22),
 	      "... the receiver's: a plain RECEIVE with the bytes");
-	CHECK(same(S.buf + win, 256, 21),
+	CHECK(side_same(S.buf + win, 256, 21),
 	      "... and the earlier write through the window was placed");
-	s = lseg(&C, 0, 64);
-	fill(C.buf, 64, 24);
-	CHECK(dat_ep_post_rdma_write(cep, 1, &s, ck(33), &rt, 0) == DAT_SUCCESS &&
+	s = side_lseg(&C, 0, 64);
+	side_fill(C.buf, 64, 24);
+	CHECK(dat_ep_post_rdma_write(cep, 1, &s, side_ck(33), &rt, 0) == DAT_SUCCESS &&
 	      dto_is(C.req, cep, 33, DAT_DTO_SUCCESS, DAT_DTO_RDMA_WRITE, 64, NULL),
 	      "the window is still bound after the plain send: another write");
 
 	/* invalidate TRUE: RDMAP Send with Invalidate of the window. */
-	s = lseg(&C, sbuf, n);
+	s = side_lseg(&C, sbuf, n);
 	memset(S.buf + rbuf, 0, 4096);
-	fill(C.buf + sbuf, n, 23);
-	CHECK_CODE(dat_ep_post_recv(sep, 1, &r, ck(34), 0), DAT_SUCCESS,
+	side_fill(C.buf + sbuf, n, 23);
+	CHECK_CODE_TYPE(dat_ep_post_recv(sep, 1, &r, side_ck(34), 0), DAT_SUCCESS,
 		   "server posts a receive");
-	CHECK_CODE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, ck(35), 0,
+	CHECK_CODE_TYPE(DAT_EP_POST_SEND_WITH_INVALIDATE(cep, 1, &s, side_ck(35), 0,
 						    DAT_TRUE, ctx),
 		   DAT_SUCCESS, "send_with_invalidate(invalidate TRUE, the window) -> SUCCESS");
 	CHECK(dto_is(C.req, cep, 35, DAT_DTO_SUCCESS, DAT_DTO_SEND, n, NULL),
@@ -638,26 +502,26 @@ static void test_send_with_invalidate(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	memset(&d, 0, sizeof(d));
 	CHECK(dto_is(S.rcv, sep, 34, DAT_DTO_SUCCESS,
 		     DAT_DTO_RECEIVE_WITH_INVALIDATE, n, &d) &&
-	      same(S.buf + rbuf, n, 23),
+	      side_same(S.buf + rbuf, n, 23),
 	      "... the receiver's: RECEIVE_WITH_INVALIDATE with the bytes");
 	CHECK(d.rmr_context == ctx,
 	      "... naming the invalidated rmr_context (0x%x, want 0x%x)",
 	      (unsigned)d.rmr_context, (unsigned)ctx);
-	CHECK(same(S.buf + win, 64, 24),
+	CHECK(side_same(S.buf + win, 64, 24),
 	      "... the write posted before it was placed first");
 
 	/* The window is gone: a write through it is refused by the server,
 	 * whose Terminate breaks the connection. */
-	s = lseg(&C, 0, 64);
-	CHECK_CODE(dat_ep_post_rdma_write(cep, 1, &s, ck(36), &rt, 0), DAT_SUCCESS,
+	s = side_lseg(&C, 0, 64);
+	CHECK_CODE_TYPE(dat_ep_post_rdma_write(cep, 1, &s, side_ck(36), &rt, 0), DAT_SUCCESS,
 		   "the client writes through the invalidated context");
 	memset(&d, 0, sizeof(d));
-	ev = wait_ev(C.req, WAIT_US);
+	ev = side_wait(C.req, WAIT_US);
 	CHECK(ev.event_number == DAT_DTO_COMPLETION_EVENT &&
 	      ev.event_data.dto_completion_event_data.user_cookie.as_64 == 36,
 	      "... its completion arrives (status %d)",
 	      (int)ev.event_data.dto_completion_event_data.status);
-	ev = wait_ev(C.conn, WAIT_US);
+	ev = side_wait(C.conn, WAIT_US);
 	CHECK(ev.event_number == DAT_CONNECTION_EVENT_BROKEN &&
 	      ev.event_data.connect_event_data.ep_handle == cep,
 	      "... and the server's Terminate breaks the connection (0x%x)",
@@ -665,7 +529,7 @@ static void test_send_with_invalidate(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	drain(S.conn);
 	drain(S.rcv);
 	drain(C.req);
-	CHECK_CODE(dat_rmr_free(rmr), DAT_SUCCESS, "the invalidated RMR can be freed");
+	CHECK_CODE_TYPE(dat_rmr_free(rmr), DAT_SUCCESS, "the invalidated RMR can be freed");
 }
 
 /* -------------------------------------------------- dat_cr_handoff */
@@ -683,32 +547,32 @@ static void test_cr_handoff(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	    dat_psp_create(S.ia, other, S.cr, DAT_PSP_CONSUMER_FLAG, &psp2) != DAT_SUCCESS)
 		BAIL("dat_psp_create %llu/%llu", (unsigned long long)q,
 		     (unsigned long long)other);
-	CHECK_CODE(dat_ep_connect(cep, (DAT_IA_ADDRESS_PTR)&ia_addr, q, WAIT_US,
+	CHECK_CODE_TYPE(dat_ep_connect(cep, (DAT_IA_ADDRESS_PTR)&ia_addr, q, WAIT_US,
 				  (DAT_COUNT)sizeof(pd), (DAT_PVOID)pd,
 				  DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
 		   DAT_SUCCESS, "connect to qualifier %llu", (unsigned long long)q);
 	cr = wait_cr(psp, q);
 	CHECK(cr != DAT_HANDLE_NULL, "the request arrives");
-	CHECK_CODE(dat_cr_handoff(cr, 0), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_cr_handoff(cr, 0), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "cr_handoff to qualifier 0 -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_cr_handoff(cr, other), DAT_NOT_IMPLEMENTED,
+	CHECK_CODE_TYPE(dat_cr_handoff(cr, other), DAT_NOT_IMPLEMENTED,
 		   "cr_handoff to another PSP -> DAT_NOT_IMPLEMENTED");
-	CHECK(wait_ev(S.cr, QUIET_US).event_number == 0,
+	CHECK(side_wait(S.cr, QUIET_US).event_number == 0,
 	      "... no request is raised on the other PSP");
 	CHECK(dat_cr_query(cr, DAT_CR_FIELD_ALL, &p) == DAT_SUCCESS &&
 	      p.private_data_size >= (DAT_COUNT)sizeof(pd) &&
 	      memcmp(p.private_data, pd, sizeof(pd)) == 0,
 	      "... the CR is still there, with its private data");
-	CHECK(ep_state(cep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
+	CHECK(side_ep_state(cep) == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING,
 	      "... the client still waits for an answer");
-	CHECK_CODE(dat_cr_reject(cr, (DAT_COUNT)sizeof(why), (DAT_PVOID)why),
+	CHECK_CODE_TYPE(dat_cr_reject(cr, (DAT_COUNT)sizeof(why), (DAT_PVOID)why),
 		   DAT_SUCCESS, "the CR can still be rejected");
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_PEER_REJECTED, cep, why,
 		      (DAT_COUNT)sizeof(why)),
 	      "... the client gets PEER_REJECTED with the reason");
-	CHECK_CODE(dat_cr_handoff(cr, other), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CR,
+	CHECK_CODE_TYPE(dat_cr_handoff(cr, other), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CR,
 		   "cr_handoff of the answered CR -> INVALID_HANDLE_CR");
-	CHECK_CODE(dat_ep_reset(cep), DAT_SUCCESS, "reset the client EP");
+	CHECK_CODE_TYPE(dat_ep_reset(cep), DAT_SUCCESS, "reset the client EP");
 	(void)sep;
 	dat_psp_free(psp2);
 	dat_psp_free(psp);
@@ -722,14 +586,13 @@ int main(void)
 	DAT_EP_HANDLE cep1, cep2, cep3, sep1, sep2;
 	DAT_IA_ATTR a;
 
-	signal(SIGALRM, watchdog);
-	alarm(120);
+	test_watchdog(120);
 
 	test_ha_related();
 	test_evd_enable_disable();
 
-	side_open(&S);
-	side_open(&C);
+	side_open_req(&S, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	side_open_req(&C, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &a, 0, NULL) !=
 	    DAT_SUCCESS)
 		BAIL("dat_ia_query");
@@ -737,11 +600,11 @@ int main(void)
 	if (dat_psp_create(S.ia, QBASE, S.cr, DAT_PSP_CONSUMER_FLAG, &psp) !=
 	    DAT_SUCCESS)
 		BAIL("dat_psp_create %u", QBASE);
-	cep1 = make_ep(&C);
-	cep2 = make_ep(&C);
-	cep3 = make_ep(&C);
-	sep1 = make_ep(&S);
-	sep2 = make_ep(&S);
+	cep1 = side_ep(&C);
+	cep2 = side_ep(&C);
+	cep3 = side_ep(&C);
+	sep1 = side_ep(&S);
+	sep2 = side_ep(&S);
 
 	test_common_connect(psp, cep1, sep1);
 	test_dup_connect(psp, cep1, cep2, sep2);
@@ -752,12 +615,16 @@ int main(void)
 	      "the other connection is unaffected by the broken one");
 	test_cr_handoff(cep3, sep1);
 
-	CHECK_CODE(dat_ep_disconnect(cep1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS,
+	CHECK_CODE_TYPE(dat_ep_disconnect(cep1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS,
 		   "disconnect the common connection");
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_DISCONNECTED, cep1, NULL, 0),
 	      "... DISCONNECTED");
 	dat_psp_free(psp);
-	side_close(&C);
-	side_close(&S);
+	CHECK_CODE_TYPE(dat_ia_close(C.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
+		   "abrupt dat_ia_close of the client IA");
+	CHECK_CODE_TYPE(dat_ia_close(S.ia, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS,
+		   "abrupt dat_ia_close of the server IA");
+	free(C.buf);
+	free(S.buf);
 	return tap_done();
 }

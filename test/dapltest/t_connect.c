@@ -14,7 +14,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-
 #define WAIT_US   5000000		/* one event: 5 s at most */
 #define QUIET_US  300000		/* "no further event" window */
 #define BUF_SIZE  (4u << 20)		/* send half, receive half */
@@ -30,69 +29,17 @@ static DAT_SOCK_ADDR6 srv_addr;
 
 /* ------------------------------------------------------------ helpers */
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_connect watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static int quiet(DAT_EVD_HANDLE evd)
 {
 	return side_wait(evd, QUIET_US).event_number == 0;
 }
 
-static DAT_LMR_TRIPLET seg(const struct side *s, size_t off, size_t len)
-{
-	DAT_LMR_TRIPLET t;
-
-	t.lmr_context = s->lctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off);
-	t.segment_length = len;
-	return t;
-}
-
-static DAT_RMR_TRIPLET rseg(const struct side *s, size_t off, size_t len)
-{
-	DAT_RMR_TRIPLET t;
-
-	t.rmr_context = s->rctx;
-	t.virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off);
-	t.segment_length = len;
-	return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-	DAT_DTO_COOKIE c;
-
-	c.as_64 = v;
-	return c;
-}
-
-static void fill(unsigned char *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		p[i] = (unsigned char)(seed * 131u + i * 7u + (i >> 8));
-}
-
-static int same(const unsigned char *p, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != (unsigned char)(seed * 131u + i * 7u + (i >> 8)))
-			return 0;
-	return 1;
-}
-
 static int post_recv(struct side *s, DAT_EP_HANDLE ep, size_t len,
 		     uint64_t cookie)
 {
-	DAT_LMR_TRIPLET t = seg(s, HALF, len);
+	DAT_LMR_TRIPLET t = side_lseg(s, HALF, len);
 
-	return dat_ep_post_recv(ep, 1, &t, ck(cookie),
+	return dat_ep_post_recv(ep, 1, &t, side_ck(cookie),
 				DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS;
 }
 
@@ -216,8 +163,8 @@ static void test_connect_pd(DAT_PSP_HANDLE psp, DAT_CONN_QUAL q)
 	DAT_COUNT nbufs = -1;
 	const struct sockaddr_in *sin;
 
-	fill(a, sizeof(a), 1);
-	fill(b, sizeof(b), 2);
+	side_fill(a, sizeof(a), 1);
+	side_fill(b, sizeof(b), 2);
 	C.ep = side_ep(&C);
 	S.ep = side_ep(&S);
 	CHECK(side_ep_state(C.ep) == DAT_EP_STATE_UNCONNECTED, "new EP is UNCONNECTED");
@@ -274,17 +221,17 @@ static void test_connect_pd(DAT_PSP_HANDLE psp, DAT_CONN_QUAL q)
 static void one_transfer(struct side *from, struct side *to, size_t n,
 			 unsigned seed)
 {
-	DAT_LMR_TRIPLET t = seg(from, 0, n);
+	DAT_LMR_TRIPLET t = side_lseg(from, 0, n);
 	int ok;
 
-	fill(from->buf, n, seed);
+	side_fill(from->buf, n, seed);
 	memset(to->buf + HALF, 0, n);
 	ok = post_recv(to, to->ep, MIB, 100 + seed);
-	ok = ok && dat_ep_post_send(from->ep, 1, &t, ck(200 + seed),
+	ok = ok && dat_ep_post_send(from->ep, 1, &t, side_ck(200 + seed),
 				    DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS;
 	ok = ok && dto_ok(to->rcv, to->ep, 100 + seed, DAT_DTO_SUCCESS, n);
 	ok = ok && dto_ok(from->req, from->ep, 200 + seed, DAT_DTO_SUCCESS, n);
-	CHECK(ok && same(to->buf + HALF, n, seed),
+	CHECK(ok && side_same(to->buf + HALF, n, seed),
 	      "send/recv %zu bytes: completions and data", n);
 }
 
@@ -292,19 +239,19 @@ static void test_sendrecv(void)
 {
 	static const size_t sizes[] = { 1, 7, 64, 1000, 4096, 65536, 65537,
 					300000, MIB };
-	DAT_LMR_TRIPLET t = seg(&S, 0, 100);
+	DAT_LMR_TRIPLET t = side_lseg(&S, 0, 100);
 
 	/* The client's pre-posted receive takes the first server message. */
-	fill(S.buf, 100, 9);
-	CHECK(dat_ep_post_send(S.ep, 1, &t, ck(9), DAT_COMPLETION_DEFAULT_FLAG) ==
+	side_fill(S.buf, 100, 9);
+	CHECK(dat_ep_post_send(S.ep, 1, &t, side_ck(9), DAT_COMPLETION_DEFAULT_FLAG) ==
 	      DAT_SUCCESS && dto_ok(C.rcv, C.ep, 900, DAT_DTO_SUCCESS, 100) &&
 	      dto_ok(S.req, S.ep, 9, DAT_DTO_SUCCESS, 100) &&
-	      same(C.buf + HALF, 100, 9),
+	      side_same(C.buf + HALF, 100, 9),
 	      "the receive posted before connecting gets the first message");
 	/* The server's receive posted before accept. */
-	fill(C.buf, 33, 8);
-	t = seg(&C, 0, 33);
-	CHECK(dat_ep_post_send(C.ep, 1, &t, ck(8), DAT_COMPLETION_DEFAULT_FLAG) ==
+	side_fill(C.buf, 33, 8);
+	t = side_lseg(&C, 0, 33);
+	CHECK(dat_ep_post_send(C.ep, 1, &t, side_ck(8), DAT_COMPLETION_DEFAULT_FLAG) ==
 	      DAT_SUCCESS && dto_ok(S.rcv, S.ep, 800, DAT_DTO_SUCCESS, 33) &&
 	      dto_ok(C.req, C.ep, 8, DAT_DTO_SUCCESS, 33),
 	      "the receive posted before accept gets the first message");
@@ -315,61 +262,61 @@ static void test_sendrecv(void)
 
 static void test_rdma(void)
 {
-	DAT_LMR_TRIPLET t = seg(&C, 0, 256 * 1024), m = seg(&C, HALF - 16, 16);
-	DAT_RMR_TRIPLET r = rseg(&S, HALF, 256 * 1024);
+	DAT_LMR_TRIPLET t = side_lseg(&C, 0, 256 * 1024), m = side_lseg(&C, HALF - 16, 16);
+	DAT_RMR_TRIPLET r = side_rseg(&S, HALF, 256 * 1024);
 	int ok;
 
 	/* RDMA Write then Send: the write is visible when the send lands. */
-	fill(C.buf, 256 * 1024, 40);
+	side_fill(C.buf, 256 * 1024, 40);
 	memset(S.buf + HALF, 0, 256 * 1024);
 	{
 		/* Away from the written range: the send must not cover it. */
-		DAT_LMR_TRIPLET rv = seg(&S, HALF + MIB, 64);
+		DAT_LMR_TRIPLET rv = side_lseg(&S, HALF + MIB, 64);
 
-		ok = dat_ep_post_recv(S.ep, 1, &rv, ck(41), 0) == DAT_SUCCESS;
+		ok = dat_ep_post_recv(S.ep, 1, &rv, side_ck(41), 0) == DAT_SUCCESS;
 	}
-	ok = ok && dat_ep_post_rdma_write(C.ep, 1, &t, ck(42), &r,
+	ok = ok && dat_ep_post_rdma_write(C.ep, 1, &t, side_ck(42), &r,
 					  DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS;
-	ok = ok && dat_ep_post_send(C.ep, 1, &m, ck(43),
+	ok = ok && dat_ep_post_send(C.ep, 1, &m, side_ck(43),
 				    DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS;
 	ok = ok && dto_ok(C.req, C.ep, 42, DAT_DTO_SUCCESS, 256 * 1024) &&
 	     dto_ok(C.req, C.ep, 43, DAT_DTO_SUCCESS, 16) &&
 	     dto_ok(S.rcv, S.ep, 41, DAT_DTO_SUCCESS, 16);
-	CHECK(ok && same(S.buf + HALF, 256 * 1024, 40),
+	CHECK(ok && side_same(S.buf + HALF, 256 * 1024, 40),
 	      "RDMA write 256 KiB then send: data visible at the send");
 
 	/* RDMA Read 64 KiB. */
-	fill(S.buf + MIB, 65536, 44);
+	side_fill(S.buf + MIB, 65536, 44);
 	memset(C.buf + HALF, 0, 65536);
-	t = seg(&C, HALF, 65536);
-	r = rseg(&S, MIB, 65536);
-	ok = dat_ep_post_rdma_read(C.ep, 1, &t, ck(45), &r,
+	t = side_lseg(&C, HALF, 65536);
+	r = side_rseg(&S, MIB, 65536);
+	ok = dat_ep_post_rdma_read(C.ep, 1, &t, side_ck(45), &r,
 				   DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS &&
 	     dto_ok(C.req, C.ep, 45, DAT_DTO_SUCCESS, 65536);
-	CHECK(ok && same(C.buf + HALF, 65536, 44), "RDMA read 64 KiB");
+	CHECK(ok && side_same(C.buf + HALF, 65536, 44), "RDMA read 64 KiB");
 
 	/* Eight outstanding reads of 8 KiB, completing in order. */
-	fill(S.buf + MIB, 65536, 46);
+	side_fill(S.buf + MIB, 65536, 46);
 	memset(C.buf + HALF, 0, 65536);
 	ok = 1;
 	for (int i = 0; i < 8 && ok; i++) {
-		t = seg(&C, HALF + (size_t)i * 8192, 8192);
-		r = rseg(&S, MIB + (size_t)i * 8192, 8192);
-		ok = dat_ep_post_rdma_read(C.ep, 1, &t, ck(50 + (uint64_t)i),
+		t = side_lseg(&C, HALF + (size_t)i * 8192, 8192);
+		r = side_rseg(&S, MIB + (size_t)i * 8192, 8192);
+		ok = dat_ep_post_rdma_read(C.ep, 1, &t, side_ck(50 + (uint64_t)i),
 					   &r, DAT_COMPLETION_DEFAULT_FLAG) ==
 		     DAT_SUCCESS;
 	}
 	for (int i = 0; i < 8 && ok; i++)
 		ok = dto_ok(C.req, C.ep, 50 + (uint64_t)i, DAT_DTO_SUCCESS, 8192);
-	CHECK(ok && same(C.buf + HALF, 65536, 46),
+	CHECK(ok && side_same(C.buf + HALF, 65536, 46),
 	      "8 outstanding RDMA reads complete in order with the data");
 
 	/* A suppressed send produces no event; the next one does. */
-	t = seg(&C, 0, 10);
+	t = side_lseg(&C, 0, 10);
 	ok = post_recv(&S, S.ep, 64, 60) && post_recv(&S, S.ep, 64, 61) &&
-	     dat_ep_post_send(C.ep, 1, &t, ck(62), DAT_COMPLETION_SUPPRESS_FLAG) ==
+	     dat_ep_post_send(C.ep, 1, &t, side_ck(62), DAT_COMPLETION_SUPPRESS_FLAG) ==
 	     DAT_SUCCESS &&
-	     dat_ep_post_send(C.ep, 1, &t, ck(63), DAT_COMPLETION_DEFAULT_FLAG) ==
+	     dat_ep_post_send(C.ep, 1, &t, side_ck(63), DAT_COMPLETION_DEFAULT_FLAG) ==
 	     DAT_SUCCESS &&
 	     dto_ok(C.req, C.ep, 63, DAT_DTO_SUCCESS, 10) &&
 	     dto_ok(S.rcv, S.ep, 60, DAT_DTO_SUCCESS, 10) &&
@@ -406,7 +353,7 @@ static void test_disconnect(int who, const char *name)
 	n = drain(S.rcv, &st);
 	CHECK(n >= 1 && st == DAT_DTO_ERR_FLUSHED,
 	      "%s: server receives flushed (%d)", name, n);
-	CHECK_RET(dat_ep_post_recv(C.ep, 0, NULL, ck(1), 0), DAT_SUCCESS,
+	CHECK_RET(dat_ep_post_recv(C.ep, 0, NULL, side_ck(1), 0), DAT_SUCCESS,
 		  "%s: post_recv on a disconnected EP is accepted", name);
 	n = drain(C.rcv, &st);
 	CHECK(n == 1 && st == DAT_DTO_ERR_FLUSHED,
@@ -445,7 +392,7 @@ static void test_reject(DAT_CONN_QUAL q)
 	unsigned char c[32];
 	DAT_CR_HANDLE cr;
 
-	fill(c, sizeof(c), 3);
+	side_fill(c, sizeof(c), 3);
 	CHECK_RET(connect_to(C.ep, q, NULL, 0), DAT_SUCCESS, "connect to reject");
 	cr = wait_cr(&S, q);
 	CHECK(cr != DAT_HANDLE_NULL, "request to reject arrived");
@@ -550,11 +497,11 @@ static void test_provider_ep(void)
 	CHECK(conn_ev(C.conn, DAT_CONNECTION_EVENT_ESTABLISHED, C.ep, NULL, 0) &&
 	      conn_ev(S.conn, DAT_CONNECTION_EVENT_ESTABLISHED, pep, NULL, 0),
 	      "provider-EP connection ESTABLISHED");
-	fill(C.buf, 77, 91);
+	side_fill(C.buf, 77, 91);
 	{
-		DAT_LMR_TRIPLET t = seg(&C, 0, 77);
+		DAT_LMR_TRIPLET t = side_lseg(&C, 0, 77);
 
-		CHECK(dat_ep_post_send(C.ep, 1, &t, ck(92), 0) == DAT_SUCCESS &&
+		CHECK(dat_ep_post_send(C.ep, 1, &t, side_ck(92), 0) == DAT_SUCCESS &&
 		      dto_ok(S.rcv, pep, 90, DAT_DTO_SUCCESS, 77) &&
 		      dto_ok(C.req, C.ep, 92, DAT_DTO_SUCCESS, 77),
 		      "data over the provider EP");
@@ -671,8 +618,7 @@ int main(void)
 	DAT_PSP_HANDLE psp;
 	DAT_CONN_QUAL q = QBASE + 1;
 
-	signal(SIGALRM, watchdog);
-	alarm(240);
+	test_watchdog(240);
 	side_open(&S);
 	side_open(&C);
 	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &attr, 0,

@@ -14,15 +14,6 @@
 #include "tcommon.h"
 #include <dat2/dat_registry.h>	/* DAT_EP_COMMON_CONNECT & co. */
 
-/* Exact DAT_RETURN (type and subtype). */
-#define CHECK_CODE(expr, expected, ...)                                   \
-	do {                                                              \
-		unsigned code_r_ = (unsigned)(expr);                      \
-		CHECK(code_r_ == (unsigned)(expected), __VA_ARGS__);      \
-		if (code_r_ != (unsigned)(expected))                      \
-			printf("#   got 0x%08x, want 0x%08x\n", code_r_,  \
-			       (unsigned)(expected));                     \
-	} while (0)
 
 #define BOGUS ((DAT_HANDLE)(uintptr_t)77777)
 #define BUF_LEN 4096

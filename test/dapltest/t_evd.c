@@ -9,18 +9,6 @@
 
 #include "tcommon.h"
 
-/* Compare type and subtype; the registry adds DAT_CLASS_ERROR, we don't
- * care either way. */
-#define CHECK_CODE(expr, want, ...)                                       \
-	do {                                                              \
-		unsigned c_r_ = (unsigned)(expr);                         \
-		unsigned c_m_ = DAT_TYPE_MASK | DAT_SUBTYPE_MASK;         \
-		CHECK((c_r_ & c_m_) == ((unsigned)(want) & c_m_),         \
-		      __VA_ARGS__);                                       \
-		if ((c_r_ & c_m_) != ((unsigned)(want) & c_m_))           \
-			printf("#   got 0x%08x, want 0x%08x\n", c_r_,     \
-			       (unsigned)(want));                         \
-	} while (0)
 
 #define BAD_EVD (DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST)
 
@@ -89,21 +77,21 @@ static void test_create_args(DAT_IA_HANDLE ia, DAT_COUNT max)
 
 	CHECK_RET(dat_evd_create((DAT_IA_HANDLE)0x7777, 4, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
 		  DAT_INVALID_HANDLE, "evd_create on a bogus IA -> DAT_INVALID_HANDLE");
-	CHECK_CODE(dat_evd_create(ia, 0, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, 0, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2, "qlen 0 -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_evd_create(ia, -3, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, -3, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2, "negative qlen -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_evd_create(ia, max + 1, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, max + 1, NULL, DAT_EVD_SOFTWARE_FLAG, &evd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG2, "qlen above max_evd_qlen -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_evd_create(ia, 4, NULL, 0, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, 4, NULL, 0, &evd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4, "no flags -> INVALID_PARAMETER/ARG4");
-	CHECK_CODE(dat_evd_create(ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG | 0x4000, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG | 0x4000, &evd),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG4, "unknown flag bit -> INVALID_PARAMETER/ARG4");
-	CHECK_CODE(dat_evd_create(ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG, NULL),
+	CHECK_CODE_TYPE(dat_evd_create(ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG, NULL),
 		   DAT_INVALID_PARAMETER | DAT_INVALID_ARG5, "NULL result pointer -> INVALID_PARAMETER/ARG5");
 	CHECK_RET(dat_evd_create(ia, 4, NULL, DAT_EVD_SOFTWARE_FLAG, &other), DAT_SUCCESS,
 		  "a software EVD for the next check");
-	CHECK_CODE(dat_evd_create(ia, 4, (DAT_CNO_HANDLE)other, DAT_EVD_SOFTWARE_FLAG, &evd),
+	CHECK_CODE_TYPE(dat_evd_create(ia, 4, (DAT_CNO_HANDLE)other, DAT_EVD_SOFTWARE_FLAG, &evd),
 		   DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO, "an EVD passed as the CNO -> INVALID_HANDLE/CNO");
 	dat_evd_free(other);
 }
@@ -114,15 +102,15 @@ static void test_post_dequeue(DAT_EVD_HANDLE evd, DAT_EVD_HANDLE conn_evd)
 	int order_ok = 1;
 
 	CHECK_RET(dat_evd_dequeue(evd, &ev), DAT_QUEUE_EMPTY, "dequeue on an empty EVD -> DAT_QUEUE_EMPTY");
-	CHECK_CODE(dat_evd_dequeue(evd, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_evd_dequeue(evd, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "dequeue into NULL -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_evd_post_se(evd, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_evd_post_se(evd, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "post_se of NULL -> INVALID_PARAMETER/ARG2");
 	memset(&ev, 0, sizeof(ev));
 	ev.event_number = DAT_CONNECTION_EVENT_ESTABLISHED;
-	CHECK_CODE(dat_evd_post_se(evd, &ev), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_evd_post_se(evd, &ev), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "post_se of a non-software event -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(post(conn_evd, 1), DAT_INVALID_PARAMETER | DAT_INVALID_ARG1,
+	CHECK_CODE_TYPE(post(conn_evd, 1), DAT_INVALID_PARAMETER | DAT_INVALID_ARG1,
 		   "post_se on an EVD without DAT_EVD_SOFTWARE_FLAG -> INVALID_PARAMETER/ARG1");
 
 	for (uintptr_t i = 1; i <= 4; i++)
@@ -144,11 +132,11 @@ static void test_wait_timeouts(DAT_EVD_HANDLE evd)
 	DAT_COUNT nmore = -1;
 	double t0, dt;
 
-	CHECK_CODE(dat_evd_wait(evd, 0, 0, &ev, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
+	CHECK_CODE_TYPE(dat_evd_wait(evd, 0, 0, &ev, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "wait with threshold 0 -> INVALID_PARAMETER/ARG3");
-	CHECK_CODE(dat_evd_wait(evd, 0, 5, &ev, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
+	CHECK_CODE_TYPE(dat_evd_wait(evd, 0, 5, &ev, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "wait with threshold above qlen -> INVALID_PARAMETER/ARG3");
-	CHECK_CODE(dat_evd_wait(evd, 0, 1, NULL, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG4,
+	CHECK_CODE_TYPE(dat_evd_wait(evd, 0, 1, NULL, &nmore), DAT_INVALID_PARAMETER | DAT_INVALID_ARG4,
 		   "wait into a NULL event -> INVALID_PARAMETER/ARG4");
 	CHECK_RET(dat_evd_wait(evd, 0, 1, &ev, &nmore), DAT_TIMEOUT_EXPIRED,
 		  "wait with timeout 0 on an empty EVD -> DAT_TIMEOUT_EXPIRED");
@@ -189,17 +177,17 @@ static void test_wait_threads(DAT_EVD_HANDLE evd)
 	CHECK(w.ms >= 80 && w.ms < 2000, "... after about 100 ms (%.1f ms)", w.ms);
 
 	start_waiter(&w, evd);
-	CHECK_CODE(dat_evd_wait(evd, 0, 1, &ev, &nmore), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE,
+	CHECK_CODE_TYPE(dat_evd_wait(evd, 0, 1, &ev, &nmore), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE,
 		   "a second waiter -> INVALID_STATE/EVD_IN_USE");
-	CHECK_CODE(dat_evd_dequeue(evd, &ev), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE,
+	CHECK_CODE_TYPE(dat_evd_dequeue(evd, &ev), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE,
 		   "dequeue while a thread waits -> INVALID_STATE/EVD_IN_USE");
-	CHECK_CODE(dat_evd_free(evd), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER,
+	CHECK_CODE_TYPE(dat_evd_free(evd), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER,
 		   "free while a thread waits -> INVALID_STATE/EVD_WAITER");
 	CHECK_RET(dat_evd_set_unwaitable(evd), DAT_SUCCESS, "set_unwaitable with a blocked waiter");
 	pthread_join(w.tid, NULL);
-	CHECK_CODE(w.ret, DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE,
+	CHECK_CODE_TYPE(w.ret, DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE,
 		   "the blocked waiter returns INVALID_STATE/EVD_UNWAITABLE (spec) ");
-	CHECK_CODE(dat_evd_wait(evd, 0, 1, &ev, &nmore), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE,
+	CHECK_CODE_TYPE(dat_evd_wait(evd, 0, 1, &ev, &nmore), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE,
 		   "wait on an unwaitable EVD -> INVALID_STATE/EVD_UNWAITABLE");
 	post(evd, 12);
 	CHECK(dat_evd_dequeue(evd, &ev) == DAT_SUCCESS && tag_of(&ev) == 12,
@@ -221,9 +209,9 @@ static void test_query_resize(DAT_IA_HANDLE ia, DAT_EVD_HANDLE evd)
 	      "query gives qlen 4, the flags and no CNO");
 	CHECK(p.evd_state == (DAT_EVD_STATE_ENABLED | DAT_EVD_STATE_WAITABLE),
 	      "query state: enabled and waitable (0x%x)", p.evd_state);
-	CHECK_CODE(dat_evd_query(evd, 0x40, &p), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_evd_query(evd, 0x40, &p), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "query with an unknown mask bit -> INVALID_PARAMETER/ARG2");
-	CHECK_CODE(dat_evd_query(evd, DAT_EVD_FIELD_ALL, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
+	CHECK_CODE_TYPE(dat_evd_query(evd, DAT_EVD_FIELD_ALL, NULL), DAT_INVALID_PARAMETER | DAT_INVALID_ARG3,
 		   "query into NULL -> INVALID_PARAMETER/ARG3");
 	dat_evd_disable(evd);
 	dat_evd_query(evd, DAT_EVD_FIELD_EVD_STATE, &p);
@@ -235,8 +223,8 @@ static void test_query_resize(DAT_IA_HANDLE ia, DAT_EVD_HANDLE evd)
 
 	for (uintptr_t i = 1; i <= 3; i++)
 		post(evd, 30 + i);
-	CHECK_CODE(dat_evd_resize(evd, 2), DAT_INVALID_STATE, "resize below the queued count -> INVALID_STATE");
-	CHECK_CODE(dat_evd_resize(evd, 0), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
+	CHECK_CODE_TYPE(dat_evd_resize(evd, 2), DAT_INVALID_STATE, "resize below the queued count -> INVALID_STATE");
+	CHECK_CODE_TYPE(dat_evd_resize(evd, 0), DAT_INVALID_PARAMETER | DAT_INVALID_ARG2,
 		   "resize to 0 -> INVALID_PARAMETER/ARG2");
 	CHECK_RET(dat_evd_resize(evd, 8), DAT_SUCCESS, "resize to 8");
 	dat_evd_query(evd, DAT_EVD_FIELD_EVD_QLEN, &p);
@@ -271,7 +259,7 @@ static void test_cno_and_free(DAT_IA_HANDLE ia, DAT_EVD_HANDLE async)
 	dat_evd_query(evd, DAT_EVD_FIELD_CNO, &p);
 	CHECK(p.cno_handle == cno, "query shows the CNO");
 	CHECK_RET(dat_cno_free(cno), DAT_INVALID_STATE, "the CNO cannot be freed while an EVD uses it");
-	CHECK_CODE(dat_evd_modify_cno(evd, (DAT_CNO_HANDLE)async), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO,
+	CHECK_CODE_TYPE(dat_evd_modify_cno(evd, (DAT_CNO_HANDLE)async), DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO,
 		   "modify_cno to a non-CNO -> INVALID_HANDLE/CNO");
 	CHECK_RET(dat_evd_modify_cno(evd, NULL), DAT_SUCCESS, "modify_cno(NULL) detaches");
 	dat_evd_query(evd, DAT_EVD_FIELD_CNO, &p);
@@ -287,12 +275,12 @@ static void test_cno_and_free(DAT_IA_HANDLE ia, DAT_EVD_HANDLE async)
 	CHECK_RET(dat_evd_resize(dto, 32), DAT_SUCCESS, "resize of a CQ-backed EVD");
 	CHECK_RET(dat_evd_free(dto), DAT_SUCCESS, "free it");
 
-	CHECK_CODE(dat_evd_free(async), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_ASYNC,
+	CHECK_CODE_TYPE(dat_evd_free(async), DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_ASYNC,
 		   "freeing the IA's async EVD -> INVALID_STATE/EVD_ASYNC");
 	CHECK_RET(dat_evd_dequeue(async, &ev), DAT_QUEUE_EMPTY,
 		  "no overflow was reported for software events (async EVD empty)");
 
-	CHECK_CODE(dat_evd_dequeue(evd, &ev), BAD_EVD, "dequeue after free -> INVALID_HANDLE");
+	CHECK_CODE_TYPE(dat_evd_dequeue(evd, &ev), BAD_EVD, "dequeue after free -> INVALID_HANDLE");
 	CHECK_RET(dat_evd_wait(evd, 0, 1, &ev, NULL), DAT_INVALID_HANDLE, "wait after free -> INVALID_HANDLE");
 	CHECK_RET(dat_evd_query(evd, DAT_EVD_FIELD_ALL, &p), DAT_INVALID_HANDLE, "query after free -> INVALID_HANDLE");
 	CHECK_RET(dat_evd_free(evd), DAT_INVALID_HANDLE, "double free -> INVALID_HANDLE");

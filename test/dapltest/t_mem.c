@@ -13,15 +13,6 @@
 
 #define BUF_LEN 8192
 
-/* Exact DAT_RETURN (type and subtype). */
-#define CHECK_CODE(expr, expected, ...)                                   \
-	do {                                                              \
-		unsigned code_r_ = (unsigned)(expr);                      \
-		CHECK(code_r_ == (unsigned)(expected), __VA_ARGS__);      \
-		if (code_r_ != (unsigned)(expected))                      \
-			printf("#   got 0x%08x, want 0x%08x\n", code_r_,  \
-			       (unsigned)(expected));                     \
-	} while (0)
 
 #define SKIP(...)                                                         \
 	do {                                                              \

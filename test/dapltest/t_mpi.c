@@ -69,16 +69,6 @@ struct link {
 
 /* ------------------------------------------------------------ helpers */
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_mpi watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static long elapsed_us(const struct timespec *t0)
 {
 	struct timespec t;
@@ -1120,8 +1110,7 @@ int main(void)
 	int child_fd;
 	pid_t child;
 
-	signal(SIGALRM, watchdog);
-	alarm(120);
+	test_watchdog(120);
 	child = start_progress_server(&child_fd);
 	side_open(&S);
 	side_open(&C);

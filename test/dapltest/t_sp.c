@@ -16,14 +16,6 @@
  * handle: exported by libdat2, not declared by its headers. */
 extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE, DAT_IA_HANDLE *);
 
-#define CHECK_CODE(expr, expected, ...)                                   \
-	do {                                                              \
-		unsigned code_r_ = (unsigned)(expr);                      \
-		CHECK(code_r_ == (unsigned)(expected), __VA_ARGS__);      \
-		if (code_r_ != (unsigned)(expected))                      \
-			printf("#   got 0x%08x, want 0x%08x\n", code_r_,  \
-			       (unsigned)(expected));                     \
-	} while (0)
 
 #define QUAL 63100
 

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 #define WAIT_US  5000000
 #define BUF_SIZE (1u << 20)
 #define QUAL     64010
@@ -26,16 +25,6 @@ static struct side S, C;
 static DAT_EP_HANDLE sep[NEP], cep[NEP];	/* the EPs of S and C */
 static DAT_SRQ_HANDLE srq;
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_srq_conn watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static DAT_EVENT side_wait_5s(DAT_EVD_HANDLE evd)
 {
 	return side_wait(evd, WAIT_US);
@@ -46,23 +35,6 @@ static int nothing_on(DAT_EVD_HANDLE evd)
 	DAT_EVENT ev;
 
 	return dat_evd_dequeue(evd, &ev) != DAT_SUCCESS;
-}
-
-static DAT_LMR_TRIPLET seg(const struct side *s, size_t off, size_t len)
-{
-	DAT_LMR_TRIPLET t = { .lmr_context = s->lctx,
-			      .virtual_address = (DAT_VADDR)(uintptr_t)(s->buf + off),
-			      .segment_length = len };
-
-	return t;
-}
-
-static DAT_DTO_COOKIE ck(uint64_t v)
-{
-	DAT_DTO_COOKIE c;
-
-	c.as_64 = v;
-	return c;
 }
 
 static int dto_is(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t cookie,
@@ -129,9 +101,9 @@ static void connect_all(void)
 
 static int send_from(int i, size_t len, uint64_t cookie)
 {
-	DAT_LMR_TRIPLET t = seg(&C, 0, len);
+	DAT_LMR_TRIPLET t = side_lseg(&C, 0, len);
 
-	return dat_ep_post_send(cep[i], 1, &t, ck(cookie),
+	return dat_ep_post_send(cep[i], 1, &t, side_ck(cookie),
 				DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS &&
 	       dto_is(C.req, cep[i], cookie, DAT_DTO_SUCCESS, len);
 }
@@ -152,9 +124,9 @@ static void test_srq_receives(void)
 	int i, ok = 1;
 
 	for (i = 0; i < 4; i++) {
-		DAT_LMR_TRIPLET t = seg(&S, (size_t)i * 4096, 4096);
+		DAT_LMR_TRIPLET t = side_lseg(&S, (size_t)i * 4096, 4096);
 
-		ok &= dat_srq_post_recv(srq, 1, &t, ck(100 + (uint64_t)i)) ==
+		ok &= dat_srq_post_recv(srq, 1, &t, side_ck(100 + (uint64_t)i)) ==
 		      DAT_SUCCESS;
 	}
 	srq_counts(&av, &out);
@@ -175,7 +147,7 @@ static void test_srq_receives(void)
 	CHECK(dat_ep_recv_query(sep[0], &nbufs, &span) == DAT_SUCCESS &&
 	      nbufs == 0 && span == 0,
 	      "ep_recv_query of an SRQ EP between messages: 0");
-	CHECK(dat_ep_post_recv(sep[0], 1, &(DAT_LMR_TRIPLET){ 0 }, ck(9),
+	CHECK(dat_ep_post_recv(sep[0], 1, &(DAT_LMR_TRIPLET){ 0 }, side_ck(9),
 			       DAT_COMPLETION_DEFAULT_FLAG) != DAT_SUCCESS,
 	      "post_recv on an SRQ EP is refused");
 }
@@ -204,9 +176,9 @@ static void test_low_watermark(void)
 	      DAT_ASYNC_ERROR_PROVIDER_INTERNAL_ERROR,
 	      "set_lw(1) with 0 available reports at once");
 	for (int i = 0; i < 4; i++) {
-		DAT_LMR_TRIPLET t = seg(&S, (size_t)i * 4096, 4096);
+		DAT_LMR_TRIPLET t = side_lseg(&S, (size_t)i * 4096, 4096);
 
-		dat_srq_post_recv(srq, 1, &t, ck(200 + (uint64_t)i));
+		dat_srq_post_recv(srq, 1, &t, side_ck(200 + (uint64_t)i));
 	}
 }
 
@@ -215,7 +187,7 @@ static void test_rmr(void)
 {
 	const DAT_MEM_PRIV_FLAGS rw = DAT_MEM_PRIV_REMOTE_READ_FLAG |
 				      DAT_MEM_PRIV_REMOTE_WRITE_FLAG;
-	DAT_LMR_TRIPLET t = seg(&S, 65536, 8192), un = { 0 };
+	DAT_LMR_TRIPLET t = side_lseg(&S, 65536, 8192), un = { 0 };
 	DAT_RMR_COOKIE rc = { .as_64 = 77 };
 	DAT_RMR_CONTEXT ctx = 0;
 	DAT_RMR_HANDLE rmr;
@@ -241,17 +213,17 @@ static void test_rmr(void)
 	CHECK((dat_lmr_free(S.lmr) & 0x3fff0000) == DAT_INVALID_STATE,
 	      "the LMR cannot be freed while the RMR is bound to it");
 	memset(C.buf, 0xc3, 8192);
-	lt = seg(&C, 0, 8192);
+	lt = side_lseg(&C, 0, 8192);
 	r = (DAT_RMR_TRIPLET){ .rmr_context = ctx,
 			       .virtual_address = (DAT_VADDR)(uintptr_t)(S.buf + 65536),
 			       .segment_length = 8192 };
-	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, ck(5), &r,
+	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, side_ck(5), &r,
 				     DAT_COMPLETION_DEFAULT_FLAG) ==
 	      DAT_SUCCESS && dto_is(C.req, cep[0], 5, DAT_DTO_SUCCESS, 8192),
 	      "client RDMA write through the RMR");
-	lt = seg(&C, 16384, 4096);
+	lt = side_lseg(&C, 16384, 4096);
 	r.segment_length = 4096;
-	CHECK(dat_ep_post_rdma_read(cep[0], 1, &lt, ck(6), &r,
+	CHECK(dat_ep_post_rdma_read(cep[0], 1, &lt, side_ck(6), &r,
 				    DAT_COMPLETION_DEFAULT_FLAG) ==
 	      DAT_SUCCESS && dto_is(C.req, cep[0], 6, DAT_DTO_SUCCESS, 4096) &&
 	      S.buf[65536] == 0xc3 && C.buf[16384] == 0xc3 &&
@@ -266,9 +238,9 @@ static void test_rmr(void)
 	CHECK(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &p) == DAT_SUCCESS &&
 	      p.rmr_context == 0 && p.lmr_triplet.segment_length == 0,
 	      "rmr_query: unbound");
-	lt = seg(&C, 0, 64);
+	lt = side_lseg(&C, 0, 64);
 	r.segment_length = 64;
-	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, ck(7), &r,
+	CHECK(dat_ep_post_rdma_write(cep[0], 1, &lt, side_ck(7), &r,
 				     DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS,
 	      "client writes with the old context");
 	{
@@ -290,7 +262,7 @@ static void test_rmr(void)
 /* The client reads server memory into a window of its own. */
 static void test_read_to_rmr(void)
 {
-	DAT_LMR_TRIPLET t = seg(&C, 131072, 4096);
+	DAT_LMR_TRIPLET t = side_lseg(&C, 131072, 4096);
 	DAT_RMR_CONTEXT ctx = 0;
 	DAT_RMR_HANDLE rmr;
 	DAT_RMR_TRIPLET local, remote;
@@ -307,14 +279,14 @@ static void test_read_to_rmr(void)
 	remote = (DAT_RMR_TRIPLET){ .rmr_context = S.rctx,
 		.virtual_address = (DAT_VADDR)(uintptr_t)(S.buf + 200000),
 		.segment_length = 1000 };
-	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, ck(8), &remote,
+	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, side_ck(8), &remote,
 					   DAT_COMPLETION_DEFAULT_FLAG) ==
 	      DAT_SUCCESS && dto_is(C.req, cep[1], 8, DAT_DTO_SUCCESS, 1000) &&
 	      C.buf[131072 + 8] == 0x7e && C.buf[131072 + 1007] == 0x7e &&
 	      C.buf[131072 + 1008] == 0,
 	      "rdma_read_to_rmr (through the provider table) lands in the window");
 	local.virtual_address += 4000;
-	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, ck(9), &remote,
+	CHECK(DAT_EP_POST_RDMA_READ_TO_RMR(cep[1], &local, side_ck(9), &remote,
 					   DAT_COMPLETION_DEFAULT_FLAG) ==
 	      (DAT_PRIVILEGES_VIOLATION | DAT_PRIVILEGES_WRITE),
 	      "a sink beyond the window -> PRIVILEGES_VIOLATION");
@@ -350,8 +322,7 @@ static void test_ep_broken(void)
 
 int main(void)
 {
-	signal(SIGALRM, watchdog);
-	alarm(120);
+	test_watchdog(120);
 	side_open_req(&S, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	side_open_req(&C, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	connect_all();

@@ -634,21 +634,10 @@ static void test_garbage_reply(void)
 	C.ep = DAT_HANDLE_NULL;
 }
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_ssp watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 int main(void)
 {
-	signal(SIGALRM, watchdog);
 	signal(SIGPIPE, SIG_IGN);
-	alarm(120);
+	test_watchdog(120);
 	side_open(&S);
 	side_open(&C);
 	test_create_errors();

@@ -354,16 +354,6 @@ static void *worker_main(void *arg)
 
 /* ------------------------------------------------------------- main */
 
-static void watchdog(int sig)
-{
-	static const char m[] = "Bail out! t_ssp_stress watchdog: a step hung\n";
-
-	(void)sig;
-	if (write(1, m, sizeof(m) - 1) < 0)
-		_exit(2);
-	_exit(1);
-}
-
 static void open_ia_pair(void)
 {
 	S_ia = test_open_ia(NULL);
@@ -380,9 +370,8 @@ int main(void)
 	int iters = env_count("SSP_STRESS_ITERS", DEF_ITERS, 100000);
 	int total = 0, fds_before, fds_after;
 
-	signal(SIGALRM, watchdog);
 	signal(SIGPIPE, SIG_IGN);
-	alarm((unsigned)env_count("SSP_STRESS_TIMEOUT", 300, 86400));
+	test_watchdog((unsigned)env_count("SSP_STRESS_TIMEOUT", 300, 86400));
 	open_ia_pair();
 	for (int i = 0; i < threads; i++) {
 		w[i].id = i;

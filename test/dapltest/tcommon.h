@@ -4,8 +4,11 @@
 #ifndef IW_TCOMMON_H
 #define IW_TCOMMON_H
 
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <dat2/udat.h>
 #include "tap.h"
 
@@ -39,6 +42,45 @@ static inline void test_close_ia(DAT_IA_HANDLE ia)
 {
 	DAT_RETURN r = dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
 	CHECK(r == DAT_SUCCESS, "dat_ia_close(abrupt) at end of test (0x%x)", r);
+}
+
+/* The exact DAT_RETURN, with both values on failure. */
+#define CHECK_CODE(expr, expected, ...)                                   \
+	do {                                                              \
+		unsigned code_r_ = (unsigned)(expr);                      \
+		CHECK(code_r_ == (unsigned)(expected), __VA_ARGS__);      \
+		if (code_r_ != (unsigned)(expected))                      \
+			printf("#   got 0x%08x, want 0x%08x\n", code_r_,  \
+			       (unsigned)(expected));                     \
+	} while (0)
+
+/* Type and subtype only: the registry may add DAT_CLASS_ERROR. */
+#define CHECK_CODE_TYPE(expr, want, ...)                                  \
+	do {                                                              \
+		unsigned c_r_ = (unsigned)(expr);                         \
+		unsigned c_m_ = DAT_TYPE_MASK | DAT_SUBTYPE_MASK;         \
+		CHECK((c_r_ & c_m_) == ((unsigned)(want) & c_m_),         \
+		      __VA_ARGS__);                                       \
+		if ((c_r_ & c_m_) != ((unsigned)(want) & c_m_))           \
+			printf("#   got 0x%08x, want 0x%08x\n", c_r_,     \
+			       (unsigned)(want));                         \
+	} while (0)
+
+static inline void test_watchdog_fired(int sig)
+{
+	static const char m[] = "Bail out! watchdog: a step hung\n";
+
+	(void)sig;
+	if (write(1, m, sizeof(m) - 1) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/* A hung step ends the program with a TAP bail-out, not a stuck run. */
+static inline void test_watchdog(unsigned seconds)
+{
+	signal(SIGALRM, test_watchdog_fired);
+	alarm(seconds);
 }
 
 #endif
