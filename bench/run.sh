@@ -44,7 +44,7 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/iwbench.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 raw=$work/raw.csv
-qual=47100
+qual=62100	# above the ephemeral port range (32768-60999)
 status=0
 
 # iw CRC MODE SIZES: one iwdtest server+client pair; rows go to $raw as

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#define DEFAULT_QUAL 45278
+#define DEFAULT_QUAL 62278	/* above the ephemeral port range */
 #define DEFAULT_BUDGET 0.25
 #define MAX_ITERS (1L << 26)
 
