@@ -82,4 +82,6 @@ int dapl_lmr_allows(const struct dapl_lmr *lmr, DAT_MEM_PRIV_FLAGS priv);
  * (len 0 always does: DAT ignores the other fields then). */
 int dapl_lmr_covers(const struct dapl_lmr *lmr, DAT_VADDR va, DAT_VLEN len);
 
+void dapl_rmr_remote_invalidated(struct dapl_ia *ia, DAT_RMR_CONTEXT ctx);
+
 #endif

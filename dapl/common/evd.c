@@ -46,6 +46,7 @@
 
 #include "dapl.h"
 #include "dapl_evd.h"
+#include "dapl_mem.h"
 
 #define EVD_BAD_HANDLE (DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST)
 #define EVD_KNOWN_FLAGS (DAT_EVD_SOFTWARE_FLAG | DAT_EVD_CR_FLAG |	\
@@ -133,13 +134,22 @@ static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 	return TAKE_NONE;
 }
 
-static void finish_take(enum evd_take t, DAT_EVD_HANDLE h,
-			const struct ibv_wc *wc, DAT_EVENT *event)
+/* Outside evd->lock: a remote invalidation takes ia->lock. */
+static void finish_take(enum evd_take t, struct dapl_evd *evd,
+			DAT_EVD_HANDLE h, const struct ibv_wc *wc,
+			DAT_EVENT *event)
 {
+	const DAT_DTO_COMPLETION_EVENT_DATA *d =
+		&event->event_data.dto_completion_event_data;
+
 	if (t != TAKE_WC)
 		return;
 	dapl_ep_wc_to_event(wc, event);
 	event->evd_handle = h;
+	if (event->event_number == DAT_DTO_COMPLETION_EVENT &&
+	    d->status == DAT_DTO_SUCCESS &&
+	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
+		dapl_rmr_remote_invalidated(evd->obj.ia, d->rmr_context);
 }
 
 /* Consume channel events (each must be acknowledged, or the CQ could not
@@ -517,7 +527,7 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	}
 	news = cq_overflow_news(evd);
 	pthread_mutex_unlock(&evd->lock);
-	finish_take(t, h, &wc, event);
+	finish_take(t, evd, h, &wc, event);
 	if (news)
 		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h);
 	return ret;
@@ -633,7 +643,7 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		wait_leave_locked(evd);
 	}
 	pthread_mutex_unlock(&evd->lock);
-	finish_take(t, h, &wc, event);
+	finish_take(t, evd, h, &wc, event);
 	if (nmore && (ret == DAT_SUCCESS || ret == DAT_TIMEOUT_EXPIRED))
 		*nmore = left;
 	if (news)

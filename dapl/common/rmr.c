@@ -323,6 +323,24 @@ static DAT_RETURN bind_post_locked(struct bind_req *b, DAT_RMR_COOKIE cookie)
 	return r;
 }
 
+/* A peer's Send with Invalidate named this context: the engine has
+ * unbound the window already; the RMR forgets the binding (and releases
+ * its LMR) so that dat_rmr_query and dat_lmr_free see it unbound.  A
+ * context the RMR no longer carries (rebound since) is left alone. */
+void dapl_rmr_remote_invalidated(struct dapl_ia *ia, DAT_RMR_CONTEXT ctx)
+{
+	dapl_ia_lock(ia);
+	for (struct dapl_obj *o = ia->objs[DAPL_K_RMR]; o; o = o->next) {
+		struct dapl_rmr *rmr = (struct dapl_rmr *)o;
+
+		if (rmr->lmr && rmr->rmr_context == ctx) {
+			rmr_forget_binding_locked(rmr);
+			break;
+		}
+	}
+	dapl_ia_unlock(ia);
+}
+
 void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr_handle, uint32_t seq)
 {
 	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);

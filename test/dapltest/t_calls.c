@@ -509,6 +509,16 @@ static void test_send_with_invalidate(DAT_EP_HANDLE cep, DAT_EP_HANDLE sep)
 	      (unsigned)d.rmr_context, (unsigned)ctx);
 	CHECK(side_same(S.buf + win, 64, 24),
 	      "... the write posted before it was placed first");
+	{
+		DAT_RMR_PARAM rp;
+
+		memset(&rp, 0xff, sizeof(rp));
+		CHECK(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &rp) == DAT_SUCCESS &&
+		      rp.rmr_context == 0 && rp.lmr_triplet.segment_length == 0 &&
+		      rp.mem_priv == DAT_MEM_PRIV_NONE_FLAG,
+		      "... and dat_rmr_query reports the RMR unbound (context 0x%x)",
+		      (unsigned)rp.rmr_context);
+	}
 
 	/* The window is gone: a write through it is refused by the server,
 	 * whose Terminate breaks the connection. */
