@@ -114,12 +114,7 @@ static DAT_RETURN lmr_region(struct dapl_ia *ia, struct dapl_lmr *lmr,
 	int ok;
 
 	if (lmr->mem_type == DAT_MEM_TYPE_VIRTUAL) {
-		/* An empty or oversized region is a length error, whatever
-		 * the address (dapltest's FFT mem case 2 registers NULL, 0). */
-		if (length == 0 || length > ia->dev_attr.max_mr_size)
-			return DAT_LENGTH_ERROR;
-		if (!lmr->region_desc.for_va)
-			return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		/* A NULL address is refused by the caller, after the length. */
 		lmr->address = (DAT_VADDR)(uintptr_t)lmr->region_desc.for_va;
 		lmr->size = lmr->length = length;
 		return DAT_SUCCESS;
@@ -153,9 +148,13 @@ static DAT_RETURN lmr_check_args(struct dapl_ia *ia, struct dapl_lmr *lmr,
 	ret = lmr_region(ia, lmr, length);
 	if (ret != DAT_SUCCESS)
 		return ret;
+	/* An empty, oversized or wrapping region is a length error whatever
+	 * the address (dapltest's FFT mem case 2 registers NULL, 0). */
 	if (lmr->size == 0 || lmr->size > ia->dev_attr.max_mr_size ||
 	    lmr->size - 1 > UINTPTR_MAX - lmr->address)
 		return DAT_LENGTH_ERROR;
+	if (lmr->mem_type == DAT_MEM_TYPE_VIRTUAL && !lmr->region_desc.for_va)
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	if (lmr->mem_priv & ~MEM_PRIV_KNOWN)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
 	/* Zero-based addressing is not offered (zb_supported FALSE). */
