@@ -949,12 +949,11 @@ static void do_destroy(void *arg)
 	if (c->qp && (c->attached || c->state == CS_ACCEPTING))
 		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (!c->released) {
-		if (!c->final) {
-			cm_reset_socket(c->fd);	/* abandoned: reset */
-			close(c->fd);
-		} else if (c->attached) {
+		if (c->final && c->attached) {
 			cm_close_ended(c->fd);
 		} else {
+			if (!c->final)
+				cm_reset_socket(c->fd);	/* abandoned: reset */
 			close(c->fd);
 		}
 		c->released = 1;

@@ -86,24 +86,35 @@ static unsigned put_ddp_hdr(struct iwe_tx *t, uint8_t *p, int last)
 	}
 }
 
+/* The next run of at most n payload bytes of the gather list: its start
+ * in *p, its length returned; the list position moves past it. */
+static uint32_t src_next(struct iwe_tx *t, uint32_t n, char **p)
+{
+	const struct iwe_sge_res *s = &t->src[t->src_idx];
+	uint32_t take;
+
+	while (s->length == t->src_off) {	/* empty or used up */
+		s = &t->src[++t->src_idx];
+		t->src_off = 0;
+	}
+	take = s->length - t->src_off;
+	if (take > n)
+		take = n;
+	*p = s->addr + t->src_off;
+	t->src_off += take;
+	return take;
+}
+
 /* Append up to n payload bytes from the gather list to the iovec. */
 static void gather_payload(struct iwe_tx *t, uint32_t n)
 {
 	while (n) {
-		const struct iwe_sge_res *s = &t->src[t->src_idx];
-		uint32_t take = s->length - t->src_off;
+		char *p;
+		uint32_t take = src_next(t, n, &p);
 
-		if (take == 0) {
-			t->src_idx++;
-			t->src_off = 0;
-			continue;
-		}
-		if (take > n)
-			take = n;
-		t->iov[t->iovcnt].iov_base = s->addr + t->src_off;
+		t->iov[t->iovcnt].iov_base = p;
 		t->iov[t->iovcnt].iov_len = take;
 		t->iovcnt++;
-		t->src_off += take;
 		n -= take;
 	}
 }
@@ -114,19 +125,11 @@ static uint32_t stage_payload(struct iwe_tx *t, char *dst, uint32_t n,
 			      uint32_t crc)
 {
 	while (n) {
-		const struct iwe_sge_res *s = &t->src[t->src_idx];
-		uint32_t take = s->length - t->src_off;
+		char *p;
+		uint32_t take = src_next(t, n, &p);
 
-		if (take == 0) {
-			t->src_idx++;
-			t->src_off = 0;
-			continue;
-		}
-		if (take > n)
-			take = n;
-		crc = iw_crc32c_copy(crc, dst, s->addr + t->src_off, take);
+		crc = iw_crc32c_copy(crc, dst, p, take);
 		dst += take;
-		t->src_off += take;
 		n -= take;
 	}
 	return crc;
