@@ -105,42 +105,6 @@ static inline DAT_EVENT side_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
 	return ev;
 }
 
-/* Post a receive of len bytes at offset off of the side's buffer. */
-static inline DAT_RETURN side_recv(struct side *s, size_t off, size_t len,
-				   uint64_t cookie)
-{
-	DAT_LMR_TRIPLET iov = { (DAT_VADDR)(uintptr_t)(s->buf + off), len,
-				s->lctx };
-	DAT_DTO_COOKIE c;
-
-	c.as_64 = cookie;
-	return dat_ep_post_recv(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
-}
-
-static inline DAT_RETURN side_send(struct side *s, size_t off, size_t len,
-				   uint64_t cookie)
-{
-	DAT_LMR_TRIPLET iov = { (DAT_VADDR)(uintptr_t)(s->buf + off), len,
-				s->lctx };
-	DAT_DTO_COOKIE c;
-
-	c.as_64 = cookie;
-	return dat_ep_post_send(s->ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
-}
-
-/* A DTO completion of the given cookie with success and length. */
-static inline int side_dto_ok(DAT_EVD_HANDLE evd, uint64_t cookie,
-			      size_t len)
-{
-	DAT_EVENT ev = side_wait(evd, TSIDE_WAIT_US);
-	const DAT_DTO_COMPLETION_EVENT_DATA *d =
-		&ev.event_data.dto_completion_event_data;
-
-	return ev.event_number == DAT_DTO_COMPLETION_EVENT &&
-	       d->status == DAT_DTO_SUCCESS && d->user_cookie.as_64 == cookie &&
-	       d->transfered_length == len;
-}
-
 /* Segments of a side's buffer: local (its LMR) and remote (its RMR). */
 static inline DAT_LMR_TRIPLET side_lseg(const struct side *s, size_t off,
 				       size_t len)
@@ -171,6 +135,39 @@ static inline DAT_DTO_COOKIE side_ck(uint64_t v)
 	c.as_64 = v;
 	return c;
 }
+
+/* Post a receive of len bytes at offset off of the side's buffer. */
+static inline DAT_RETURN side_recv(struct side *s, size_t off, size_t len,
+				   uint64_t cookie)
+{
+	DAT_LMR_TRIPLET iov = side_lseg(s, off, len);
+
+	return dat_ep_post_recv(s->ep, 1, &iov, side_ck(cookie),
+				DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+static inline DAT_RETURN side_send(struct side *s, size_t off, size_t len,
+				   uint64_t cookie)
+{
+	DAT_LMR_TRIPLET iov = side_lseg(s, off, len);
+
+	return dat_ep_post_send(s->ep, 1, &iov, side_ck(cookie),
+				DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+/* A DTO completion of the given cookie with success and length. */
+static inline int side_dto_ok(DAT_EVD_HANDLE evd, uint64_t cookie,
+			      size_t len)
+{
+	DAT_EVENT ev = side_wait(evd, TSIDE_WAIT_US);
+	const DAT_DTO_COMPLETION_EVENT_DATA *d =
+		&ev.event_data.dto_completion_event_data;
+
+	return ev.event_number == DAT_DTO_COMPLETION_EVENT &&
+	       d->status == DAT_DTO_SUCCESS && d->user_cookie.as_64 == cookie &&
+	       d->transfered_length == len;
+}
+
 
 /* A byte pattern; two seeds that differ modulo 256 differ at every byte. */
 static inline unsigned char side_pat(size_t i, unsigned seed)
