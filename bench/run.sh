@@ -1,137 +1,230 @@
 #!/bin/sh
-# bench/run.sh [BUILDDIR]: the provider against plain TCP, in one run, on
-# loopback.  Measures
-#   - RDMA write bandwidth at 64 B, 4 KiB, 64 KiB and 1 MiB (iwdtest -m write)
-#   - 8-byte ping-pong latency, half a round trip (iwdtest -m pingpong)
-# with the MPA CRC off and on (IWDAPL_CRC=0/1 on both sides), and the same
-# transfers over plain TCP sockets (tcp_baseline: one send() per message,
-# TCP_NODELAY), then prints them side by side with the ratios and the
-# targets of issue 3:
-#   bandwidth >= 0.8 x TCP with CRC off, >= 0.6 x with CRC on (64 KiB and up)
-#   latency   <= 1.5 x TCP
-# Builds nothing: uses BUILDDIR (default build/, from scripts/build.sh).
+# bench/run.sh [--out DIR] [--quick] [--rounds N] [BUILDDIR]
 #
-# Latency is measured the way a latency-sensitive consumer uses the
-# provider: iwdtest -p, spinning on dat_evd_dequeue, which drives the
-# receive side of the QPs itself (the DESIGN's polling mode).  Bandwidth
-# is measured with blocking dat_evd_wait: on a 2-CPU machine spinning
-# consumers would only steal the CPUs the data path needs.
+# The provider (iw-lo through libdat2, IWDAPL_CRC=0 and 1 on both sides)
+# next to plain TCP and libfabric's TCP provider, on loopback, in one run:
+#   - RDMA Write, RDMA Read and Send bandwidth and message rate over a size
+#     sweep, with a window of outstanding operations (test/dtest/window.h),
+#     blocking in dat_evd_wait;
+#   - ping-pong latency, one way (half a round trip): mean, median, 99th
+#     percentile and max over N iterations, blocking (dat_evd_wait),
+#     polling (spinning dat_evd_dequeue) and polling with dat_evd_wait and
+#     timeout 0;
+#   - plain TCP (bench/tcp_baseline: one send() per message, TCP_NODELAY,
+#     the same window rule; ping-pong blocking and busy-polling);
+#   - libfabric TCP: fi_pingpong -p tcp -e msg (its latency is a mean;
+#     Debian's libfabric-bin ships no fi_msg_bw/fi_rma_bw: "n/a");
+#   - connection setup rate over a PSP and over an SSP, and the SSP
+#     upgrade time (bench/iwcm);
+#   - memory per idle EP and per connected idle EP (bench/iwmem).
+# Every figure is measured in each of N rounds (default 5); the table
+# shows the median of the rounds and their spread [min-max].
 #
-# Environment: BENCH_SECONDS (time budget per size, default 0.3),
-# BENCH_REPEAT (rounds, default 3; the best round counts, to damp noise from
-# other load), BENCH_POLL=lat (default: poll for the latency runs only),
-# 1 (poll everywhere) or 0 (never poll),
-# BENCH_STRICT=1 (exit 2 when a target is not met), IWDTEST, TCP_BASELINE
-# (paths of the two programs).  Exit status 1 if a run fails or a transfer
-# does not validate.
-top=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "${1:-$top/build}" 2>/dev/null && pwd) || { echo "run.sh: no build dir ${1:-$top/build}" >&2; exit 1; }
-iwdtest=${IWDTEST:-$build/test/dtest/iwdtest}
-tcpb=${TCP_BASELINE:-$build/bench/tcp_baseline}
-secs=${BENCH_SECONDS:-0.3}
-rounds=${BENCH_REPEAT:-3}
-sizes=64,4096,65536,1048576
-pollmode=${BENCH_POLL:-lat}
-poll_bw= poll_lat=
-[ "$pollmode" = 1 ] && poll_bw=-p
-[ "$pollmode" = 1 ] || [ "$pollmode" = lat ] && poll_lat=-p
-DAT_OVERRIDE=${DAT_OVERRIDE:-$build/dat.conf}
-export DAT_OVERRIDE
+# Writes into DIR (default bench/results-YYYYmmdd-HHMMSS/, never deleted):
+#   results.csv  one row per measurement and round (columns: doc/testing.md)
+#   summary.csv  per figure: median, min and max over the rounds
+#   report.txt   the tables and the target lines printed here
+#   bandwidth.png, msgrate.png, latency.png (when gnuplot is installed)
+#   logs/        every tool's output
+#
+# Options: --quick (1 round, 3 sizes, short budgets: a smoke run of some
+# 20 s that also validates every transfer), --rounds N, --sizes LIST,
+# --lat-sizes LIST, --seconds S (budget per bandwidth point).
+# Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
+# BENCH_CYCLES (connection cycles, 1000), BENCH_EPS (1000), BENCH_BW_POLL=1
+# (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
+# target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
+# IWDTEST, TCP_BASELINE, IWCM, IWMEM, FI_PINGPONG (tool paths).
+# Exit status: 0, 1 if a run failed or a transfer did not validate, 2 on
+# a usage error or (BENCH_STRICT=1) a missed target.
 
-for p in "$iwdtest" "$tcpb"; do
-	[ -x "$p" ] || { echo "run.sh: $p missing (scripts/build.sh $build first)" >&2; exit 1; }
+usage() {
+	sed -n '2,3p' "$0" | sed 's/^# //' >&2
+	exit 2
+}
+
+out= quick=0 rounds= sizes= lat_sizes= secs=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--out) out=$2; shift 2 ;;
+	--out=*) out=${1#--out=}; shift ;;
+	--quick) quick=1; shift ;;
+	--rounds) rounds=$2; shift 2 ;;
+	--sizes) sizes=$2; shift 2 ;;
+	--lat-sizes) lat_sizes=$2; shift 2 ;;
+	--seconds) secs=$2; shift 2 ;;
+	-h|--help) usage ;;
+	-*) echo "run.sh: unknown option $1" >&2; usage ;;
+	*) break ;;
+	esac
 done
-work=$(mktemp -d "${TMPDIR:-/tmp}/iwbench.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-raw=$work/raw.csv
-qual=62100	# above the ephemeral port range (32768-60999)
+[ $# -le 1 ] || usage
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/bench_lib.sh
+. "$here/bench_lib.sh"
+bench_setup "$1"
+
+window=${BENCH_WINDOW:-32}
+if [ $quick -eq 1 ]; then
+	: "${rounds:=1}" "${sizes:=64,65536,1048576}" "${lat_sizes:=8}" "${secs:=0.05}"
+	lat_iters=${BENCH_LAT_ITERS:-1000} cycles=${BENCH_CYCLES:-100} eps=${BENCH_EPS:-100}
+	verify=		# every transfer checked
+else
+	: "${rounds:=5}" "${sizes:=8,64,256,1K,4K,16K,64K,256K,1M,4M}"
+	: "${lat_sizes:=8,64,512,4K,64K}" "${secs:=0.2}"
+	lat_iters=${BENCH_LAT_ITERS:-10000} cycles=${BENCH_CYCLES:-1000} eps=${BENCH_EPS:-1000}
+	verify=--no-verify	# the last transfer of each test checked
+fi
+case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
+# Sizes in bytes, for the report and the plots.
+bytes() {
+	echo "$1" | tr ',' '\n' | awk '/[kK]$/ { print $0 * 1024; next }
+		/[mM]$/ { print $0 * 1048576; next } { print $0 + 0 }' | paste -s -d,
+}
+size_bytes=$(bytes "$sizes")
+lat_bytes=$(bytes "$lat_sizes")
+
+out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$out/logs" || exit 1
+out=$(cd "$out" && pwd)
+raw=$out/results.csv
+echo "round,transport,crc,mode,op,size,window,iterations,seconds,MBps,msgs_per_s,lat_mean_us,lat_median_us,lat_p99_us,lat_max_us,rss_per_ep,heap_per_ep,valid" >"$raw"
+fipp=${FI_PINGPONG:-$(command -v fi_pingpong)}
 status=0
 
-# iw CRC MODE SIZES: one iwdtest server+client pair; rows go to $raw as
-# "iwCRC,mode,size,iters,seconds,MBps,lat_us,valid".
+# to_raw TRANSPORT CRC MODE < tool CSV (iwdtest's columns): raw rows.
+to_raw() {
+	awk -F, -v r="$round" -v t="$1" -v c="$2" -v m="$3" '
+	$1 == "mode" || NF < 12 { next }
+	{ printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,,,%d\n",
+		r, t, c, m, $1, $2, $8, $3, $4, $5, $9, $6, $10, $11, $12, $7 == "OK" }' >>"$raw"
+}
+
+# failed WHAT LOG: report a failed tool run.
+failed() {
+	echo "run.sh: $1 failed (log: $2):" >&2
+	tail -n 5 "$2" 2>/dev/null | sed 's/^/  /' >&2
+	status=1
+}
+
+log() {	# log NAME: the log file of this round's NAME
+	echo "$out/logs/r$round-$1"
+}
+
+# iw CRC MODE "IWDTEST ARGS": one iwdtest pair; rows tagged CRC, MODE.
 iw() {
-	qual=$((qual + 1))
-	poll=$poll_bw
-	[ "$2" = pingpong ] && poll=$poll_lat
-	IWDAPL_CRC=$1 timeout 60 "$iwdtest" -s -q $qual -w 10 $poll --no-verify \
-		>"$work/server.out" 2>&1 &
+	case $2 in
+	poll) pf=-p ;;
+	poll_wait0) pf=--poll-wait0 ;;
+	*) pf= ;;
+	esac
+	l=$(log "iw-crc$1-$2-$(echo "$3" | awk '{ print $2 }')")
+	pair_env="IWDAPL_CRC=$1"
+	iw_pair "$pf -w 20" "$pf -w 20 --csv $verify $3" "$l" || failed "iwdtest ($3, CRC $1, $2)" "$l.err"
+	to_raw iwdapl "$1" "$2" <"$l"
+}
+
+tcp() {	# tcp MODE "TCP_BASELINE ARGS"
+	pf=
+	[ "$1" = poll ] && pf=-p
+	l=$(log "tcp-$1-$(echo "$2" | awk '{ print $2 }')")
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" "$tcpb" $pf --csv $verify $2 >"$l" 2>"$l.err" ||
+		failed "tcp_baseline ($2, $1)" "$l.err"
+	to_raw tcp - "$1" <"$l"
+}
+
+# fi_pingpong SIZE: libfabric's tcp provider (msg endpoints), which spins
+# on its completion queue; "usec/xfer" is the mean one-way latency.
+fi_pp() {
+	[ -n "$fipp" ] || return 0
+	next_qual
+	l=$(log "fi_pingpong-$1")
+	timeout -k 5 "$limit" "$fipp" -p tcp -e msg -I "$lat_iters" -S "$1" -B "$qual" \
+		>"$l.server" 2>&1 &
 	spid=$!
-	if ! IWDAPL_CRC=$1 timeout 60 "$iwdtest" -h 127.0.0.1 -q $qual -w 10 $poll \
-		--csv --no-verify -m "$2" -S "$3" -t "$secs" >"$work/client.out" 2>&1; then
-		echo "run.sh: iwdtest $2 (CRC $1) failed:" >&2
-		status=1
-		kill $spid 2>/dev/null	# it may still wait for a client
-		wait $spid 2>/dev/null
-		sed 's/^/  /' "$work/client.out" "$work/server.out" >&2
-	else
-		wait $spid || status=1
+	wait_listen "$qual"
+	timeout -k 5 "$limit" "$fipp" -p tcp -e msg -I "$lat_iters" -S "$1" -P "$qual" 127.0.0.1 \
+		>"$l" 2>"$l.err"
+	cst=$?
+	[ $cst -eq 0 ] || kill "$spid" 2>/dev/null
+	wait "$spid" || cst=1
+	if [ $cst -ne 0 ]; then	# a peer's failure is not ours: its figure is n/a
+		echo "run.sh: fi_pingpong -S $1 failed (log: $l.err); libfabric TCP is n/a" >&2
+		return
 	fi
-	grep -E '^[a-z]+,[0-9]' "$work/client.out" | sed "s/^/iw$1,/" >>"$raw"
+	awk -v r="$round" -v n="$lat_iters" '
+	$1 ~ /^[0-9]+$/ && NF >= 8 {
+		t = $5; s = t + 0
+		if (t ~ /ms$/) s /= 1e3; else if (t ~ /us$/) s /= 1e6
+		printf "%s,fi_tcp,-,poll,pingpong,%s,1,%s,%.6f,%s,%.0f,%s,,,,,,1\n", r, $1, n, s, $6, n / s, $7
+	}' "$l" >>"$raw"
 }
 
-tcp() {	# tcp MODE SIZES
-	if ! timeout 60 "$tcpb" --csv --no-verify -m "$1" -S "$2" -t "$secs" >"$work/tcp.out" 2>&1; then
-		echo "run.sh: tcp_baseline $1 failed:" >&2
-		sed 's/^/  /' "$work/tcp.out" >&2
-		status=1
-	fi
-	grep -E '^[a-z]+,[0-9]' "$work/tcp.out" | sed 's/^/tcp,/' >>"$raw"
+# iwcm MODE: connection cycles over a PSP or an SSP.
+cm() {
+	next_qual
+	l=$(log "iwcm-$1")
+	IWDAPL_CRC=0 timeout -k 5 "$limit" "$iwcm" -m "$1" -n "$cycles" -q "$qual" --csv \
+		>"$l" 2>"$l.err" || failed "iwcm -m $1" "$l.err"
+	to_raw iwdapl 0 block <"$l"
 }
 
-echo "== iwdapl vs plain TCP on loopback: ${rounds} round(s), ${secs} s per size, best round counts"
-echo "   (iwdapl: $(head -n1 "$DAT_OVERRIDE" | awk '{print $5}'); $(nproc) CPUs)"
-echo "   iwdtest waits for completions in dat_evd_wait${poll_bw:+ -- no: it polls (BENCH_POLL=1)}" \
-	"for bandwidth, ${poll_lat:+polls dat_evd_dequeue (-p) for latency}${poll_lat:-waits for latency too}"
-: >"$raw"
-r=0
-while [ $r -lt "$rounds" ]; do
-	r=$((r + 1))
+mem() {
+	next_qual
+	l=$(log iwmem)
+	IWDAPL_CRC=0 timeout -k 5 "$limit" "$iwmem" -n "$eps" -q "$qual" --csv >"$l" 2>"$l.err" ||
+		failed "iwmem" "$l.err"
+	awk -F, -v r="$round" '$1 != "what" && NF >= 7 {
+		printf "%s,iwdapl,0,block,mem_%s,0,,%s,,,,,,,,%s,%s,%d\n", r, $1, $2, $5, $6, $7 == "OK"
+	}' "$l" >>"$raw"
+}
+
+echo "== iwdapl vs plain TCP vs libfabric TCP on loopback"
+echo "   $rounds round(s); sizes $sizes, ${secs}s each, window $window; ping-pong $lat_iters iterations at $lat_sizes"
+echo "   provider: $(awk '$1 == "iw-lo" { print $5; exit }' "$DAT_OVERRIDE"); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -n "$fipp" ] || echo "   fi_pingpong not installed (Debian libfabric-bin): libfabric TCP is n/a"
+echo "   results: $out"
+bw_modes=block
+[ "${BENCH_BW_POLL:-0}" = 1 ] && bw_modes="block poll"
+round=0
+while [ $round -lt "$rounds" ]; do
+	round=$((round + 1))
 	for crc in 0 1; do
-		iw $crc write $sizes
-		iw $crc pingpong 8
+		for m in $bw_modes; do
+			iw $crc "$m" "-m write,read,send -S $sizes -t $secs --window $window"
+		done
+		for m in block poll poll_wait0; do
+			iw $crc $m "-m pingpong -S $lat_sizes -n $lat_iters"
+		done
 	done
-	tcp stream $sizes
-	tcp pingpong 8
-	echo "   round $r done"
+	tcp block "-m stream -S $sizes -t $secs --window $window"
+	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"
+	tcp block "-m pingpong -S $lat_sizes -n $lat_iters"
+	tcp poll "-m pingpong -S $lat_sizes -n $lat_iters"
+	for s in $(echo "$lat_bytes" | tr ',' ' '); do
+		fi_pp "$s"
+	done
+	cm psp
+	cm ssp
+	mem
+	echo "   round $round of $rounds done"
 done
-if grep -q -v ',OK$' "$raw"; then
-	echo "run.sh: some transfers did not validate:" >&2
-	grep -v ',OK$' "$raw" >&2
+
+if awk -F, 'NR > 1 && $NF != 1 { bad = 1 } END { exit !bad }' "$raw"; then
+	echo "run.sh: some measurements did not validate (valid=0 in $raw)" >&2
 	status=1
 fi
-
-# Best of the rounds per (source, mode, size): highest MB/s, lowest latency;
-# then one line per measurement with its ratio to TCP and its target.
-awk -F, -v strict="${BENCH_STRICT:-0}" -v sizes="$sizes" '
-function human(s) { return s >= 1048576 ? s / 1048576 " MiB" : s >= 1024 ? s / 1024 " KiB" : s " B" }
-{
-	src = $1; mode = ($2 == "stream") ? "write" : $2; k = src SUBSEP mode SUBSEP $3
-	if ($6 > bw[k]) bw[k] = $6
-	if ($7 != "" && (!(k in lat) || $7 < lat[k])) lat[k] = $7
-}
-function row(what, size, crc, iwv, tcpv, lower, target,   ratio, res) {
-	if (tcpv == "" || iwv == "" || tcpv == 0) { res = "no data"; ratio = "-" }
-	else {
-		ratio = sprintf("%.2f", iwv / tcpv)
-		if (target == "") res = "(no target)"
-		else if (lower ? iwv / tcpv <= target : iwv / tcpv >= target) { res = "met"; met++ }
-		else { res = "NOT MET"; unmet++ }
-	}
-	printf "%-22s %-8s %-4s %12s %12s %7s  %-8s %s\n", what, human(size), crc, iwv, tcpv, ratio,
-		target == "" ? "-" : (lower ? "<= " : ">= ") sprintf("%.1f", target), res
-}
-END {
-	printf "\n%-22s %-8s %-4s %12s %12s %7s  %-8s %s\n", "measurement", "size", "CRC", "iwdapl", "plain TCP", "ratio", "target", "result"
-	n = split(sizes, sorted, ",")
-	for (c = 0; c <= 1; c++)
-		for (i = 1; i <= n; i++) {
-			s = sorted[i]
-			t = s + 0 >= 65536 ? (c ? 0.6 : 0.8) : ""
-			row("write bandwidth MB/s", s, c ? "on" : "off", bw["iw" c, "write", s], bw["tcp", "write", s], 0, t)
-		}
-	for (c = 0; c <= 1; c++)
-		row("ping-pong latency us", 8, c ? "on" : "off", lat["iw" c, "pingpong", 8], lat["tcp", "pingpong", 8], 1, 1.5)
-	printf "\ntargets: %d met, %d not met\n", met, unmet
-	exit (strict && unmet) ? 2 : 0
-}' "$raw" || [ $status -ne 0 ] || status=2
+awk -F, -f "$here/summarize.awk" "$raw" >"$out/summary.csv"
+awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
+	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" "$out/summary.csv" >"$out/report.txt"
+rs=$?
+cat "$out/report.txt"
+if command -v gnuplot >/dev/null 2>&1; then
+	sh "$here/plot.sh" "$out" || echo "run.sh: plotting failed" >&2
+else
+	echo "(gnuplot not installed: no plots)"
+fi
+[ $status -ne 0 ] || status=$rs
 exit $status

@@ -1,16 +1,24 @@
 /* tcp_baseline: plain TCP over 127.0.0.1 doing the transfers iwdtest does,
  * as the yardstick for the provider's numbers.  One invocation forks a
  * server; the client measures
- *   stream:   one-way streaming bandwidth, n messages of each size, timed
- *             until the server confirms it has read them all;
- *   pingpong: n round trips of each size, latency = half a round trip;
- * both with TCP_NODELAY.  Data is the same pattern stream as iwdtest's
- * (test/dtest/pattern.h), checked on receipt: every message by default,
- * only the last one with --no-verify, exactly as iwdtest does.
+ *   stream:   one send() per message, at most W messages that the server
+ *             has not acknowledged (it acknowledges every W/2: the window
+ *             rule of test/dtest/window.h, the same as iwdtest's), timed
+ *             until the server has acknowledged them all: bandwidth and
+ *             message rate;
+ *   pingpong: n round trips of each size, each one timed: latency is half
+ *             a round trip, as the mean, median, 99th percentile and max;
+ * both with TCP_NODELAY.  Blocking by default: send()/recv() sleep in the
+ * kernel, as dat_evd_wait does.  With -p both sides busy-poll instead
+ * (MSG_DONTWAIT in a loop), as a consumer spinning on dat_evd_dequeue does.
+ * Data is the same pattern stream as iwdtest's (test/dtest/pattern.h),
+ * checked on receipt: every message by default, only the last one with
+ * --no-verify, exactly as iwdtest does.
  *
  *   tcp_baseline [-m stream|pingpong|all] [-S sizes] [-n iters | -t secs]
- *                [--csv] [--no-verify]
- * Output rows (--csv): mode,size,iters,seconds,MBps,lat_us,valid */
+ *                [-p] [--window W] [--csv] [--no-verify]
+ * Output rows (--csv), as iwdtest's: mode,size,iters,seconds,MBps,lat_us,
+ * valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -22,38 +30,48 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "dtest/lat_stats.h"
 #include "dtest/pattern.h"
+#include "dtest/window.h"
 
 #define MAX_SIZES 32
 #define MAX_ITERS (1L << 26)
+#define WARMUP_MAX 1000
 #define PONG_SEED 0x5a5a5a5a00000000ull
 
 enum { T_STREAM, T_PINGPONG, T_QUIT };
 
 struct hdr {			/* client -> server, before each test */
-	uint64_t mode, size, iters, seed, verify_all;
+	uint64_t mode, size, iters, seed, verify_all, window;
 };
 
 struct opts {
 	int stream, pingpong, csv, verify_all;
 	size_t sizes[MAX_SIZES];
 	int nsizes;
-	long iters;
+	long iters, window;
 	double budget;
 };
 
+struct result {
+	long n, errs, window;
+	double secs;
+	struct lat_stats lat;
+};
+
 static unsigned char *src, *buf;	/* source pattern, receive buffer */
+static int spin;			/* -p: busy-poll instead of blocking */
 
 static int io_all(int fd, void *p, size_t len, int wr)
 {
+	int flags = MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0);
 	char *c = p;
 
 	while (len) {
-		ssize_t k = wr ? send(fd, c, len, MSG_NOSIGNAL) : recv(fd, c, len, 0);
-		if (k < 0 && errno == EINTR)
+		ssize_t k = wr ? send(fd, c, len, flags) : recv(fd, c, len, flags);
+		if (k < 0 && (errno == EINTR || (spin && (errno == EAGAIN || errno == EWOULDBLOCK))))
 			continue;
 		if (k <= 0) {
 			fprintf(stderr, "tcp_baseline: %s: %s\n", wr ? "send" : "recv",
@@ -76,17 +94,22 @@ static long check(const struct hdr *h, uint64_t seed, long i)
 /* The server side of one test; returns its error count or -1. */
 static long serve_test(int fd, const struct hdr *h)
 {
-	long i, errs = 0;
+	long i, errs = 0, n = (long)h->iters, every = win_ack_every((long)h->window);
 
 	if (h->mode == T_PINGPONG)
 		pat_fill(src, h->size + PAT_SLACK, h->seed ^ PONG_SEED, 0);
-	for (i = 0; i < (long)h->iters; i++) {
+	for (i = 0; i < n; i++) {
 		if (io_all(fd, buf, h->size, 0))
 			return -1;
 		errs += check(h, h->seed, i);
-		if (h->mode == T_PINGPONG &&
-		    io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
-			return -1;
+		if (h->mode == T_PINGPONG) {
+			if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
+				return -1;
+		} else if ((i + 1) % every == 0 || i == n - 1) {
+			uint64_t acked = (uint64_t)(i + 1);
+			if (io_all(fd, &acked, sizeof acked, 1))
+				return -1;
+		}
 	}
 	return errs;
 }
@@ -108,84 +131,120 @@ static int server(int lfd)
 	return 0;
 }
 
-static double now_s(void)
+/* stream: message i as soon as fewer than w are unacknowledged. */
+static int client_stream(int fd, const struct hdr *h)
 {
-	struct timespec t;
+	long n = (long)h->iters, w = (long)h->window, acked = 0, i;
+	uint64_t a;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	for (i = 0; i <= n; i++) {
+		while (acked < n && (i - acked >= w || i == n)) {
+			if (io_all(fd, &a, sizeof a, 0))
+				return -1;
+			acked = (long)a;
+		}
+		if (i < n && io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
+			return -1;
+	}
+	return 0;
 }
 
-/* One test of n iterations; *secs from the first byte to the server's
- * verdict (stream) or the last pong (ping-pong).  Returns errors or -1. */
-static long run_test(int fd, const struct opts *o, int mode, size_t size, long n, double *secs)
+/* pingpong: every round trip timed into lat (cap samples); errors or -1. */
+static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap)
+{
+	long n = (long)h->iters, i, errs = 0;
+
+	for (i = 0; i < n; i++) {
+		uint64_t t0 = lat_now_ns();
+		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1) ||
+		    io_all(fd, buf, h->size, 0))
+			return -1;
+		if (i < cap)
+			lat[i] = lat_now_ns() - t0;
+		errs += check(h, h->seed ^ PONG_SEED, i);
+	}
+	return errs;
+}
+
+/* One test of n iterations, timed from the first byte to the server's
+ * verdict.  Returns 0, or -1 on a transport error. */
+static int run_test(int fd, const struct opts *o, int mode, size_t size, long n,
+		    struct result *r)
 {
 	static uint64_t tests;
 	struct hdr h = { (uint64_t)mode, size, (uint64_t)n, pat_word(7, ++tests),
-			 (uint64_t)o->verify_all };
+			 (uint64_t)o->verify_all, 1 };
+	long cap = mode == T_PINGPONG ? (n < LAT_MAX_SAMPLES ? n : LAT_MAX_SAMPLES) : 0;
+	uint64_t *lat = cap ? malloc((size_t)cap * sizeof *lat) : NULL, t0;
 	int64_t perrs = 0;
-	long i, errs = 0;
-	double t0;
+	long errs = 0;
 
+	if (cap && !lat)
+		return -1;
+	memset(r, 0, sizeof *r);
+	if (mode == T_STREAM)
+		h.window = (uint64_t)win_for_size(size, o->window);
 	pat_fill(src, size + PAT_SLACK, h.seed, 0);
-	if (io_all(fd, &h, sizeof h, 1))
+	t0 = lat_now_ns();
+	if (io_all(fd, &h, sizeof h, 1) ||
+	    (mode == T_STREAM ? client_stream(fd, &h) : (errs = client_pingpong(fd, &h, lat, cap))) < 0 ||
+	    io_all(fd, &perrs, sizeof perrs, 0)) {
+		free(lat);
 		return -1;
-	t0 = now_s();
-	for (i = 0; i < n; i++) {
-		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, size, 1))
-			return -1;
-		if (mode == T_PINGPONG) {
-			if (io_all(fd, buf, size, 0))
-				return -1;
-			errs += check(&h, h.seed ^ PONG_SEED, i);
-		}
 	}
-	if (io_all(fd, &perrs, sizeof perrs, 0))
-		return -1;
-	*secs = now_s() - t0;
-	return errs + perrs;
+	r->secs = (double)(lat_now_ns() - t0) / 1e9;
+	r->n = n;
+	r->errs = errs + (long)perrs;
+	r->window = (long)h.window;
+	lat_summarize(lat, cap, 0.5, &r->lat);
+	free(lat);
+	return 0;
 }
 
-/* Same budget rule as iwdtest: grow until a run takes a tenth of the
- * budget, then run for the budget. */
-static long run_budget(int fd, const struct opts *o, int mode, size_t size, long *n, double *secs)
+/* A fixed count runs a tenth of it first, unmeasured (as iwdtest does);
+ * a time budget grows the count until a run takes a tenth of the budget,
+ * then runs for the budget.  Errors of every run count. */
+static int run_budget(int fd, const struct opts *o, int mode, size_t size, struct result *r)
 {
-	long errs = 0, e;
+	long n = o->iters ? o->iters / 10 : 16, errs = 0;
 
-	*n = o->iters ? o->iters : 16;
-	while (!o->iters) {
-		if ((e = run_test(fd, o, mode, size, *n, secs)) < 0)
+	if (n > WARMUP_MAX && o->iters)
+		n = WARMUP_MAX;
+	while (n > 0) {
+		if (run_test(fd, o, mode, size, n, r))
 			return -1;
-		errs += e;
-		if (*secs >= o->budget / 10 || *n >= MAX_ITERS)
+		errs += r->errs;
+		if (o->iters || r->secs >= o->budget / 10 || n >= MAX_ITERS)
 			break;
-		*n *= *secs < o->budget / 100 ? 8 : 2;
+		n *= r->secs < o->budget / 100 ? 8 : 2;
 	}
-	if (!o->iters) {
-		*n = (long)((double)*n * o->budget / (*secs > 1e-6 ? *secs : 1e-6));
-		*n = *n < 1 ? 1 : *n > MAX_ITERS ? MAX_ITERS : *n;
-	}
-	if ((e = run_test(fd, o, mode, size, *n, secs)) < 0)
+	n = o->iters ? o->iters : (long)((double)n * o->budget / (r->secs > 1e-6 ? r->secs : 1e-6));
+	n = n < 1 ? 1 : n > MAX_ITERS ? MAX_ITERS : n;
+	if (run_test(fd, o, mode, size, n, r))
 		return -1;
-	return errs + e;
+	r->errs += errs;
+	return 0;
 }
 
-static void print_row(const struct opts *o, int mode, size_t size, long n, double secs, long errs)
+static void print_row(const struct opts *o, int mode, size_t size, const struct result *r)
 {
-	double mbps = (double)size * (double)n / secs / 1e6;
+	double mbps = (double)size * (double)r->n / r->secs / 1e6, rate = (double)r->n / r->secs;
 	const char *name = mode == T_STREAM ? "stream" : "pingpong";
+	char lat[4][32] = { "", "", "", "" };
 
-	if (o->csv && mode == T_PINGPONG)
-		printf("%s,%zu,%ld,%.6f,%.2f,%.3f,%s\n", name, size, n, secs, mbps,
-		       secs * 1e6 / (double)n / 2, errs ? "FAIL" : "OK");
-	else if (o->csv)
-		printf("%s,%zu,%ld,%.6f,%.2f,,%s\n", name, size, n, secs, mbps, errs ? "FAIL" : "OK");
-	else if (mode == T_PINGPONG)
-		printf("%-9s %10zu %10ld %12.2f %10.2f  %s\n", name, size, n, mbps,
-		       secs * 1e6 / (double)n / 2, errs ? "FAIL" : "OK");
+	if (mode == T_PINGPONG) {
+		snprintf(lat[0], sizeof lat[0], "%.3f", r->secs * 1e6 / (double)r->n / 2);
+		snprintf(lat[1], sizeof lat[1], "%.3f", r->lat.median_us);
+		snprintf(lat[2], sizeof lat[2], "%.3f", r->lat.p99_us);
+		snprintf(lat[3], sizeof lat[3], "%.3f", r->lat.max_us);
+	}
+	if (o->csv)
+		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s,%ld,%.0f,%s,%s,%s\n", name, size, r->n, r->secs,
+		       mbps, lat[0], r->errs ? "FAIL" : "OK", r->window, rate, lat[1], lat[2], lat[3]);
 	else
-		printf("%-9s %10zu %10ld %12.2f %10s  %s\n", name, size, n, mbps, "-",
-		       errs ? "FAIL" : "OK");
+		printf("%-9s %10zu %10ld %12.2f %10s  %-5s %6ld %12.0f %9s %9s\n", name, size, r->n,
+		       mbps, *lat[0] ? lat[0] : "-", r->errs ? "FAIL" : "OK", r->window, rate,
+		       *lat[1] ? lat[1] : "-", *lat[2] ? lat[2] : "-");
 	fflush(stdout);
 }
 
@@ -196,22 +255,28 @@ static int client(const struct opts *o, struct sockaddr_in *sin)
 
 	if (fd < 0 || connect(fd, (struct sockaddr *)sin, sizeof *sin)) {
 		perror("tcp_baseline: connect");
+		if (fd >= 0)
+			close(fd);
 		return 1;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	printf(o->csv ? "mode,size,iters,seconds,MBps,lat_us,valid\n"
-		      : "mode            size      iters         MB/s    lat(us)  valid\n");
+	if (o->csv)
+		printf("mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,"
+		       "lat_median_us,lat_p99_us,lat_max_us\n");
+	else
+		printf("%-9s %10s %10s %12s %10s  %-5s %6s %12s %9s %9s\n", "mode", "size",
+		       "iters", "MB/s", "lat(us)", "valid", "window", "msgs/s", "median", "p99");
 	for (mode = T_STREAM; mode <= T_PINGPONG; mode++) {
 		if (!(mode == T_STREAM ? o->stream : o->pingpong))
 			continue;
 		for (k = 0; k < o->nsizes; k++) {
-			long n;
-			double secs;
-			long errs = run_budget(fd, o, mode, o->sizes[k], &n, &secs);
-			if (errs < 0)
+			struct result r;
+			if (run_budget(fd, o, mode, o->sizes[k], &r)) {
+				close(fd);
 				return 1;
-			print_row(o, mode, o->sizes[k], n, secs, errs);
-			fails += errs != 0;
+			}
+			print_row(o, mode, o->sizes[k], &r);
+			fails += r.errs != 0;
 		}
 	}
 	io_all(fd, &quit, sizeof quit, 1);
@@ -219,15 +284,30 @@ static int client(const struct opts *o, struct sockaddr_in *sin)
 	return fails != 0;
 }
 
+static int parse_sizes(struct opts *o, char *list)
+{
+	char *tok, *save = NULL;
+
+	for (o->nsizes = 0, tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *end;
+		unsigned long long v = strtoull(tok, &end, 10);
+		v <<= *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : 0;
+		if (o->nsizes == MAX_SIZES || v < 1 || v > (1u << 30))
+			return -1;
+		o->sizes[o->nsizes++] = (size_t)v;
+	}
+	return 0;
+}
+
 static int parse(struct opts *o, int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "csv", no_argument, NULL, 'c' },
 		{ "no-verify", no_argument, NULL, 'V' },
+		{ "window", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const size_t def[] = { 64, 4096, 65536, 1048576 };
-	char *tok, *save = NULL;
 	int c;
 
 	memset(o, 0, sizeof *o);
@@ -235,7 +315,7 @@ static int parse(struct opts *o, int argc, char **argv)
 	o->budget = 0.25;
 	memcpy(o->sizes, def, sizeof def);
 	o->nsizes = 4;
-	while ((c = getopt_long(argc, argv, "m:S:n:t:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:S:n:t:pW:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			o->stream = !strcmp(optarg, "stream") || !strcmp(optarg, "all");
@@ -243,19 +323,15 @@ static int parse(struct opts *o, int argc, char **argv)
 			if (!o->stream && !o->pingpong)
 				return -1;
 			break;
-		case 'S':
-			for (o->nsizes = 0, tok = strtok_r(optarg, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				char *end;
-				unsigned long long v = strtoull(tok, &end, 10);
-				v <<= *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 : 0;
-				if (o->nsizes == MAX_SIZES || v < 1 || v > (1u << 30))
-					return -1;
-				o->sizes[o->nsizes++] = (size_t)v;
-			}
-			break;
+		case 'S': if (parse_sizes(o, optarg)) return -1; break;
 		case 'n': o->iters = strtol(optarg, NULL, 0); if (o->iters < 1) return -1; break;
 		case 't': o->budget = strtod(optarg, NULL); if (!(o->budget > 0)) return -1; break;
+		case 'p': spin = 1; break;
+		case 'W':
+			o->window = strtol(optarg, NULL, 0);
+			if (o->window < 1 || o->window > WIN_LIMIT)
+				return -1;
+			break;
 		case 'c': o->csv = 1; break;
 		case 'V': o->verify_all = 0; break;
 		default: return -1;
@@ -275,7 +351,7 @@ int main(int argc, char **argv)
 
 	if (parse(&o, argc, argv)) {
 		fprintf(stderr, "usage: tcp_baseline [-m stream|pingpong|all] [-S sizes] "
-				"[-n iters | -t secs] [--csv] [--no-verify]\n");
+				"[-n iters | -t secs] [-p] [--window W] [--csv] [--no-verify]\n");
 		return 2;
 	}
 	for (k = 0; k < o.nsizes; k++)
@@ -295,11 +371,17 @@ int main(int argc, char **argv)
 		perror("tcp_baseline: fork");
 		return 1;
 	}
-	if (pid == 0)
-		_exit(server(lfd));
+	if (pid == 0) {
+		rc = server(lfd);
+		free(src);
+		free(buf);
+		_exit(rc);
+	}
 	close(lfd);
 	rc = client(&o, &sin);
 	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
 		rc = 1;
+	free(src);
+	free(buf);
 	return rc;
 }

@@ -63,10 +63,12 @@ int du_open(struct du *d, const char *ia_name, int dto_qlen)
 	r = dat_evd_create(d->ia, dto_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &d->dto_evd);
 	if (du_check(r, "dat_evd_create(dto)"))
 		return -1;
-	r = dat_evd_create(d->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &d->conn_evd);
+	r = dat_evd_create(d->ia, d->conn_qlen ? d->conn_qlen : 8, DAT_HANDLE_NULL,
+			   DAT_EVD_CONNECTION_FLAG, &d->conn_evd);
 	if (du_check(r, "dat_evd_create(conn)"))
 		return -1;
-	r = dat_evd_create(d->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &d->cr_evd);
+	r = dat_evd_create(d->ia, d->conn_qlen ? d->conn_qlen : 8, DAT_HANDLE_NULL,
+			   DAT_EVD_CR_FLAG, &d->cr_evd);
 	return du_check(r, "dat_evd_create(cr)");
 }
 
@@ -253,17 +255,22 @@ int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 	}
 }
 
+/* Spins on dat_evd_dequeue, or on dat_evd_wait with a zero timeout (the
+ * two polling styles consumers use); 1 when the wait bound passes. */
 static int dequeue_spin(struct du *d, DAT_EVENT *ev)
 {
 	double end = now_ms() + (double)d->tmo_us / 1e3;
+	int wait0 = d->poll == DU_POLL_WAIT0;
 	unsigned spins = 0;
+	DAT_COUNT more;
 
 	for (;;) {
-		DAT_RETURN r = dat_evd_dequeue(d->dto_evd, ev);
+		DAT_RETURN r = wait0 ? dat_evd_wait(d->dto_evd, 0, 1, ev, &more)
+				     : dat_evd_dequeue(d->dto_evd, ev);
 		if (r == DAT_SUCCESS)
 			return 0;
-		if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY)
-			return du_check(r, "dat_evd_dequeue");
+		if (DAT_GET_TYPE(r) != (wait0 ? DAT_TIMEOUT_EXPIRED : DAT_QUEUE_EMPTY))
+			return du_check(r, wait0 ? "dat_evd_wait" : "dat_evd_dequeue");
 		/* Reading the clock on every spin would dominate latency. */
 		if (++spins % 4096 == 0 && now_ms() > end)
 			return 1;

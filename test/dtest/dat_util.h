@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <dat2/udat.h>
 
+/* How du_wait spins on the DTO EVD when struct du's poll is set. */
+enum { DU_POLL_DEQUEUE = 1, DU_POLL_WAIT0 = 2 };
+
 struct du_region {
 	void *buf;
 	size_t len;
@@ -28,7 +31,8 @@ struct du {
 	DAT_PSP_HANDLE psp;
 	struct du_ep_sizes sizes;
 	int connected;		/* ESTABLISHED seen: disconnect at the end */
-	int poll;		/* spin on dat_evd_dequeue for DTO events */
+	int poll;		/* DTO events: 0 block in dat_evd_wait, or spin */
+	int conn_qlen;		/* du_open: connection and CR EVD depth (0: 8) */
 	DAT_TIMEOUT tmo_us;	/* bound on every wait */
 };
 
@@ -63,9 +67,20 @@ int du_ssp_answer(unsigned port, int wait_ms);
 int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		   void *pd, int pdmax, int *pdlen);
 int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen);
+/* du_ssp_connect in two steps: read the server's upgrade offer (the SSP's
+ * final streaming message), then dat_iw_socket_connect and ESTABLISHED.
+ * Both close fd on failure before the upgrade call. */
+int du_ssp_await_offer(struct du *d, int fd);
+int du_ssp_upgrade(struct du *d, int fd, const void *pd, int pdlen);
+/* Plain TCP: a listening socket on port (all addresses), one accepted
+ * connection within wait_ms, a connection to host:port retried for
+ * retry_ms; each returns the socket or -1. */
+int du_tcp_listen(unsigned port, int backlog);
+int du_tcp_accept(int lfd, int wait_ms);
+int du_tcp_dial(const char *host, unsigned port, int retry_ms);
 
 /* One event from evd within the wait bound; spins when d->poll and evd is
- * the DTO EVD.  Returns 0, or -1 (printed) on error or timeout. */
+ * the DTO EVD (on dat_evd_dequeue, or dat_evd_wait with timeout 0).  Returns 0, or -1 (printed) on error or timeout. */
 int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what);
 
 void du_disconnect(struct du *d);

@@ -51,9 +51,9 @@ static int write_all(int fd, const char *s)
 	return 0;
 }
 
-/* Client: TCP connect to host:port and say hello; retries for retry_ms
- * while nobody listens yet.  Returns the socket or -1. */
-int du_ssp_dial(const char *host, unsigned port, int retry_ms)
+/* TCP connect to host:port; retries for retry_ms while nobody listens
+ * yet.  Returns the socket or -1. */
+int du_tcp_dial(const char *host, unsigned port, int retry_ms)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
 	char svc[16];
@@ -74,36 +74,57 @@ int du_ssp_dial(const char *host, unsigned port, int retry_ms)
 		usleep(100 * 1000);
 	}
 	freeaddrinfo(res);
-	if (fd < 0 || write_all(fd, HELLO)) {
-		fprintf(stderr, "iwdtest: --ssp: no TCP peer at %s:%u\n", host, port);
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
+		fprintf(stderr, "iwdtest: no TCP peer at %s:%u\n", host, port);
+	return fd;
+}
+
+/* Client: TCP connect to host:port and say hello.  Returns the socket or -1. */
+int du_ssp_dial(const char *host, unsigned port, int retry_ms)
+{
+	int fd = du_tcp_dial(host, port, retry_ms);
+
+	if (fd >= 0 && write_all(fd, HELLO)) {
+		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-/* Server: accept one TCP client on port and read its hello. */
-int du_ssp_answer(unsigned port, int wait_ms)
+int du_tcp_listen(unsigned port, int backlog)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct pollfd p;
-	char line[64];
-	int l, fd, one = 1;
+	int l, one = 1;
 
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	if (l < 0)
 		return -1;
 	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, 1)) {
-		fprintf(stderr, "iwdtest: --ssp: cannot listen on TCP port %u: %s\n",
+	if (bind(l, (struct sockaddr *)&a, sizeof a) || listen(l, backlog)) {
+		fprintf(stderr, "iwdtest: cannot listen on TCP port %u: %s\n",
 			port, strerror(errno));
 		close(l);
 		return -1;
 	}
-	p.fd = l;
-	p.events = POLLIN;
-	fd = poll(&p, 1, wait_ms) == 1 ? accept(l, NULL, NULL) : -1;
+	return l;
+}
+
+int du_tcp_accept(int lfd, int wait_ms)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+
+	return poll(&p, 1, wait_ms) == 1 ? accept(lfd, NULL, NULL) : -1;
+}
+
+/* Server: accept one TCP client on port and read its hello. */
+int du_ssp_answer(unsigned port, int wait_ms)
+{
+	char line[64];
+	int l = du_tcp_listen(port, 1), fd;
+
+	if (l < 0)
+		return -1;
+	fd = du_tcp_accept(l, wait_ms);
 	close(l);
 	if (fd < 0 || read_line(fd, line, sizeof line, wait_ms) ||
 	    strcmp(line, HELLO) != 0) {
@@ -133,9 +154,7 @@ int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 	return rc;
 }
 
-/* Client: wait for the server's upgrade line, then turn the socket into an
- * RDMA connection; the EP owns it from then on. */
-int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen)
+int du_ssp_await_offer(struct du *d, int fd)
 {
 	char line[64];
 
@@ -145,10 +164,22 @@ int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen)
 		close(fd);
 		return -1;
 	}
+	return 0;
+}
+
+int du_ssp_upgrade(struct du *d, int fd, const void *pd, int pdlen)
+{
 	if (du_check(dat_iw_socket_connect(d->ep, fd, d->tmo_us, pdlen, pd),
 		     "dat_iw_socket_connect")) {
 		close(fd);
 		return -1;
 	}
 	return du_wait_established(d);
+}
+
+/* Client: wait for the server's upgrade line, then turn the socket into an
+ * RDMA connection; the EP owns it from then on. */
+int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen)
+{
+	return du_ssp_await_offer(d, fd) || du_ssp_upgrade(d, fd, pd, pdlen) ? -1 : 0;
 }

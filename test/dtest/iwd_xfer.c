@@ -6,40 +6,39 @@
  * that finds no receive posted kills the connection).  Then each side
  * sends a HELLO carrying the RMR triplet of its target region.
  *
- * Tests are driven by the client: BEGIN(mode, size, iters, seed, window),
- * the server answers READY, then
- *   write:    the client RDMA-writes iteration i into slot i % 2W of the
- *             server's region and, after each window of W writes, sends
- *             DONE; RDMAP orders the Send after the Writes, so on DONE the
- *             server checks the window and ACKs it.  Two windows in flight
- *             let checking overlap the transfer.
+ * Tests are driven by the client: BEGIN(mode, size, iters, seed, window W,
+ * see window.h), the server answers READY, then
+ *   write:    the client RDMA-writes iteration i into slot i % W of the
+ *             server's region and, after each W/2 writes, sends DONE;
+ *             RDMAP orders the Send after the Writes, so on DONE the server
+ *             checks those writes and ACKs them.  At most W writes are
+ *             unacknowledged, so checking overlaps the transfer.
  *   send:     the client sends; the server checks each message in its ring
- *             and ACKs every W messages, which are the client's credits.
+ *             and ACKs every W/2 messages, which are the client's credits.
  *   read:     the server fills its region once; the client RDMA-reads
- *             iteration i from word offset pat_woff(i) and checks it.
- *   pingpong: ping i and pong i both checked; the server's count of bad
- *             pings comes in a final ACK.
+ *             iteration i from word offset pat_woff(i) and checks it, with
+ *             at most W reads outstanding.
+ *   pingpong: ping i and pong i both checked, each round trip timed; the
+ *             server's count of bad pings comes in a final ACK.
  * Receives complete in posting order, so ring slot = receive count % ring. */
 #include "iwdtest.h"
 #include "pattern.h"
+#include "window.h"
 
 #include <endian.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define MAGIC 0x49574454u		/* "IWDT" */
 #define VERSION 1u
-#define WIN_BYTES (4u << 20)		/* bytes per window of writes/sends */
-#define WIN_MAX 16
-#define RING_BYTES (16u << 20)
+#define RING_BYTES (64u << 20)		/* receive ring: RING_MIN..RING_MAX slots */
 #define RING_MIN 4
-#define RING_MAX 32
-#define CTL_SLOTS 64
-#define MAX_REQ 64
-#define REQ_DEPTH 60			/* < MAX_REQ, and < CTL_SLOTS: see send_msg */
-#define RD_DEPTH 8
+#define RING_MAX WIN_LIMIT		/* a send window fits the ring */
+#define CTL_SLOTS 192
+#define MAX_REQ (WIN_LIMIT + 32)	/* a window of writes, DONEs, control */
+#define REQ_DEPTH (MAX_REQ - 4)		/* < MAX_REQ, and < CTL_SLOTS: see send_msg */
+#define RD_DEPTH WIN_LIMIT
 #define QLEN 64
 #define WIRE_MSG sizeof(struct iwd_msg)
 #define PONG_SEED 0x5a5a5a5a00000000ull
@@ -69,6 +68,9 @@ struct iwd_sess {
 	long rd_done, rd_last, rd_errs, rd_slots;
 	size_t rd_size;
 	uint64_t rd_seed;
+	/* Round-trip times of the ping-pong running (client). */
+	uint64_t *lat_ns;
+	long lat_cap;
 	struct iwd_msg q[QLEN];
 	unsigned qh, qt;
 };
@@ -317,11 +319,10 @@ static int wait_msg(struct iwd_sess *s, uint32_t type, struct iwd_msg *m)
 
 static long window_for(const struct iwd_sess *s, int mode, size_t size)
 {
-	long w = (long)(WIN_BYTES / size);
+	long w = win_for_size(size, s->o->window);
 
-	w = w < 1 ? 1 : w > WIN_MAX ? WIN_MAX : w;
-	if (mode == M_SEND && w > s->ring / 2)
-		w = s->ring / 2;	/* two windows of credits fit the ring */
+	if (mode == M_SEND && w > s->ring)
+		w = s->ring;		/* every unacknowledged Send holds a slot */
 	return w;
 }
 
@@ -336,13 +337,14 @@ static int wait_ack(struct iwd_sess *s, long *acked, long *errs)
 	return 0;
 }
 
-/* write and send: two windows in flight, each acknowledged by the server. */
+/* write and send: at most W unacknowledged, acknowledged every W/2. */
 static int client_stream(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 {
-	long n = (long)b->iters, w = (long)b->window, acked = 0, first = 0, i;
+	long n = (long)b->iters, w = (long)b->window, every = win_ack_every(w);
+	long acked = 0, first = 0, i;
 
 	for (i = 0; i < n; i++) {
-		while (acked + 2 * w <= i)
+		while (i - acked >= w)
 			if (wait_ack(s, &acked, errs))
 				return -1;
 		if (b->mode == M_SEND) {
@@ -350,9 +352,9 @@ static int client_stream(struct iwd_sess *s, const struct iwd_msg *b, long *errs
 				return -1;
 			continue;
 		}
-		if (post_write(s, i, b->size, (size_t)(i % (2 * w)) * b->size))
+		if (post_write(s, i, b->size, (size_t)(i % w) * b->size))
 			return -1;
-		if ((i + 1) % w == 0 || i == n - 1) {
+		if (i + 1 - first == every || i == n - 1) {
 			struct iwd_msg d = { .type = MSG_DONE, .first = (uint64_t)first,
 					     .count = (uint64_t)(i + 1 - first) };
 			if (send_msg(s, &d))
@@ -375,8 +377,8 @@ static int client_read(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 	s->rd_done = s->rd_errs = 0;
 	s->rd_last = n - 1;
 	s->rd_slots = (long)(s->reg[R_TGT].len / b->size);
-	if (s->rd_slots > RD_DEPTH)
-		s->rd_slots = RD_DEPTH;
+	if (s->rd_slots > (long)b->window)
+		s->rd_slots = (long)b->window;
 	for (i = 0; i < n; i++) {
 		while (i - s->rd_done >= s->rd_slots)
 			if (pump(s))
@@ -407,22 +409,40 @@ static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *er
 	/* Only after READY: from here on, every receive is a pong. */
 	expect_data(s, b->size, n, b->seed ^ PONG_SEED);
 	for (i = 0; i < n; i++) {
+		uint64_t t0 = lat_now_ns();
+
 		if (post_data_send(s, i, b->size))
 			return -1;
 		while (s->rx_idx <= i)
 			if (pump(s))
 				return -1;
+		if (i < s->lat_cap)
+			s->lat_ns[i] = lat_now_ns() - t0;
 	}
 	*errs = s->rx_errs;
 	return 0;
 }
 
-static double now_s(void)
+/* Ping-pong: room for the round-trip times of n iterations (or the first
+ * LAT_MAX_SAMPLES of them). */
+static int lat_alloc(struct iwd_sess *s, long n)
 {
-	struct timespec t;
+	s->lat_cap = n < LAT_MAX_SAMPLES ? n : LAT_MAX_SAMPLES;
+	s->lat_ns = malloc((size_t)s->lat_cap * sizeof *s->lat_ns);
+	if (!s->lat_ns) {
+		fprintf(stderr, "iwdtest: out of memory for %ld latency samples\n", s->lat_cap);
+		s->lat_cap = 0;
+		return -1;
+	}
+	return 0;
+}
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+static void lat_release(struct iwd_sess *s, struct iwd_result *r, long done)
+{
+	lat_summarize(s->lat_ns, done < s->lat_cap ? done : s->lat_cap, 0.5, &r->lat);
+	free(s->lat_ns);
+	s->lat_ns = NULL;
+	s->lat_cap = 0;
 }
 
 int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result *r)
@@ -430,28 +450,37 @@ int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result
 	struct iwd_msg b = { .type = MSG_BEGIN, .mode = (uint32_t)mode, .size = size,
 			     .iters = (uint64_t)n };
 	long errs = 0, perrs = 0;
-	double t0;
+	uint64_t t0;
 	int rc;
 
 	if (size < 1 || size > s->s_max || n < 1)
 		return -1;
+	memset(r, 0, sizeof *r);
+	if (mode == M_PINGPONG && lat_alloc(s, n))
+		return -1;
 	b.seed = pat_word(0x1d7e57, (uint64_t)++s->tests);
 	b.window = (uint64_t)window_for(s, mode, size);
+	r->window = (long)b.window;
 	pat_fill(s->reg[R_SRC].buf, size + PAT_SLACK, b.seed, 0);
 	if (s->o->corrupt)	/* in the range of iteration 0, at least */
 		((unsigned char *)s->reg[R_SRC].buf)[size - 1] ^= 0x20;
-	if (send_msg(s, &b) || wait_msg(s, MSG_READY, &(struct iwd_msg){ 0 }))
+	if (send_msg(s, &b) || wait_msg(s, MSG_READY, &(struct iwd_msg){ 0 })) {
+		lat_release(s, r, 0);
 		return -1;
-	t0 = now_s();
+	}
+	t0 = lat_now_ns();
 	if (mode == M_WRITE || mode == M_SEND)
 		rc = client_stream(s, &b, &errs);
 	else if (mode == M_READ)
 		rc = client_read(s, &b, &errs);
 	else
 		rc = client_pingpong(s, &b, &errs);
-	r->secs = now_s() - t0;
-	if (!rc && mode == M_PINGPONG)
-		rc = wait_ack(s, &(long){ 0 }, &perrs);	/* the server's verdict on pings */
+	r->secs = (double)(lat_now_ns() - t0) / 1e9;
+	if (mode == M_PINGPONG) {
+		lat_release(s, r, rc ? 0 : n);
+		if (!rc)	/* the server's verdict on pings */
+			rc = wait_ack(s, &(long){ 0 }, &perrs);
+	}
 	r->iters = n;
 	r->errors = errs + perrs;
 	return rc;
@@ -469,7 +498,7 @@ static int serve_write(struct iwd_sess *s, const struct iwd_msg *b)
 		if (wait_msg(s, MSG_DONE, &d))
 			return -1;
 		for (i = (long)d.first; i < (long)(d.first + d.count); i++)
-			errs += check_xfer(s, "RDMA write", tgt + (size_t)(i % (2 * w)) * b->size,
+			errs += check_xfer(s, "RDMA write", tgt + (size_t)(i % w) * b->size,
 					   b->size, b->size, b->seed, i, n - 1);
 		covered = (long)(d.first + d.count);
 		a.count = (uint64_t)covered;
@@ -482,10 +511,10 @@ static int serve_write(struct iwd_sess *s, const struct iwd_msg *b)
 
 static int serve_send(struct iwd_sess *s, const struct iwd_msg *b)
 {
-	long n = (long)b->iters, w = (long)b->window;
+	long n = (long)b->iters, every = win_ack_every((long)b->window);
 
 	while (s->rx_idx < n) {
-		long until = s->rx_idx + w < n ? s->rx_idx + w : n;
+		long until = s->rx_idx + every < n ? s->rx_idx + every : n;
 		struct iwd_msg a = { .type = MSG_ACK };
 		while (s->rx_idx < until)
 			if (pump(s))
@@ -520,11 +549,12 @@ static int begin_ok(const struct iwd_sess *s, const struct iwd_msg *b)
 	size_t sz = b->size;
 	uint64_t w = b->window;
 
-	if (b->mode >= M_COUNT || sz < 1 || sz > s->s_max || b->iters < 1 || w < 1)
+	if (b->mode >= M_COUNT || sz < 1 || sz > s->s_max || b->iters < 1 || w < 1 ||
+	    w > WIN_LIMIT)
 		return 0;
-	if (b->mode == M_WRITE && 2 * w * sz > s->reg[R_TGT].len)
+	if (b->mode == M_WRITE && w * sz > s->reg[R_TGT].len)
 		return 0;
-	return b->mode != M_SEND || 2 * w <= (uint64_t)s->ring;
+	return b->mode != M_SEND || w <= (uint64_t)s->ring;
 }
 
 static int serve_one(struct iwd_sess *s, const struct iwd_msg *b)
@@ -573,11 +603,10 @@ int iwd_serve(struct iwd_sess *s)
 
 /* --------------------------------------------------------- setup, close */
 
+/* Holds a window of writes: at most WIN_BYTES, or one message. */
 static size_t tgt_len(size_t s_max)
 {
-	size_t a = 2 * (size_t)WIN_BYTES, b = 2 * s_max;
-
-	return (a > b ? a : b) + PAT_SLACK;
+	return (s_max > WIN_BYTES ? s_max : WIN_BYTES) + PAT_SLACK;
 }
 
 static int setup_memory(struct iwd_sess *s)

@@ -1,14 +1,16 @@
 /* iwdtest: RDMA write, read, send and ping-pong over the DAT 2.0 API, with
  * a size sweep, validation of every transfer and a per-size results table.
  *
- *   server: iwdtest -s [-P iw-lo] [-q qual] [-p]
+ *   server: iwdtest -s [-P iw-lo] [-q qual] [-p | --poll-wait0]
  *   client: iwdtest -h 127.0.0.1 [-P iw-lo] [-q qual] [-m mode] [-S sizes]
- *                   [-n iters | -t seconds] [-p] [--csv] [--no-verify]
+ *                   [-n iters | -t seconds] [-p | --poll-wait0] [--window W]
+ *                   [--csv] [--no-verify]
  *
  * The client chooses the tests; the server follows them for one client and
  * exits.  Exit status: 0 when every test ran and validated, 1 otherwise,
  * 2 for a usage error. */
 #include "iwdtest.h"
+#include "window.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #define DEFAULT_QUAL 62278	/* above the ephemeral port range */
 #define DEFAULT_BUDGET 0.25
 #define MAX_ITERS (1L << 26)
+#define WARMUP_MAX 1000
 
 static void usage(FILE *f)
 {
@@ -32,13 +35,19 @@ static void usage(FILE *f)
 		"  -n ITERS     iterations per size (default: a time budget)\n"
 		"  -t SECONDS   time budget per mode and size (default %.2f)\n"
 		"  -p           poll: spin on dat_evd_dequeue instead of dat_evd_wait\n"
+		"  --poll-wait0 poll: spin on dat_evd_wait with timeout 0\n"
 		"  -w SECONDS   bound on any single wait (default 30)\n"
-		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,valid\n"
+		"  --window W   at most W operations unacknowledged (default %d, at most\n"
+		"               %d; fewer for large sizes: %u MiB in flight at most)\n"
+		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,\n"
+		"               valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us\n"
+		"               (lat_*: one way, half a round trip; median, 99th percentile\n"
+		"               and maximum over the ping-pong's iterations)\n"
 		"  --no-verify  check only the last transfer of each test\n"
 		"  --corrupt    flip a byte of the client's source data (expect FAIL)\n"
 		"  --ssp        negotiate over a TCP socket on port QUAL, then upgrade\n"
 		"               it with a Socket Service Point / dat_iw_socket_connect\n",
-		DEFAULT_QUAL, DEFAULT_BUDGET);
+		DEFAULT_QUAL, DEFAULT_BUDGET, WIN_DEFAULT, WIN_LIMIT, WIN_BYTES >> 20);
 }
 
 static int parse_size(const char *p, size_t *out)
@@ -109,13 +118,16 @@ static void set_defaults(struct iwd_opts *o)
 /* Returns 0 to run, 1 to exit successfully (help), 2 on a usage error. */
 static int parse_args(struct iwd_opts *o, int argc, char **argv)
 {
-	enum { OPT_CSV = 256, OPT_NOVERIFY, OPT_SSP, OPT_HELP, OPT_CORRUPT };
+	enum { OPT_CSV = 256, OPT_NOVERIFY, OPT_SSP, OPT_HELP, OPT_CORRUPT, OPT_WINDOW,
+	       OPT_WAIT0 };
 	static const struct option lo[] = {
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
 		{ "ssp", no_argument, NULL, OPT_SSP },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ "corrupt", no_argument, NULL, OPT_CORRUPT },
+		{ "window", required_argument, NULL, OPT_WINDOW },
+		{ "poll-wait0", no_argument, NULL, OPT_WAIT0 },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c, bad = 0;
@@ -131,7 +143,12 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		case 'S': bad |= parse_sizes(o, optarg); break;
 		case 'n': o->iters = strtol(optarg, NULL, 0); bad |= o->iters < 1; break;
 		case 't': o->budget = strtod(optarg, NULL); bad |= !(o->budget > 0); break;
-		case 'p': o->poll = 1; break;
+		case 'p': o->poll = DU_POLL_DEQUEUE; break;
+		case OPT_WAIT0: o->poll = DU_POLL_WAIT0; break;
+		case OPT_WINDOW:
+			o->window = strtol(optarg, NULL, 0);
+			bad |= o->window < 1 || o->window > WIN_LIMIT;
+			break;
 		case 'w': o->wait_s = strtod(optarg, NULL); bad |= !(o->wait_s > 0); break;
 		case OPT_CSV: o->csv = 1; break;
 		case OPT_NOVERIFY: o->verify_all = 0; break;
@@ -148,6 +165,24 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* A fixed count: first a tenth of it (at most WARMUP_MAX) unmeasured, so
+ * that page faults and cold caches do not land in the figures. */
+static int run_fixed(struct iwd_sess *s, const struct iwd_opts *o, int mode,
+		     size_t size, struct iwd_result *r)
+{
+	long warm = o->iters / 10 < WARMUP_MAX ? o->iters / 10 : WARMUP_MAX, errs = 0;
+
+	if (warm > 0) {
+		if (iwd_run(s, mode, size, warm, r))
+			return -1;
+		errs = r->errors;
+	}
+	if (iwd_run(s, mode, size, o->iters, r))
+		return -1;
+	r->errors += errs;
+	return 0;
+}
+
 /* With a time budget: double the count until a run takes a tenth of the
  * budget (this also warms up), then size the measured run to the budget.
  * Every run, warm-up included, is validated. */
@@ -157,7 +192,7 @@ static int run_budget(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 	long n = 16, errs = 0;
 
 	if (o->iters)
-		return iwd_run(s, mode, size, o->iters, r);
+		return run_fixed(s, o, mode, size, r);
 	for (;;) {
 		if (iwd_run(s, mode, size, n, r))
 			return -1;
@@ -178,16 +213,24 @@ static void print_row(const struct iwd_opts *o, int mode, size_t size,
 		      const struct iwd_result *r)
 {
 	double mbps = (double)size * (double)r->iters / r->secs / 1e6;
-	char lat[32] = "";
+	double rate = (double)r->iters / r->secs;
+	char lat[32] = "", med[32] = "", p99[32] = "", max[32] = "";
 
-	if (mode == M_PINGPONG)		/* half a round trip */
+	if (mode == M_PINGPONG) {	/* one way: half a round trip */
 		snprintf(lat, sizeof lat, "%.3f", r->secs * 1e6 / (double)r->iters / 2);
+		snprintf(med, sizeof med, "%.3f", r->lat.median_us);
+		snprintf(p99, sizeof p99, "%.3f", r->lat.p99_us);
+		snprintf(max, sizeof max, "%.3f", r->lat.max_us);
+	}
 	if (o->csv)
-		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s\n", iwd_mode_name(mode), size, r->iters,
-		       r->secs, mbps, lat, r->errors ? "FAIL" : "OK");
+		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s,%ld,%.0f,%s,%s,%s\n", iwd_mode_name(mode),
+		       size, r->iters, r->secs, mbps, lat, r->errors ? "FAIL" : "OK",
+		       mode == M_PINGPONG ? 1 : r->window, rate, med, p99, max);
 	else
-		printf("%-9s %10zu %10ld %12.2f %10s  %s\n", iwd_mode_name(mode), size,
-		       r->iters, mbps, *lat ? lat : "-", r->errors ? "FAIL" : "OK");
+		printf("%-9s %10zu %10ld %12.2f %10s  %-5s %6ld %12.0f %9s %9s\n",
+		       iwd_mode_name(mode), size, r->iters, mbps, *lat ? lat : "-",
+		       r->errors ? "FAIL" : "OK", mode == M_PINGPONG ? 1 : r->window, rate,
+		       *med ? med : "-", *p99 ? p99 : "-");
 	if (r->errors)
 		fprintf(stderr, "iwdtest: %s size %zu: %ld transfers failed validation\n",
 			iwd_mode_name(mode), size, r->errors);
@@ -199,10 +242,11 @@ static int run_client(struct iwd_sess *s, const struct iwd_opts *o)
 	int mode, k, fails = 0;
 
 	if (o->csv)
-		printf("mode,size,iters,seconds,MBps,lat_us,valid\n");
+		printf("mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,"
+		       "lat_median_us,lat_p99_us,lat_max_us\n");
 	else
-		printf("%-9s %10s %10s %12s %10s  %s\n", "mode", "size", "iters", "MB/s",
-		       "lat(us)", "valid");
+		printf("%-9s %10s %10s %12s %10s  %-5s %6s %12s %9s %9s\n", "mode", "size",
+		       "iters", "MB/s", "lat(us)", "valid", "window", "msgs/s", "median", "p99");
 	for (mode = 0; mode < M_COUNT; mode++) {
 		if (!(o->modes & (1u << mode)))
 			continue;

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "dat_util.h"
+#include "lat_stats.h"
 
 enum iwd_mode { M_WRITE, M_READ, M_SEND, M_PINGPONG, M_COUNT };
 
@@ -20,7 +21,9 @@ struct iwd_opts {
 	int nsizes;
 	long iters;			/* 0: use the time budget */
 	double budget;			/* seconds per (mode, size) */
-	int poll, csv, verify_all;
+	long window;			/* outstanding operations (window.h); 0: default */
+	int poll;			/* 0 block, DU_POLL_DEQUEUE or DU_POLL_WAIT0 */
+	int csv, verify_all;
 	int corrupt;			/* flip a source byte: validation must fail */
 	int ssp;			/* upgrade a negotiated TCP socket (the
 					 * qualifier is its TCP port) */
@@ -31,6 +34,8 @@ struct iwd_result {
 	long iters;
 	double secs;
 	long errors;			/* transfers that failed validation */
+	long window;			/* the window the test used */
+	struct lat_stats lat;		/* ping-pong: one-way (half round trip) */
 };
 
 /* Control message: all 64-bit fields, so it goes on the wire as an array

@@ -1,0 +1,230 @@
+# report.awk: bench/run.sh's summary.csv -> the comparison tables and the
+# target lines.  Run with awk -F, and -v sizes=LIST -v lat_sizes=LIST
+# (bytes, comma-separated), -v rounds=N, -v strict=1 to exit 2 when a
+# target is missed.
+#
+# Every cell is "median [min-max]" over the rounds; a ratio divides the
+# medians.  Latencies are one way (half a round trip), in microseconds.
+
+NR == 1 {
+	for (i = 1; i <= NF; i++)
+		name[i] = $i
+	ncols = NF
+	next
+}
+
+{
+	k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4 SUBSEP $5
+	for (i = 1; i <= ncols; i++)
+		S[k, name[i]] = $i
+	have[k] = 1
+}
+
+function key(t, c, m, o, s) { return t SUBSEP c SUBSEP m SUBSEP o SUBSEP s }
+
+# The median of figure k's metric ("" when not measured).
+function med(k, metric) { return (k in have) ? S[k, metric "_med"] : "" }
+
+function fmt(v) {
+	if (v == "")
+		return "n/a"
+	v += 0
+	if (v >= 1e6) return sprintf("%.3gM", v / 1e6)
+	if (v >= 1e4) return sprintf("%.0fk", v / 1e3)
+	if (v >= 100) return sprintf("%.0f", v)
+	if (v >= 10) return sprintf("%.1f", v)
+	return sprintf("%.2f", v)
+}
+
+function cell(k, metric) {
+	if (!(k in have) || S[k, metric "_med"] == "")
+		return "n/a"
+	return fmt(S[k, metric "_med"]) " [" fmt(S[k, metric "_min"]) "-" fmt(S[k, metric "_max"]) "]"
+}
+
+function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%.2f", a / b) }
+
+function human(s) {
+	s += 0
+	if (s >= 1048576 && s % 1048576 == 0) return s / 1048576 " MiB"
+	if (s >= 1024 && s % 1024 == 0) return s / 1024 " KiB"
+	return s " B"
+}
+
+# One table of metric for op over the size sweep, iwdapl next to TCP.
+function xfer_table(op, label, mode, metric, unit,    i, s, k0, k1, kt) {
+	if (!((key("iwdapl", 0, mode, op, sz[1])) in have))
+		return
+	printf "\n%s, %s (%s): median [min-max] of %d round(s)\n", label, unit, mode, rounds
+	printf "%-8s %4s  %-22s %-22s %-22s %-14s %7s %7s\n", "size", "win", "iwdapl CRC off",
+		"iwdapl CRC on", "plain TCP", "libfabric TCP", "off/TCP", "on/TCP"
+	for (i = 1; i <= nsz; i++) {
+		s = sz[i]
+		k0 = key("iwdapl", 0, mode, op, s); k1 = key("iwdapl", 1, mode, op, s)
+		kt = key("tcp", "-", mode, "stream", s)
+		printf "%-8s %4s  %-22s %-22s %-22s %-14s %7s %7s\n", human(s), S[k0, "window"],
+			cell(k0, metric), cell(k1, metric), cell(kt, metric), "n/a",
+			ratio(med(k0, metric), med(kt, metric)), ratio(med(k1, metric), med(kt, metric))
+	}
+}
+
+function lat_row(s, mode, tmode, metric, label,    k0, k1, kt, kf) {
+	k0 = key("iwdapl", 0, mode, "pingpong", s); k1 = key("iwdapl", 1, mode, "pingpong", s)
+	kt = key("tcp", "-", tmode, "pingpong", s); kf = key("fi_tcp", "-", "poll", "pingpong", s)
+	if (!(k0 in have) && !(k1 in have))
+		return
+	printf "%-8s %-11s %-7s %-20s %-20s %-20s %-20s %7s %7s %7s\n", human(s), mode, label,
+		cell(k0, metric), cell(k1, metric), cell(kt, metric),
+		tmode == "poll" ? cell(kf, metric) : "-",
+		ratio(med(k0, metric), med(kt, metric)), ratio(med(k1, metric), med(kt, metric)),
+		tmode == "poll" ? ratio(med(k0, metric), med(kf, metric)) : "-"
+}
+
+function lat_table(    i, s, m, nm, modes, tm) {
+	printf "\nPing-pong latency, one way (half a round trip), us: median [min-max] of %d round(s)\n", rounds
+	printf "(libfabric: fi_pingpong -p tcp, which reports only a mean; polling modes are\n"
+	printf " compared with busy-polling TCP, blocking with blocking TCP)\n"
+	printf "%-8s %-11s %-7s %-20s %-20s %-20s %-20s %7s %7s %7s\n", "size", "mode", "stat",
+		"iwdapl CRC off", "iwdapl CRC on", "plain TCP", "libfabric TCP", "off/TCP", "on/TCP", "off/fi"
+	nm = split("block poll poll_wait0", modes, " ")
+	for (i = 1; i <= nlat; i++) {
+		s = lat[i]
+		for (m = 1; m <= nm; m++) {
+			tm = modes[m] == "block" ? "block" : "poll"
+			lat_row(s, modes[m], tm, "lat_mean_us", "mean")
+			lat_row(s, modes[m], tm, "lat_median_us", "median")
+			lat_row(s, modes[m], tm, "lat_p99_us", "p99")
+			lat_row(s, modes[m], tm, "lat_max_us", "max")
+		}
+	}
+}
+
+function cm_table(    k) {
+	printf "\nConnection setup on loopback (IWDAPL_CRC=0): median [min-max] of %d round(s)\n", rounds
+	printf "%-46s %-24s %-20s %-20s %-20s\n", "what", "per second", "median us", "p99 us", "max us"
+	cm_row("connect_psp", "PSP connect-accept-disconnect cycle", 1)
+	cm_row("connect_ssp", "SSP (TCP connect + upgrade) cycle", 1)
+	cm_row("ssp_upgrade", "SSP upgrade: first call -> both ESTABLISHED", 0)
+	cm_row("ssp_upgrade_active", "  dat_iw_socket_connect -> ESTABLISHED", 0)
+	cm_row("ssp_upgrade_passive", "  dat_iw_ssp_create -> ESTABLISHED", 0)
+}
+
+function cm_row(op, label, rate,    k) {
+	k = key("iwdapl", 0, "block", op, 0)
+	printf "%-46s %-24s %-20s %-20s %-20s\n", label, rate ? cell(k, "msgs_per_s") : "-",
+		cell(k, "lat_median_us"), cell(k, "lat_p99_us"), cell(k, "lat_max_us")
+}
+
+function mem_table() {
+	printf "\nMemory per endpoint, bytes: median [min-max] of %d round(s)\n", rounds
+	printf "(RSS: resident pages the EPs made the process touch; heap: malloc'ed bytes)\n"
+	printf "%-40s %6s %-24s %-24s\n", "what", "EPs", "RSS per EP", "heap per EP"
+	mem_row("mem_ep_idle", "idle EP (created, never connected)")
+	mem_row("mem_ep_connected_active", "connected idle EP, active side")
+	mem_row("mem_ep_connected_passive", "connected idle EP, passive side")
+}
+
+function mem_row(op, label,    k) {
+	k = key("iwdapl", 0, "block", op, 0)
+	printf "%-40s %6s %-24s %-24s\n", label, (k in have) ? S[k, "iterations"] : "n/a",
+		cell(k, "rss_per_ep"), cell(k, "heap_per_ep")
+}
+
+# target TEXT VALUE LIMIT LOWER_IS_BETTER MEASURED: one target line.
+function target(text, v, limit, lower, measured,    verdict) {
+	if (v == "" || v == "n/a") {
+		verdict = "n/a"; nna++
+	} else if (lower ? v + 0 <= limit : v + 0 >= limit) {
+		verdict = "PASS"; npass++
+	} else {
+		verdict = "MISS"; nmiss++
+	}
+	printf "%-4s  %-66s %-32s %s\n", verdict, text, measured,
+		v == "" || v == "n/a" ? "" : sprintf("%s %s %s", v, lower ? "<=" : ">=", limit)
+}
+
+function us(v) { return v == "" ? "n/a" : fmt(v) " us" }
+
+function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
+	printf "\nTargets (ratios of medians over the rounds of this run)\n"
+	for (c = 0; c <= 1; c++) {
+		cs = c ? "CRC on" : "CRC off"
+		k = key("iwdapl", c, "poll", "pingpong", 8)
+		kf = key("fi_tcp", "-", "poll", "pingpong", 8)
+		target("8 B ping-pong, polling, " cs ": mean <= fi_pingpong -p tcp",
+			ratio(med(k, "lat_mean_us"), med(kf, "lat_mean_us")), 1, 1,
+			us(med(k, "lat_mean_us")) " vs " us(med(kf, "lat_mean_us")))
+		target("8 B ping-pong, polling, " cs ": p99 within 2x of the median",
+			ratio(med(k, "lat_p99_us"), med(k, "lat_median_us")), 2, 1,
+			us(med(k, "lat_p99_us")) " vs " us(med(k, "lat_median_us")))
+		v = (k in have) ? S[k, "lat_max_us_max"] : ""
+		target("8 B ping-pong, polling, " cs ": no iteration over 1 ms (one way)",
+			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "max " us(v))
+	}
+	for (c = 0; c <= 1; c++) {
+		cs = c ? "CRC on" : "CRC off"
+		k = key("iwdapl", c, "block", "pingpong", 8)
+		kt = key("tcp", "-", "block", "pingpong", 8)
+		target("8 B ping-pong, blocking, " cs ": median <= 1.1 x plain TCP blocking",
+			ratio(med(k, "lat_median_us"), med(kt, "lat_median_us")), 1.1, 1,
+			us(med(k, "lat_median_us")) " vs " us(med(kt, "lat_median_us")))
+	}
+	for (c = 0; c <= 1; c++) {
+		cs = c ? "CRC on" : "CRC off"
+		k = key("iwdapl", c, "block", "write", 64)
+		kt = key("tcp", "-", "block", "stream", 64)
+		target("64 B RDMA Write rate, " cs ", window " S[k, "window"] ": >= 1.0 x TCP send()s",
+			ratio(med(k, "msgs_per_s"), med(kt, "msgs_per_s")), 1.0, 0,
+			fmt(med(k, "msgs_per_s")) "/s vs " fmt(med(kt, "msgs_per_s")) "/s")
+		v = med(k, "msgs_per_s")
+		target("64 B RDMA Write rate, " cs ": >= 400,000 /s (x 1000)",
+			v == "" ? "" : sprintf("%.1f", v / 1000), 400, 0, fmt(v) "/s")
+	}
+	for (i = 1; i <= 2; i++) {
+		s = i == 1 ? 65536 : 1048576
+		for (c = 0; c <= 1; c++) {
+			k = key("iwdapl", c, "block", "write", s)
+			kt = key("tcp", "-", "block", "stream", s)
+			target("RDMA Write bandwidth " human(s) ", CRC " (c ? "on: >= 0.85" : "off: >= 0.95") " x plain TCP",
+				ratio(med(k, "MBps"), med(kt, "MBps")), c ? 0.85 : 0.95, 0,
+				fmt(med(k, "MBps")) " vs " fmt(med(kt, "MBps")) " MB/s")
+		}
+	}
+	kp = key("iwdapl", 0, "block", "connect_psp", 0)
+	v = med(kp, "msgs_per_s")
+	target("connection setups per second (PSP, loopback) >= 10,000 (x 1000)",
+		v == "" ? "" : sprintf("%.2f", v / 1000), 10, 0, fmt(v) "/s")
+	ks = key("iwdapl", 0, "block", "ssp_upgrade", 0)
+	target("SSP upgrade (median, first call -> both ESTABLISHED) < 100 us",
+		med(ks, "lat_median_us") == "" ? "" : sprintf("%.1f", med(ks, "lat_median_us")), 100, 1,
+		"p99 " us(med(ks, "lat_p99_us")))
+	mem_target("mem_ep_idle", "idle EP")
+	mem_target("mem_ep_connected_active", "connected idle EP, active side")
+	mem_target("mem_ep_connected_passive", "connected idle EP, passive side")
+}
+
+function mem_target(op, label,    k, v) {
+	k = key("iwdapl", 0, "block", op, 0)
+	v = med(k, "rss_per_ep")
+	target("memory per " label " < 64 KiB (RSS, KiB)", v == "" ? "" : sprintf("%.1f", v / 1024),
+		64, 1, "heap " fmt(med(k, "heap_per_ep")) " B")
+}
+
+END {
+	nsz = split(sizes, sz, ",")
+	nlat = split(lat_sizes, lat, ",")
+	xfer_table("write", "RDMA Write bandwidth", "block", "MBps", "MB/s")
+	xfer_table("write", "RDMA Write message rate", "block", "msgs_per_s", "messages/s")
+	xfer_table("read", "RDMA Read bandwidth", "block", "MBps", "MB/s")
+	xfer_table("read", "RDMA Read message rate", "block", "msgs_per_s", "messages/s")
+	xfer_table("send", "Send bandwidth", "block", "MBps", "MB/s")
+	xfer_table("send", "Send message rate", "block", "msgs_per_s", "messages/s")
+	xfer_table("write", "RDMA Write bandwidth", "poll", "MBps", "MB/s")
+	xfer_table("write", "RDMA Write message rate", "poll", "msgs_per_s", "messages/s")
+	lat_table()
+	cm_table()
+	mem_table()
+	targets()
+	printf "\ntargets: %d passed, %d missed, %d n/a\n", npass, nmiss, nna
+	exit (strict && nmiss) ? 2 : 0
+}

@@ -1,0 +1,123 @@
+#!/bin/sh
+# bench_smoke.sh [BUILDDIR]: a smoke test of the benchmark (TAP).  Runs
+# bench/run.sh --quick into a scratch directory and checks that it ran end
+# to end: every expected row is in results.csv with valid=1 (the quick run
+# checks every transferred byte), the figures are plausible (positive
+# rates, median <= p99 <= max), the summary, the report with its target
+# lines and the plots exist; and that a corrupted transfer does show as
+# invalid (iwdtest --corrupt).  Some 20 s on an idle 2-CPU machine.
+#
+# BUILDDIR defaults to the directory of $DAT_OVERRIDE (make check sets it).
+# The run's directory is kept in BUILDDIR/test/bench_smoke.d/ for diagnosis.
+# IW_SKIP_BENCH=1 (or IW_SKIP_DEBIAN_TOOLS=1, as in scripts/test.sh's
+# valgrind tree) skips it.
+
+here=$(cd "$(dirname "$0")" && pwd)
+ia=iw-lo
+# shellcheck source=test/tool_lib.sh
+. "$here/tool_lib.sh"
+tool_setup "$1" bench_smoke
+
+echo "1..9"
+# Not in the valgrind tree: nothing runs under valgrind here, and the same
+# code ran in the plain tree.
+if [ -n "$IW_SKIP_BENCH$IW_SKIP_DEBIAN_TOOLS" ]; then
+	for k in 1 2 3 4 5 6 7 8 9; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
+	exit 0
+fi
+res=$logdir/run
+rm -rf "$res"
+timeout -k 5 300 sh "$here/../bench/run.sh" --quick --out "$res" "$builddir" \
+	>"$logdir/run.out" 2>&1
+st=$?
+why=
+[ $st -eq 0 ] || why="bench/run.sh --quick exit status $st"
+tap_result "bench/run.sh --quick runs end to end" "$why" "$logdir/run.out"
+
+csv=$res/results.csv
+hdr=round,transport,crc,mode,op,size,window,iterations,seconds,MBps,msgs_per_s,lat_mean_us,lat_median_us,lat_p99_us,lat_max_us,rss_per_ep,heap_per_ep,valid
+why=
+[ "$(head -n1 "$csv" 2>/dev/null)" = "$hdr" ] || why="results.csv header is: $(head -n1 "$csv" 2>/dev/null)"
+tap_result "results.csv has the documented columns" "$why"
+
+# Every row the quick run must produce: transport,crc,mode,op,size.
+expected() {
+	for crc in 0 1; do
+		for op in write read send; do
+			for s in 64 65536 1048576; do echo "iwdapl,$crc,block,$op,$s"; done
+		done
+		for m in block poll poll_wait0; do echo "iwdapl,$crc,$m,pingpong,8"; done
+	done
+	for s in 64 65536 1048576; do echo "tcp,-,block,stream,$s"; done
+	echo "tcp,-,block,pingpong,8"
+	echo "tcp,-,poll,pingpong,8"
+	for op in connect_psp connect_ssp ssp_upgrade ssp_upgrade_active ssp_upgrade_passive \
+		mem_ep_idle mem_ep_connected_active mem_ep_connected_passive; do
+		echo "iwdapl,0,block,$op,0"
+	done
+}
+missing=$(expected | while read -r k; do
+	awk -F, -v k="$k" 'NR > 1 && $2 "," $3 "," $4 "," $5 "," $6 == k { f = 1 } END { exit !f }' "$csv" ||
+		echo "$k"
+done)
+why=
+[ -z "$missing" ] || why="missing rows: $(echo "$missing" | paste -s -d' ')"
+tap_result "results.csv has every expected measurement" "$why"
+
+bad=$(awk -F, 'NR > 1 && $18 != 1' "$csv" 2>/dev/null)
+why=
+[ -n "$bad" ] && why="rows with valid != 1:
+$bad"
+[ -s "$csv" ] || why="no results.csv"
+tap_result "every measurement validated (valid=1)" "$why"
+
+# Plausible: rates positive where measured, median <= p99 <= max, memory
+# positive; prints the offending rows.
+implausible=$(awk -F, 'NR > 1 {
+	bad = 0
+	if ($5 ~ /^(write|read|send|stream)$/ && !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
+	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
+	if ($5 ~ /^connect_/ && !($11 > 0)) bad = 1
+	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
+	if (bad) print
+}' "$csv" 2>/dev/null)
+why=
+[ -z "$implausible" ] || why="implausible rows:
+$implausible"
+tap_result "figures are plausible" "$why"
+
+why=
+[ "$(awk 'END { print NR }' "$res/summary.csv" 2>/dev/null)" -gt 30 ] || why="summary.csv missing or short"
+tap_result "summary.csv summarises the rounds" "$why"
+
+why=
+nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
+[ "${nt:-0}" -eq 21 ] || why="report.txt has ${nt:-0} target lines, expected 21"
+grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"
+tap_result "the report prints every target with PASS/MISS" "$why" "$logdir/run.out"
+
+if command -v gnuplot >/dev/null 2>&1; then
+	why=
+	for p in bandwidth msgrate latency; do
+		[ -s "$res/$p.png" ] || why="${why:+$why, }no $p.png"
+	done
+	tap_result "gnuplot drew the plots" "$why" "$logdir/run.out"
+else
+	n=$((n + 1))
+	echo "ok $n # SKIP gnuplot not installed"
+fi
+
+# The valid column can fail: a corrupted source byte must be reported.
+iw=$builddir/test/dtest/iwdtest
+q=63090
+timeout -k 5 60 "$iw" -s -q $q -w 10 >"$logdir/corrupt.server" 2>&1 &
+spid=$!
+timeout -k 5 60 "$iw" -h 127.0.0.1 -q $q -w 10 --csv --corrupt -m write -S 4K -n 20 \
+	>"$logdir/corrupt.client" 2>&1
+cst=$?
+wait $spid
+why=
+[ $cst -ne 0 ] || why="iwdtest --corrupt exited 0"
+grep -q '^write,4096,.*,FAIL,' "$logdir/corrupt.client" || why="${why:+$why; }no FAIL row"
+tap_result "a corrupted transfer shows as invalid" "$why" "$logdir/corrupt.client"
+[ $failed -eq 0 ]
