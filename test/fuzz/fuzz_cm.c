@@ -1,0 +1,371 @@
+/* libFuzzer target: the connection manager's passive side reading an MPA
+ * request from a real TCP connection (iwe_cm_listen on 127.0.0.1).
+ *
+ * Input: data[0] bits 0-1: largest client write 1 / 7 / 64 bytes / all
+ * at once; bit 2: the consumer accepts a request it is given (else it
+ * rejects); bit 3: connect to a listener of a service above 65535 (its
+ * requests carry the engine's service header); bits 4-7: seed of the
+ * write sizes.  The rest is what the client sends; then it closes its
+ * sending side and reads until the server closes.
+ *
+ * The oracle is iw_mpa_parse on the same bytes:
+ *  - a complete request the listener can route reaches the consumer as
+ *    CONNECT_REQUEST with exactly its private data, and the client gets
+ *    the consumer's accept or reject reply -- or, when the request is
+ *    peer-to-peer and offers no RTR type, a reject from the CM itself;
+ *  - a malformed request (markers, bad revision, private data too long,
+ *    no room for the IRD/ORD words) gets a reject reply, then a close;
+ *  - bytes that are not an MPA request, and requests cut short by the
+ *    close, get a close and no reply;
+ *  - whatever happens, the server closes within DEADLINE_MS: never a
+ *    hang.
+ * After an accept the rest of the input reaches the QP as FPDUs. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include "fuzz_check.h"
+#include "fuzz_svc.h"
+#include "iw_engine.h"
+#include "iw_mpa.h"
+
+#define DEADLINE_MS	5000
+#define REPLY_MAX	(1u << 16)
+
+/* What the progress thread saw of this input's connection. */
+struct cm_seen {
+	pthread_mutex_t lock;
+	int accept;			/* the consumer's decision */
+	struct iwe_qp *qp;		/* given to accept */
+	struct iwe_conn *conn;
+	int requests;
+	int answer_err;
+	uint64_t service;
+	uint8_t pdata[IW_MPA_MAX_PRIVATE_DATA];
+	size_t pdata_len;
+};
+
+static struct cm_seen g_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct iwe_device *g_dev;
+static struct iwe_pd *g_pd;
+static struct iwe_cq *g_cq;
+static struct iwe_listener *g_plain, *g_hashed;
+static uint64_t g_plain_svc, g_hashed_svc;
+static uint8_t g_magic[FUZZ_SVC_MAGIC_LEN];
+static struct iwe_cm_params g_params = {
+	.mpa_rev = 2, .crc = 0, .rtr = 0, .mpa_timeout_ms = DEADLINE_MS,
+	.ird = 4, .ord = 4,
+};
+
+static const uint8_t accept_pd[] = "fuzz accept";
+static const uint8_t reject_pd[] = "fuzz reject";
+
+/* Later events of an accepted connection: nothing to do, the main
+ * thread ends it. */
+static void conn_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	(void)ev;
+	(void)ctx;
+}
+
+static void listen_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct cm_seen *s = &g_seen;
+
+	(void)ctx;
+	if (ev->type != IWE_CM_CONNECT_REQUEST)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->requests++;
+	s->conn = ev->conn;
+	s->service = ev->service;
+	s->pdata_len = ev->pdata_len;
+	FUZZ_CHECK(ev->pdata_len <= sizeof(s->pdata), "pdata_len %zu",
+		   ev->pdata_len);
+	if (ev->pdata_len)
+		memcpy(s->pdata, ev->pdata, ev->pdata_len);
+	if (s->accept)
+		s->answer_err = iwe_cm_accept(ev->conn, s->qp, accept_pd,
+					      sizeof(accept_pd), conn_handler,
+					      NULL);
+	else
+		s->answer_err = iwe_cm_reject(ev->conn, reject_pd,
+					      sizeof(reject_pd));
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void init_fail(const char *what, int err)
+{
+	fprintf(stderr, "fuzz_cm: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	uint64_t k;
+	int err;
+
+	(void)argc;
+	(void)argv;
+	g_dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	if (!g_dev)
+		init_fail("iwe_device_open(lo)", errno);
+	g_pd = iwe_alloc_pd(g_dev);
+	g_cq = iwe_create_cq(g_dev, 256, NULL, NULL);
+	if (!g_pd || !g_cq)
+		init_fail("pd/cq", errno);
+	err = iwe_cm_listen_any(g_dev, &g_plain_svc, &g_params, listen_handler,
+				NULL, &g_plain);
+	if (err)
+		init_fail("iwe_cm_listen_any", err);
+	/* A service above 65535 shares a port of a fixed range: take the
+	 * first one free (none free just disables that mode). */
+	err = fuzz_learn_svc_magic(g_dev, g_magic);
+	if (err)
+		fprintf(stderr, "fuzz_cm: no service header (%s): plain "
+			"listener only\n", strerror(err));
+	for (k = 0; k < 64 && !err && !g_hashed; k++) {
+		g_hashed_svc = FUZZ_CM_HASHED_SVC + k * 37;
+		if (iwe_cm_listen(g_dev, g_hashed_svc, &g_params, 0,
+				  listen_handler, NULL, &g_hashed))
+			g_hashed = NULL;
+	}
+	return 0;
+}
+
+static uint16_t service_port(uint64_t svc)
+{
+	return svc <= 65535 ? (uint16_t)svc
+			    : (uint16_t)(IWE_CM_SERVICE_PORT_BASE +
+					 svc % IWE_CM_SERVICE_PORTS);
+}
+
+static int client_connect(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	FUZZ_CHECK(fd >= 0, "socket: %s", strerror(errno));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0,
+		   "connect to the listener: %s", strerror(errno));
+	return fd;
+}
+
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+/* Send the input in pieces; a server that closed early ends it. */
+static void client_write(int fd, const uint8_t *d, size_t n, unsigned max,
+			 uint32_t rng)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		size_t k = n - off;
+		ssize_t w;
+
+		if (max) {
+			rng ^= rng << 13;
+			rng ^= rng >> 17;
+			rng ^= rng << 5;
+			k = 1 + rng % max < k ? 1 + rng % max : k;
+		}
+		w = send(fd, d + off, k, MSG_NOSIGNAL);
+		if (w <= 0)
+			return;
+		off += (size_t)w;
+	}
+}
+
+/* Everything the server sends until it closes; fails past the
+ * deadline.  Returns the byte count. */
+static size_t client_read_all(int fd, uint8_t *buf, size_t cap)
+{
+	long end = now_ms() + DEADLINE_MS;
+	uint8_t sink[4096];
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long left = end - now_ms();
+		ssize_t n;
+
+		FUZZ_CHECK(left > 0, "the server neither answered nor closed "
+			   "within %d ms (%zu bytes so far)", DEADLINE_MS, got);
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		/* Past cap (FPDUs after an accept): read on, keep nothing. */
+		if (got < cap)
+			n = recv(fd, buf + got, cap - got, MSG_DONTWAIT);
+		else
+			n = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return got;
+		if (n > 0 && got < cap)
+			got += (size_t)n;
+	}
+}
+
+static void client_close(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	/* A reset: no TIME_WAIT left behind by thousands of runs. */
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+static struct iwe_qp *make_qp(void)
+{
+	struct iwe_qp_init_attr at = {
+		.send_cq = g_cq, .recv_cq = g_cq,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct iwe_qp *qp = iwe_create_qp(g_pd, &at);
+
+	FUZZ_CHECK(qp && iwe_modify_qp(qp, IWE_QPS_INIT) == 0,
+		   "QP setup: %s", strerror(errno));
+	return qp;
+}
+
+/* What the oracle expects of one input. */
+enum expect { EXP_CLOSE, EXP_CM_REJECT, EXP_CONSUMER };
+
+static enum expect expected(const uint8_t *d, size_t n, int hashed,
+			    struct iw_mpa_frame *f)
+{
+	int rc = iw_mpa_parse(d, n, IW_MPA_EXPECT_REQ, f, NULL);
+
+	if (rc == IW_MPA_NEED_MORE || rc == IW_MPA_ERR_BAD_KEY ||
+	    rc == IW_MPA_ERR_WRONG_KEY)
+		return EXP_CLOSE;
+	if (rc != IW_MPA_OK)
+		return EXP_CM_REJECT;
+	if (hashed) {
+		uint64_t svc_be;
+
+		if (f->pdata_len < IWE_CM_SERVICE_HDR_LEN ||
+		    memcmp(f->pdata, g_magic, FUZZ_SVC_MAGIC_LEN))
+			return EXP_CLOSE;
+		memcpy(&svc_be, f->pdata + FUZZ_SVC_MAGIC_LEN, 8);
+		if (iw_be64(svc_be) != g_hashed_svc)
+			return EXP_CLOSE;
+	}
+	/* We accept every RTR type, so only a p2p request that offers
+	 * none cannot be answered. */
+	if (f->enhanced && f->p2p && !f->rtr)
+		return EXP_CM_REJECT;
+	return EXP_CONSUMER;
+}
+
+static void check_reply(const uint8_t *r, size_t n, enum expect e,
+			int accepted)
+{
+	struct iw_mpa_frame f;
+	int rc = iw_mpa_parse(r, n, IW_MPA_EXPECT_REP, &f, NULL);
+
+	if (e == EXP_CLOSE) {
+		FUZZ_CHECK(n == 0, "%zu bytes sent on a request to close", n);
+		return;
+	}
+	FUZZ_CHECK(rc == IW_MPA_OK, "no valid MPA reply (%s), %zu bytes",
+		   iw_mpa_strerror(rc), n);
+	FUZZ_CHECK(f.reject == !(e == EXP_CONSUMER && accepted),
+		   "reply reject=%d, expected %s", f.reject,
+		   e == EXP_CM_REJECT ? "the CM's reject" :
+		   accepted ? "accept" : "the consumer's reject");
+	if (e == EXP_CONSUMER) {
+		const uint8_t *pd = accepted ? accept_pd : reject_pd;
+
+		FUZZ_CHECK(f.pdata_len == sizeof(accept_pd) &&
+			   !memcmp(f.pdata, pd, f.pdata_len),
+			   "reply does not carry the consumer's data");
+	}
+}
+
+static void check_request(const struct iw_mpa_frame *f, enum expect e,
+			  int hashed)
+{
+	struct cm_seen *s = &g_seen;
+	size_t skip = hashed ? IWE_CM_SERVICE_HDR_LEN : 0;
+
+	if (e != EXP_CONSUMER) {
+		FUZZ_CHECK(s->requests == 0,
+			   "a request the CM should refuse reached the consumer");
+		return;
+	}
+	FUZZ_CHECK(s->requests == 1, "%d CONNECT_REQUESTs", s->requests);
+	FUZZ_CHECK(s->answer_err == 0, "accept/reject: %s",
+		   strerror(s->answer_err));
+	FUZZ_CHECK(s->service == (hashed ? g_hashed_svc : g_plain_svc),
+		   "service %llu", (unsigned long long)s->service);
+	FUZZ_CHECK(s->pdata_len == f->pdata_len - skip &&
+		   !memcmp(s->pdata, f->pdata + skip, s->pdata_len),
+		   "private data changed on its way to the consumer");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static uint8_t reply[REPLY_MAX];
+	struct cm_seen *s = &g_seen;
+	struct iw_mpa_frame f;
+	struct iwe_conn *conn;
+	struct iwe_qp *qp;
+	enum expect e;
+	int fd, hashed;
+	size_t n;
+
+	if (size < 1)
+		return 0;
+	hashed = (data[0] & 8) && g_hashed;
+	pthread_mutex_lock(&s->lock);
+	s->accept = !!(data[0] & 4);
+	s->qp = s->accept ? make_qp() : NULL;
+	s->conn = NULL;
+	s->requests = 0;
+	s->answer_err = 0;
+	pthread_mutex_unlock(&s->lock);
+
+	fd = client_connect(service_port(hashed ? g_hashed_svc : g_plain_svc));
+	client_write(fd, data + 1, size - 1,
+		     (unsigned[]){ 1, 7, 64, 0 }[data[0] & 3],
+		     (uint32_t)(data[0] >> 4) * 2654435761u + 1);
+	shutdown(fd, SHUT_WR);
+	n = client_read_all(fd, reply, sizeof(reply));
+	e = expected(data + 1, size - 1, hashed, &f);
+
+	/* The handler is done: the reply or the close came after it. */
+	pthread_mutex_lock(&s->lock);
+	check_request(&f, e, hashed);
+	check_reply(reply, n, e, s->accept);
+	conn = s->conn;
+	qp = s->qp;
+	s->conn = NULL;
+	s->qp = NULL;
+	pthread_mutex_unlock(&s->lock);
+	/* Not under the lock: destroy waits for the progress thread. */
+	if (conn)
+		iwe_cm_conn_destroy(conn);
+	if (qp)
+		iwe_destroy_qp(qp);
+	client_close(fd);
+	return 0;
+}
