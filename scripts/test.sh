@@ -43,6 +43,12 @@ export IW_SKIP_DEBIAN_TOOLS
 run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" ""
 unset IW_SKIP_DEBIAN_TOOLS
 
+# libFuzzer targets (clang; skipped with the reason when it is missing).
+echo "== fuzzing (libFuzzer, ASan + UBSan)"
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_TRS="$top/build-fuzz/test/fuzz/run.trs" \
+	"$top/test/fuzz/run.sh" >"$top/build-fuzz.check.out" 2>&1 || status=1
+grep -E '^(not ok|ok .*# SKIP)' "$top/build-fuzz.check.out" || true
+
 results() {	# every .trs of the four trees, and the build failures
 	cat "$top"/build*/test/*.trs "$top"/build*/test/*/*.trs \
 		"$top"/build*.trs 2>/dev/null
