@@ -2,7 +2,19 @@
 # build.sh DIR [configure options...]: configure and build out of tree in DIR.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
+usage="usage: scripts/build.sh DIR [configure options...]"
+case ${1:-} in
+'') echo "$usage" >&2; exit 2 ;;
+-h | --help) echo "$usage"; exit 0 ;;
+esac
 dir=$1; shift
+if [ -f "$top/config.status" ] && [ "$(mkdir -p "$dir" && cd "$dir" && pwd)" != "$top" ]; then
+	echo "build.sh: $top was configured in place (./configure ran there), and an" >&2
+	echo "out-of-tree build in $dir cannot share the tree with it.  Run" >&2
+	echo "  make -C $top distclean" >&2
+	echo "then run this again (scripts/demo.sh alone also works in the configured tree)." >&2
+	exit 1
+fi
 [ -x "$top/configure" ] || (cd "$top" && autoreconf -fi >/dev/null)
 mkdir -p "$dir"
 cd "$dir"

@@ -5,9 +5,34 @@
 # upgraded to RDMA with a Socket Service Point.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
+case ${1:-} in
+-h | --help)
+	cat <<EOF
+usage: scripts/demo.sh
+
+Installs the Debian packages the build needs (scripts/deps.sh; as root or
+with sudo), builds into build/ (or uses the tree itself when ./configure
+was run in it), and runs the provider through Debian's DAT registry on the
+loopback IA iw-lo: iwinfo, an RDMA transfer with data validation, the same
+over a TCP socket upgraded with a Socket Service Point, and the SSP
+examples.  Nothing is installed into the system's library or /etc/dat.conf:
+DAT_OVERRIDE points the registry at the build's dat.conf.
+EOF
+	exit 0 ;;
+'') ;;
+*) echo "usage: scripts/demo.sh [--help]" >&2; exit 2 ;;
+esac
 . "$top/scripts/deps.sh"
-"$top/scripts/build.sh" "$top/build"
-b="$top/build"
+if [ -f "$top/config.status" ]; then
+	# ./configure ran in the source tree itself: build and run there
+	# (automake cannot build out of tree next to an in-tree build).
+	echo "== building in $top (configured in place)"
+	b="$top"
+	make -C "$b" -j"$(nproc)" -s >/dev/null
+else
+	"$top/scripts/build.sh" "$top/build"
+	b="$top/build"
+fi
 export DAT_OVERRIDE="$b/dat.conf"
 echo "== dat.conf: $DAT_OVERRIDE"
 head -1 "$DAT_OVERRIDE"

@@ -5,6 +5,15 @@
 # ThreadSanitizer.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
+case ${1:-} in
+-h | --help)
+	echo "usage: scripts/test.sh"
+	echo "Installs what is missing (scripts/deps.sh), builds build/, build-san/,"
+	echo "build-tsan/ and build-vg/, runs the suites in each (doc/testing.md),"
+	echo "the fuzz targets, then the Debian packaging test once (test/packaging.sh)."
+	echo "Ends with the line \"N passed, N failed, N skipped\"."
+	exit 0 ;;
+esac
 . "$top/scripts/deps.sh"
 cd "$top" || exit 1
 status=0
@@ -48,6 +57,17 @@ echo "== fuzzing (libFuzzer, ASan + UBSan)"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_TRS="$top/build-fuzz/test/fuzz/run.trs" \
 	"$top/test/fuzz/run.sh" >"$top/build-fuzz.check.out" 2>&1 || status=1
 grep -E '^(not ok|ok .*# SKIP)' "$top/build-fuzz.check.out" || true
+
+# Once, not per tree: build the Debian packages from a copy of the tree,
+# install, run dtest through /etc/dat.conf, purge (test/packaging.sh).
+echo "== Debian packages"
+"$top/test/packaging.sh" "$top/build-packaging" >"$top/build-packaging.check.out" 2>&1 || status=1
+awk '/^ok .*# SKIP/ || /^1\.\.0 # SKIP/ { print ":test-result: SKIP"; next }
+     /^ok / { print ":test-result: PASS" }
+     /^not ok / { print ":test-result: FAIL" }
+     /^Bail out!/ { print ":test-result: ERROR" }' \
+	"$top/build-packaging.check.out" >"$top/build-packaging.trs"
+grep -E '^(not ok|ok .*# SKIP|Bail out!|# lintian)' "$top/build-packaging.check.out" || true
 
 results() {	# every .trs of the four trees, and the build failures
 	cat "$top"/build*/test/*.trs "$top"/build*/test/*/*.trs \
