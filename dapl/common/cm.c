@@ -1,6 +1,7 @@
-/* Connection management: the glue between the engine's connection manager
- * (iwe_cm_*, events on the device's progress thread) and DAT's EP states,
- * Connection Requests and connection events.
+/* An EP's connection: the glue between the engine's connection manager
+ * (iwe_cm_*, events on the device's progress thread) and the EP's DAT
+ * states and connection events.  Requests arriving on listeners and the
+ * Connection Requests they become are cr.c's (and sp.c's, ssp.c's).
  *
  * Threading.  Engine handlers run on the progress thread and take ia->lock;
  * every iwe_cm_* call waits for that thread.  So a consumer thread never
@@ -100,10 +101,11 @@ static int timeout_ms(DAT_TIMEOUT us)
 
 /* ------------------------------------------------------------ events */
 
-/* ia->lock held.  Keep the private data in the EP: the event points to
- * it, and it stays until the EP is reused or freed. */
+/* Keep the private data in the EP: the event points to it, and it stays
+ * until the EP is reused or freed. */
 static void ep_save_pd_locked(struct dapl_ep *ep, const void *pd, size_t len)
 {
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (len > sizeof(ep->ev_pd))
 		len = sizeof(ep->ev_pd);
 	if (len)
@@ -117,6 +119,7 @@ static void ep_post_conn_event_locked(struct dapl_ep *ep,
 	DAT_CONNECTION_EVENT_DATA *d;
 	DAT_EVENT ev;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (!ep->connect_evd)
 		return;
 	memset(&ev, 0, sizeof(ev));
@@ -141,6 +144,7 @@ static void ep_flush_locked(struct dapl_ep *ep)
 {
 	struct iwe_qp *qp = dapl_ep_qp(ep->pool);
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	/* Any state may go to ERROR; posted work completes FLUSHED. */
 	if (qp)
 		iwe_modify_qp(qp, IWE_QPS_ERROR);
@@ -150,9 +154,10 @@ static void ep_flush_locked(struct dapl_ep *ep)
 static void ep_end_locked(struct dapl_ep *ep, DAT_EVENT_NUMBER number,
 			  const void *pd, size_t pd_len)
 {
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	ep->cm_final = 1;
 	ep_flush_locked(ep);
-	dapl_ep_set_state(ep, DAT_EP_STATE_DISCONNECTED);
+	dapl_ep_transition_locked(ep, DAT_EP_STATE_DISCONNECTED);
 	if (ep->disc_posted)
 		return;
 	ep->disc_posted = 1;
@@ -165,6 +170,7 @@ static void ep_established_locked(struct dapl_ep *ep,
 {
 	DAT_EP_STATE s = dapl_ep_base_state(ep->state);
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	/* A disconnect may have overtaken the establishment. */
 	if (s != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING &&
 	    s != DAT_EP_STATE_COMPLETION_PENDING)
@@ -177,7 +183,7 @@ static void ep_established_locked(struct dapl_ep *ep,
 	else
 		ep->remote_port = ntohs(ev->remote.sin_port);
 	ep_save_pd_locked(ep, ev->pdata, ev->pdata_len);
-	dapl_ep_set_state(ep, DAT_EP_STATE_CONNECTED);
+	dapl_ep_transition_locked(ep, DAT_EP_STATE_CONNECTED);
 	ep_post_conn_event_locked(ep, DAT_CONNECTION_EVENT_ESTABLISHED, 1);
 }
 
@@ -196,6 +202,7 @@ static DAT_EVENT_NUMBER broken_event(const struct dapl_ep *ep)
 static void ep_return_socket_locked(struct dapl_ep *ep,
 				    const struct iwe_cm_event *ev)
 {
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (!ep->adopted_socket)
 		return;
 	ep->adopted_socket = 0;
@@ -205,6 +212,7 @@ static void ep_return_socket_locked(struct dapl_ep *ep,
 static void ep_on_event_locked(struct dapl_ep *ep,
 			       const struct iwe_cm_event *ev)
 {
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	switch (ev->type) {
 	case IWE_CM_REJECTED:
 	case IWE_CM_NON_PEER_REJECTED:
@@ -247,7 +255,8 @@ static void ep_on_event_locked(struct dapl_ep *ep,
 	}
 }
 
-void dapl_cm_ep_handler(const struct iwe_cm_event *ev, void *ctx)
+/* The handler of every conn an EP owns (ctx: the EP). */
+static void ep_handler(const struct iwe_cm_event *ev, void *ctx)
 {
 	struct dapl_ep *ep = ctx;
 	struct dapl_ia *ia = ep->obj.ia;
@@ -263,17 +272,6 @@ void dapl_cm_ep_handler(const struct iwe_cm_event *ev, void *ctx)
 	if (!ep->dying && ep->conn == ev->conn)
 		ep_on_event_locked(ep, ev);
 	dapl_ia_unlock(ia);
-}
-
-struct iwe_conn *dapl_cm_ep_take_conn_locked(struct dapl_ep *ep)
-{
-	struct iwe_conn *c = ep->conn;
-
-	ep->conn = NULL;
-	ep->cm_final = 0;
-	ep->cm_adopt = 0;
-	ep->disc_posted = 0;
-	return c;
 }
 
 /* ------------------------------------------------------- active side */
@@ -293,13 +291,14 @@ static DAT_RETURN cm_errno(int err)
 	}
 }
 
-/* ia->lock held: UNCONNECTED -> ACTIVE_CONNECTION_PENDING. */
+/* UNCONNECTED -> ACTIVE_CONNECTION_PENDING. */
 static DAT_RETURN connect_begin_locked(struct dapl_ep *ep,
 				       const struct sockaddr_in *dst,
 				       DAT_CONN_QUAL qual, struct iwe_qp **qp)
 {
 	DAT_RETURN r = dapl_ep_check_connectable(ep);
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (r != DAT_SUCCESS)
 		return r;
 	(void)dapl_ep_qp_create_locked(ep);
@@ -313,7 +312,7 @@ static DAT_RETURN connect_begin_locked(struct dapl_ep *ep,
 	ep->cm_final = 0;
 	ep->disc_posted = 0;
 	ep->cm_adopt = 1;
-	dapl_ep_set_state(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
+	dapl_ep_transition_locked(ep, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING);
 	return DAT_SUCCESS;
 }
 
@@ -325,8 +324,12 @@ static DAT_RETURN connect_end(struct dapl_ep *ep, int err,
 
 	dapl_ia_lock(ia);
 	if (err) {
-		/* Nothing was started: the EP is as before the call. */
-		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
+		/* Nothing was started: the EP is as before the call, unless
+		 * a disconnect ended the attempt meanwhile (DISCONNECTED,
+		 * its event posted: dat_ep_reset follows). */
+		if (dapl_ep_base_state(ep->state) ==
+		    DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+			dapl_ep_transition_locked(ep, DAT_EP_STATE_UNCONNECTED);
 		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
 		ep->remote_port = 0;
 		ep->adopted_socket = 0;
@@ -338,8 +341,8 @@ static DAT_RETURN connect_end(struct dapl_ep *ep, int err,
 	return err ? cm_errno(err) : DAT_SUCCESS;
 }
 
-/* ia->lock held: what dat_iw_socket_connect changes before the engine
- * adopts the socket. */
+/* What dat_iw_socket_connect changes before the engine adopts the
+ * socket. */
 static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep, int fd,
 				     struct iwe_qp **qp)
 {
@@ -347,6 +350,7 @@ static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep, int fd,
 	socklen_t len = sizeof(peer);
 	DAT_RETURN r;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0 ||
 	    peer.sin_family != AF_INET)
 		memset(&peer, 0, sizeof(peer));
@@ -363,9 +367,17 @@ static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep, int fd,
 	return DAT_SUCCESS;
 }
 
-DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
-				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
-				 const void *pd)
+/* One active connection: by address, or over a consumer's socket. */
+struct connect_req {
+	const struct sockaddr_in *dst;	/* by address */
+	DAT_CONN_QUAL qual;
+	int fd;				/* >= 0: adopt this socket */
+	DAT_TIMEOUT timeout;
+	DAT_COUNT pd_size;
+	const void *pd;
+};
+
+static DAT_RETURN connect_run(struct dapl_ep *ep, const struct connect_req *c)
 {
 	struct dapl_ia *ia = ep->obj.ia;
 	struct iwe_cm_params params;
@@ -375,45 +387,48 @@ DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
 	int err;
 
 	dapl_ia_lock(ia);
-	r = adopt_begin_locked(ep, fd, &qp);
+	r = c->fd >= 0 ? adopt_begin_locked(ep, c->fd, &qp)
+		       : connect_begin_locked(ep, c->dst, c->qual, &qp);
 	if (r == DAT_SUCCESS)
 		dapl_cm_params(ep, &params);
 	dapl_ia_unlock(ia);
 	if (r != DAT_SUCCESS)
 		return r;
-	err = iwe_cm_adopt_active(qp, fd, pd, (size_t)pd_size,
-				  timeout_ms(timeout), &params,
-				  dapl_cm_ep_handler, ep, &conn);
+	if (c->fd >= 0)
+		err = iwe_cm_adopt_active(qp, c->fd, c->pd, (size_t)c->pd_size,
+					  timeout_ms(c->timeout), &params,
+					  ep_handler, ep, &conn);
+	else
+		err = iwe_cm_connect(qp, c->dst, c->qual, c->pd,
+				     (size_t)c->pd_size, timeout_ms(c->timeout),
+				     &params, ep_handler, ep, &conn);
 	return connect_end(ep, err, conn);
+}
+
+DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
+				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
+				 const void *pd)
+{
+	struct connect_req c = { .fd = fd, .timeout = timeout,
+				 .pd_size = pd_size, .pd = pd };
+
+	return connect_run(ep, &c);
 }
 
 DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
 			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
 			   DAT_COUNT pd_size, const void *pd)
 {
-	struct dapl_ia *ia = ep->obj.ia;
-	struct iwe_cm_params params;
-	struct iwe_conn *conn = NULL;
-	struct iwe_qp *qp = NULL;
-	DAT_RETURN r;
-	int err;
+	struct connect_req c = { .dst = dst, .qual = qual, .fd = -1,
+				 .timeout = timeout, .pd_size = pd_size,
+				 .pd = pd };
 
-	dapl_ia_lock(ia);
-	r = connect_begin_locked(ep, dst, qual, &qp);
-	if (r == DAT_SUCCESS)
-		dapl_cm_params(ep, &params);
-	dapl_ia_unlock(ia);
-	if (r != DAT_SUCCESS)
-		return r;
-	err = iwe_cm_connect(qp, dst, qual, pd, (size_t)pd_size,
-			     timeout_ms(timeout), &params, dapl_cm_ep_handler,
-			     ep, &conn);
-	return connect_end(ep, err, conn);
+	return connect_run(ep, &c);
 }
 
 /* -------------------------------------------------------- disconnect */
 
-/* ia->lock held.  What dat_ep_disconnect has to do now. */
+/* What dat_ep_disconnect has to do now. */
 enum disc_plan { DISC_NOTHING, DISC_CALL, DISC_ERROR };
 
 static enum disc_plan disc_begin_locked(struct dapl_ep *ep,
@@ -422,6 +437,7 @@ static enum disc_plan disc_begin_locked(struct dapl_ep *ep,
 {
 	DAT_EP_STATE s = dapl_ep_base_state(ep->state);
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	*r = DAT_SUCCESS;
 	switch (s) {
 	case DAT_EP_STATE_DISCONNECTED:
@@ -449,7 +465,7 @@ static enum disc_plan disc_begin_locked(struct dapl_ep *ep,
 		return DISC_NOTHING;
 	}
 	if (how == DAT_CLOSE_GRACEFUL_FLAG && s != DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
-		dapl_ep_set_state(ep, DAT_EP_STATE_DISCONNECT_PENDING);
+		dapl_ep_transition_locked(ep, DAT_EP_STATE_DISCONNECT_PENDING);
 	return DISC_CALL;
 }
 
@@ -478,248 +494,66 @@ DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how)
 	return DAT_SUCCESS;
 }
 
-/* ------------------------------------------------------ passive side */
+/* ------------------------------------------------------------ accept */
 
-void dapl_cm_sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c)
+/* The EP takes the request's conn and the CR's addresses, and goes to
+ * COMPLETION_PENDING (from PASSIVE_CONNECTION_PENDING with its own CR, or
+ * UNCONNECTED when it accepts for a provider-created EP). */
+static DAT_RETURN accept_begin_locked(struct dapl_ep *ep, struct iwe_conn *conn,
+				      const struct dapl_cr *cr,
+				      struct iwe_qp **qp)
 {
-	/* Allowed in a handler, and the reject reply goes out before the
-	 * close (the initiator sees PEER_REJECTED, not a reset). */
-	(void)iwe_cm_reject(c, NULL, 0);
-	if (sp->nparked == sp->parked_cap) {
-		int cap = sp->parked_cap ? 2 * sp->parked_cap : 4;
-		struct iwe_conn **a = realloc(sp->parked, (size_t)cap * sizeof(*a));
-
-		if (!a)
-			return;	/* freed with the device at IA close */
-		sp->parked = a;
-		sp->parked_cap = cap;
-	}
-	sp->parked[sp->nparked++] = c;
-}
-
-void dapl_cm_sp_reap(struct dapl_sp *sp)
-{
-	for (int i = 0; i < sp->nparked; i++)
-		iwe_cm_conn_destroy(sp->parked[i]);
-	free(sp->parked);
-	sp->parked = NULL;
-	sp->nparked = sp->parked_cap = 0;
-}
-
-/* What the handler learns about the SP under ia->lock. */
-struct sp_view {
-	DAT_HANDLE handle;
-	DAT_CONN_QUAL qual;
-	struct dapl_evd *evd;
-	struct dapl_ep *rsp_ep;		/* RSP: the reserved EP */
-	int provider_ep;		/* PSP with DAT_PSP_PROVIDER_FLAG */
-};
-
-static void cr_info_fill(struct dapl_cr_info *info, const struct sp_view *v,
-			 const struct iwe_cm_event *ev, struct dapl_ep *ep)
-{
-	memset(info, 0, sizeof(*info));
-	info->sp_handle = v->handle;
-	/* The qualifier the consumer listened on (the engine verified the
-	 * full value of a large one). */
-	info->conn_qual = v->qual;
-	info->ep = ep;
-	info->remote = (const struct sockaddr *)&ev->remote;
-	info->remote_port = ntohs(ev->remote.sin_port);
-	info->pd = ev->pdata;
-	info->pd_size = (DAT_COUNT)ev->pdata_len;
-	info->conn = ev->conn;
-}
-
-static DAT_RETURN cr_event_post(struct dapl_ia *ia, const struct sp_view *v,
-				struct dapl_cr *cr)
-{
-	DAT_CR_ARRIVAL_EVENT_DATA *d;
-	DAT_EVENT ev;
-
-	memset(&ev, 0, sizeof(ev));
-	ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
-	d = &ev.event_data.cr_arrival_event_data;
-	/* dat.h says an RSP's handle is NULL here because the RSP goes away
-	 * with its request; the dat_rsp_free page says the consumer frees
-	 * it.  The RSP stays until freed, so its handle is still good. */
-	d->sp_handle.psp_handle = v->handle;
-	d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->ia_addr;
-	d->conn_qual = v->qual;
-	d->cr_handle = cr->obj.handle;
-	return dapl_evd_post(v->evd, &ev);
-}
-
-/* Turn a request into a CR and its event; on failure nothing is left
- * but the conn, which the caller refuses. */
-static DAT_RETURN sp_request(struct dapl_ia *ia, const struct sp_view *v,
-			     const struct iwe_cm_event *ev)
-{
-	struct dapl_ep *ep = v->rsp_ep;
-	struct dapl_cr_info info;
-	struct dapl_cr *cr;
-	DAT_RETURN r;
-
-	if (v->provider_ep) {
-		r = dapl_ep_create_internal(ia, &ep);
-		if (r != DAT_SUCCESS)
-			return r;
-	}
-	cr_info_fill(&info, v, ev, ep);
-	r = dapl_cr_create(ia, &info, &cr);
-	if (r == DAT_SUCCESS) {
-		r = cr_event_post(ia, v, cr);
-		if (r != DAT_SUCCESS) {
-			cr->conn = NULL;
-			if (cr->ep && v->rsp_ep) {
-				dapl_ia_lock(ia);
-				dapl_ep_set_state(cr->ep, DAT_EP_STATE_RESERVED);
-				dapl_ia_unlock(ia);
-			}
-			dapl_cr_free(cr);
-		}
-	}
-	if (r != DAT_SUCCESS && v->provider_ep)
-		dapl_ep_destroy(ep);
-	return r;
-}
-
-void dapl_cm_sp_handler(const struct iwe_cm_event *ev, void *ctx)
-{
-	struct dapl_sp *sp = ctx;
-	struct dapl_ia *ia = sp->obj.ia;
-	struct sp_view v;
-	int dead;
-
-	if (ev->type != IWE_CM_CONNECT_REQUEST)
-		return;
-	dapl_ia_lock(ia);
-	/* The SP, its EVD and an RSP's reservation stay valid until
-	 * iwe_cm_listen_destroy has returned, which waits for us. */
-	dead = sp->dead || (sp->sp_kind == DAPL_SP_RSP && !sp->ep);
-	v.handle = sp->obj.handle;
-	v.qual = sp->qual;
-	v.evd = sp->evd;
-	v.rsp_ep = sp->sp_kind == DAPL_SP_RSP ? sp->ep : NULL;
-	v.provider_ep = sp->sp_kind == DAPL_SP_PSP &&
-			sp->psp_flags == DAT_PSP_PROVIDER_FLAG;
-	if (dead)
-		dapl_cm_sp_park_locked(sp, ev->conn);
-	dapl_ia_unlock(ia);
-	if (dead || sp_request(ia, &v, ev) == DAT_SUCCESS)
-		return;
-	dapl_ia_lock(ia);
-	dapl_cm_sp_park_locked(sp, ev->conn);
-	dapl_ia_unlock(ia);
-}
-
-/* ---------------------------------------------------- accept / reject */
-
-/* ia->lock held.  The CR's conn moves to the EP, which goes to
- * COMPLETION_PENDING; 'prev' remembers its state for an undo. */
-static DAT_RETURN accept_begin_locked(struct dapl_cr *cr, struct dapl_ep *ep,
-				      struct iwe_qp **qp, DAT_EP_STATE *prev)
-{
-	if (cr->busy || !cr->conn)
-		return DAT_INVALID_STATE;
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
+	if (ep->conn || !dapl_ep_transition_legal(
+				ep->state, DAT_EP_STATE_COMPLETION_PENDING))
+		return dapl_ep_state_error(ep);
 	(void)dapl_ep_qp_create_locked(ep);
 	*qp = dapl_ep_qp(ep->pool);
 	if (!*qp || iwe_qp_get_state(*qp) != IWE_QPS_INIT)
 		return dapl_ep_state_error(ep);
-	cr->busy = 1;
-	*prev = ep->state;
-	ep->conn = cr->conn;
-	cr->conn = NULL;
+	ep->conn = conn;
 	ep->cm_final = 0;
 	ep->disc_posted = 0;
 	ep->ev_pd_size = 0;
 	memcpy(&ep->remote_addr, &cr->remote_addr, sizeof(ep->remote_addr));
 	ep->remote_port = cr->remote_port;
 	ep->local_port = cr->conn_qual;
-	dapl_ep_set_state(ep, DAT_EP_STATE_COMPLETION_PENDING);
+	dapl_ep_transition_locked(ep, DAT_EP_STATE_COMPLETION_PENDING);
 	return DAT_SUCCESS;
 }
 
-/* ia->lock held.  Undo accept_begin_locked. */
-static void accept_undo_locked(struct dapl_cr *cr, struct dapl_ep *ep,
-			       DAT_EP_STATE prev)
+/* The engine refused: the conn goes back to the caller, the EP to 'prev'
+ * (unless a disconnect moved it on meanwhile). */
+static void accept_undo_locked(struct dapl_ep *ep, DAT_EP_STATE prev)
 {
-	cr->conn = ep->conn;
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	ep->conn = NULL;
-	ep->state = prev;
-	cr->busy = 0;
+	if (dapl_ep_base_state(ep->state) == DAT_EP_STATE_COMPLETION_PENDING)
+		dapl_ep_transition_locked(ep, prev);
 }
 
-/* After a successful accept or reject: the CR goes, and so does a
- * provider-created EP nobody uses; an RSP's EP is no longer reserved. */
-static void cr_done(struct dapl_cr *cr, struct dapl_ep *accepted)
+DAT_RETURN dapl_cm_accept(struct dapl_ep *ep, struct iwe_conn *conn,
+			  const struct dapl_cr *cr, DAT_COUNT pd_size,
+			  const void *pd)
 {
-	struct dapl_ia *ia = cr->obj.ia;
-	struct dapl_ep *own;
-
-	dapl_ia_lock(ia);
-	own = cr->ep;
-	if (own && own != accepted && !own->provider_created)
-		dapl_ep_set_state(own, DAT_EP_STATE_UNCONNECTED);
-	if (own) {
-		dapl_sp_forget_ep_locked(own);
-		own->reserved_by = NULL;
-		if (own == accepted || !own->provider_created)
-			own = NULL;
-	}
-	dapl_ia_unlock(ia);
-	dapl_cr_free(cr);
-	if (own)
-		dapl_ep_destroy(own);
-}
-
-DAT_RETURN dapl_cm_accept(struct dapl_cr *cr, struct dapl_ep *ep,
-			  DAT_COUNT pd_size, const void *pd)
-{
-	struct dapl_ia *ia = cr->obj.ia;
-	DAT_EP_STATE prev = ep->state;
-	struct iwe_conn *conn;
+	struct dapl_ia *ia = ep->obj.ia;
 	struct iwe_qp *qp = NULL;
+	DAT_EP_STATE prev;
 	DAT_RETURN r;
 	int err;
 
 	dapl_ia_lock(ia);
-	r = accept_begin_locked(cr, ep, &qp, &prev);
-	conn = ep->conn;
+	prev = ep->state;
+	r = accept_begin_locked(ep, conn, cr, &qp);
 	dapl_ia_unlock(ia);
 	if (r != DAT_SUCCESS)
 		return r;
-	err = iwe_cm_accept(conn, qp, pd, (size_t)pd_size, dapl_cm_ep_handler,
-			    ep);
+	err = iwe_cm_accept(conn, qp, pd, (size_t)pd_size, ep_handler, ep);
 	if (err) {
 		dapl_ia_lock(ia);
-		accept_undo_locked(cr, ep, prev);
+		accept_undo_locked(ep, prev);
 		dapl_ia_unlock(ia);
 		return cm_errno(err);
 	}
-	cr_done(cr, ep);
-	return DAT_SUCCESS;
-}
-
-DAT_RETURN dapl_cm_reject(struct dapl_cr *cr, DAT_COUNT pd_size,
-			  const void *pd)
-{
-	struct dapl_ia *ia = cr->obj.ia;
-	struct iwe_conn *conn;
-
-	dapl_ia_lock(ia);
-	conn = cr->busy ? NULL : cr->conn;
-	if (conn) {
-		cr->busy = 1;
-		cr->conn = NULL;
-	}
-	dapl_ia_unlock(ia);
-	if (!conn)
-		return DAT_INVALID_STATE;
-	/* The reply carries the consumer's data; destroying right after
-	 * lets it finish going out, then closes (engine contract). */
-	(void)iwe_cm_reject(conn, pd, (size_t)pd_size);
-	iwe_cm_conn_destroy(conn);
-	cr_done(cr, NULL);
 	return DAT_SUCCESS;
 }

@@ -63,12 +63,14 @@ static struct dapl_cno *cno_get(DAT_CNO_HANDLE h)
 
 /* --------------------------------------------------- EVD side (locked) */
 
-DAT_RETURN dapl_cno_attach(struct dapl_cno *cno, struct dapl_evd *evd)
+DAT_RETURN dapl_cno_attach_locked(struct dapl_cno *cno, struct dapl_evd *evd)
 {
 	struct epoll_event ee = { .events = EPOLLIN, .data.ptr = evd };
 	DAT_RETURN ret = DAT_SUCCESS;
 
-	pthread_mutex_lock(&cno->lock);
+	DAPL_ASSERT_IA_LOCKED(cno->obj.ia);
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	dapl_lock(&cno->lock);
 	if (evd->channel &&
 	    epoll_ctl(cno->ep_fd, EPOLL_CTL_ADD, evd->channel->fd, &ee) < 0) {
 		ret = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
@@ -82,7 +84,7 @@ DAT_RETURN dapl_cno_attach(struct dapl_cno *cno, struct dapl_evd *evd)
 		if (evd->cq && atomic_load(&evd->enabled))
 			iwe_req_notify_cq(evd->cq, 0);
 	}
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 	return ret;
 }
 
@@ -97,9 +99,10 @@ static void evd_list_remove(struct dapl_cno *cno, struct dapl_evd *evd)
 	evd->cno_next = NULL;
 }
 
-void dapl_cno_detach(struct dapl_cno *cno, struct dapl_evd *evd)
+void dapl_cno_detach_locked(struct dapl_cno *cno, struct dapl_evd *evd)
 {
-	pthread_mutex_lock(&cno->lock);
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	dapl_lock(&cno->lock);
 	evd_list_remove(cno, evd);
 	if (evd->channel)
 		(void)epoll_ctl(cno->ep_fd, EPOLL_CTL_DEL, evd->channel->fd,
@@ -112,13 +115,14 @@ void dapl_cno_detach(struct dapl_cno *cno, struct dapl_evd *evd)
 		dapl_efd_poke(cno->ev_fd);
 	}
 	evd->cno = NULL;
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 }
 
-void dapl_cno_notify(struct dapl_cno *cno, struct dapl_evd *evd,
-		     struct dapl_agent_call *call)
+void dapl_cno_notify_locked(struct dapl_cno *cno, struct dapl_evd *evd,
+			    struct dapl_agent_call *call)
 {
-	pthread_mutex_lock(&cno->lock);
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	dapl_lock(&cno->lock);
 	if (!cno->pending) {
 		cno->pending = 1;
 		cno->triggered = evd;
@@ -130,7 +134,7 @@ void dapl_cno_notify(struct dapl_cno *cno, struct dapl_evd *evd,
 		call->evd = evd->obj.handle;
 		cno->agent = DAT_OS_WAIT_PROXY_AGENT_NULL;	/* one-shot */
 	}
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 }
 
 void dapl_cno_call_agent(const struct dapl_agent_call *call)
@@ -150,6 +154,7 @@ static struct dapl_evd *scan_cqs_locked(struct dapl_cno *cno)
 {
 	struct dapl_evd *found = NULL;
 
+	DAPL_ASSERT_LOCKED(&cno->lock);
 	for (struct dapl_evd *e = cno->evds; e; e = e->cno_next) {
 		int fired;
 
@@ -171,6 +176,7 @@ static int report_locked(struct dapl_cno *cno, DAT_EVD_HANDLE *evd)
 {
 	struct dapl_evd *e;
 
+	DAPL_ASSERT_LOCKED(&cno->lock);
 	if (cno->pending) {
 		e = cno->triggered;
 		cno->pending = 0;
@@ -189,6 +195,7 @@ static int report_locked(struct dapl_cno *cno, DAT_EVD_HANDLE *evd)
  * there to report or a teardown/orphaning must wake waiters. */
 static void sync_fd_locked(struct dapl_cno *cno)
 {
+	DAPL_ASSERT_LOCKED(&cno->lock);
 	if (!cno->pending && !cno->orphaned && !cno->dead)
 		dapl_efd_drain(cno->ev_fd);
 }
@@ -201,6 +208,7 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 	int bounded = dapl_deadline(timeout, &deadline);
 	int more;
 
+	DAPL_ASSERT_LOCKED(&cno->lock);
 	*evd = DAT_HANDLE_NULL;
 	for (;;) {
 		if (cno->dead)
@@ -210,9 +218,9 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 		if (report_locked(cno, evd))
 			return DAT_SUCCESS;
 		sync_fd_locked(cno);
-		pthread_mutex_unlock(&cno->lock);
+		dapl_unlock(&cno->lock);
 		more = dapl_fd_sleep(&pfd, 1, bounded, &deadline);
-		pthread_mutex_lock(&cno->lock);
+		dapl_lock(&cno->lock);
 		if (!more)
 			return DAT_QUEUE_EMPTY;
 	}
@@ -229,7 +237,7 @@ DAT_RETURN dapl_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout,
 		return CNO_BAD_HANDLE;
 	if (!evd)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	pthread_mutex_lock(&cno->lock);
+	dapl_lock(&cno->lock);
 	cno->waiters++;
 	ret = wait_loop_locked(cno, timeout, &got);
 	if (--cno->waiters == 0)
@@ -238,7 +246,7 @@ DAT_RETURN dapl_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout,
 	if (cno->dead)
 		pthread_cond_broadcast(&cno->idle);
 	/* A teardown waiting on 'idle' may free the CNO once we unlock. */
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 	*evd = got;
 	return ret;
 }
@@ -253,10 +261,10 @@ DAT_RETURN dapl_cno_trigger(DAT_CNO_HANDLE h, DAT_EVD_HANDLE *evd)
 		return CNO_BAD_HANDLE;
 	if (!evd)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	pthread_mutex_lock(&cno->lock);
+	dapl_lock(&cno->lock);
 	ret = report_locked(cno, &got) ? DAT_SUCCESS : DAT_QUEUE_EMPTY;
 	sync_fd_locked(cno);
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 	*evd = got;
 	return ret;
 }
@@ -270,7 +278,7 @@ static void cno_release(struct dapl_cno *cno)
 	if (cno->ev_fd >= 0)
 		close(cno->ev_fd);
 	pthread_cond_destroy(&cno->idle);
-	pthread_mutex_destroy(&cno->lock);
+	dapl_lock_destroy(&cno->lock);
 	free(cno);
 }
 
@@ -281,12 +289,12 @@ static void cno_destroy(struct dapl_obj *obj)
 	struct dapl_cno *cno = (struct dapl_cno *)obj;
 	struct dapl_ia *ia = obj->ia;
 
-	pthread_mutex_lock(&cno->lock);
+	dapl_lock(&cno->lock);
 	cno->dead = 1;
 	dapl_efd_poke(cno->ev_fd);
 	while (cno->waiters)
-		pthread_cond_wait(&cno->idle, &cno->lock);
-	pthread_mutex_unlock(&cno->lock);
+		dapl_cond_wait(&cno->idle, &cno->lock);
+	dapl_unlock(&cno->lock);
 	dapl_ia_lock(ia);
 	dapl_obj_fini_locked(obj);
 	dapl_ia_unlock(ia);
@@ -300,7 +308,7 @@ static struct dapl_cno *cno_alloc(DAT_OS_WAIT_PROXY_AGENT agent, int fd_mode)
 
 	if (!cno)
 		return NULL;
-	pthread_mutex_init(&cno->lock, NULL);
+	dapl_lock_init(&cno->lock);
 	pthread_cond_init(&cno->idle, NULL);
 	cno->agent = agent;
 	cno->fd_mode = fd_mode;
@@ -372,21 +380,20 @@ DAT_RETURN dapl_cno_fd_create(DAT_IA_HANDLE ia_handle, DAT_FD *fd,
 
 DAT_RETURN dapl_cno_free(DAT_CNO_HANDLE h)
 {
-	struct dapl_cno *cno = cno_get(h);
+	struct dapl_cno *cno = dapl_obj_lock(h, DAT_HANDLE_TYPE_CNO);
 	struct dapl_ia *ia;
 	DAT_RETURN ret = DAT_SUCCESS;
 
 	if (!cno)
 		return CNO_BAD_HANDLE;
 	ia = cno->obj.ia;
-	dapl_ia_lock(ia);
-	pthread_mutex_lock(&cno->lock);
+	dapl_lock(&cno->lock);
 	/* Attached EVDs count in obj.users (changed under ia->lock). */
 	if (cno->obj.users > 0 || cno->waiters > 0)
 		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_CNO_IN_USE;
 	else
 		cno->dead = 1;
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 	if (ret == DAT_SUCCESS)
 		dapl_obj_fini_locked(&cno->obj);
 	dapl_ia_unlock(ia);
@@ -403,14 +410,15 @@ DAT_RETURN dapl_cno_modify_agent(DAT_CNO_HANDLE h, DAT_OS_WAIT_PROXY_AGENT agent
 
 	if (!cno)
 		return CNO_BAD_HANDLE;
-	pthread_mutex_lock(&cno->lock);
+	dapl_lock(&cno->lock);
 	cno->agent = agent;
-	pthread_mutex_unlock(&cno->lock);
+	dapl_unlock(&cno->lock);
 	return DAT_SUCCESS;
 }
 
-static void query_proxy_locked(const struct dapl_cno *cno, DAT_CNO_PARAM *p)
+static void query_proxy_locked(struct dapl_cno *cno, DAT_CNO_PARAM *p)
 {
+	DAPL_ASSERT_LOCKED(&cno->lock);
 	if (cno->fd_mode) {
 		p->proxy_type = DAT_PROXY_TYPE_FD;
 		p->proxy.fd = cno->ep_fd;
@@ -426,20 +434,20 @@ static void query_proxy_locked(const struct dapl_cno *cno, DAT_CNO_PARAM *p)
 DAT_RETURN dapl_cno_query(DAT_CNO_HANDLE h, DAT_CNO_PARAM_MASK mask,
 			  DAT_CNO_PARAM *param)
 {
-	struct dapl_cno *cno = cno_get(h);
+	DAT_RETURN r;
+	struct dapl_cno *cno = dapl_obj_query_get(h, DAT_HANDLE_TYPE_CNO,
+						  DAT_INVALID_HANDLE_CNO, mask,
+						  CNO_MASK_VALID,
+						  mask && !param, &r);
 
 	if (!cno)
-		return CNO_BAD_HANDLE;
-	if (mask & ~CNO_MASK_VALID)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (mask && !param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	if (mask & (DAT_CNO_FIELD_IA_HANDLE | DAT_CNO_FIELD_ALL))
 		param->ia_handle = dapl_ia_consumer_handle(cno->obj.ia);
 	if (mask & (DAT_CNO_FIELD_PROXY_TYPE | DAT_CNO_FIELD_ALL)) {
-		pthread_mutex_lock(&cno->lock);
+		dapl_lock(&cno->lock);
 		query_proxy_locked(cno, param);
-		pthread_mutex_unlock(&cno->lock);
+		dapl_unlock(&cno->lock);
 	}
 	return DAT_SUCCESS;
 }

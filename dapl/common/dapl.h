@@ -1,4 +1,4 @@
-/* The DAT object layer: what every object shares, the IA, and the entry
+/* What every DAT object of this provider shares, the IA, and the entry
  * points the provider table points to.
  *
  * Object-specific structures live in their own headers (dapl_evd.h,
@@ -6,11 +6,14 @@
  *
  * Locking: ia->lock guards the object graph of one IA (creation, free,
  * usage counts, EP/SP/CR state).  Objects with a queue (EVD) have their own
- * lock, taken after ia->lock when both are needed, never before.
+ * lock, taken after ia->lock when both are needed, never before.  Every
+ * function whose name ends in _locked asserts at its top that its caller
+ * holds the lock it relies on (dapl_lock.h).
  */
 #ifndef DAPL_H
 #define DAPL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -21,6 +24,7 @@
 #include <dat2/dat_registry.h>
 
 #include "dapl_handle.h"
+#include "dapl_lock.h"
 #include "iw_engine.h"
 
 #define DAPL_PROVIDER_VERSION_MAJOR 0
@@ -80,7 +84,7 @@ struct dapl_config {
 
 #define DAPL_NAMED_ATTRS 6
 
-/* One per dat.conf line that names this library. */
+/* One per dat.conf line that names this library: a provider instance. */
 struct dapl_provider {
 	DAT_PROVIDER dat;		/* must stay first */
 	char ia_name[DAT_NAME_MAX_LENGTH];
@@ -94,7 +98,7 @@ struct dapl_evd;
 
 struct dapl_ia {
 	struct dapl_obj obj;
-	pthread_mutex_t lock;
+	struct dapl_lock lock;
 	struct dapl_provider *prov;
 	struct iwe_device *dev;
 	struct iwe_device_attr dev_attr;
@@ -106,37 +110,70 @@ struct dapl_ia {
 	int closing;
 };
 
-/* ---- object helpers (ia.c) ---- */
+static inline void dapl_ia_lock(struct dapl_ia *ia) { dapl_lock(&ia->lock); }
+static inline void dapl_ia_unlock(struct dapl_ia *ia) { dapl_unlock(&ia->lock); }
+#define DAPL_ASSERT_IA_LOCKED(ia) DAPL_ASSERT_LOCKED(&(ia)->lock)
+
+/* ---- the object layer (dapl_obj.c) ---- */
 
 /* Register obj with its IA and give it a handle; returns DAT_SUCCESS or
- * DAT_INSUFFICIENT_RESOURCES. Takes ia->lock itself. */
+ * DAT_INSUFFICIENT_RESOURCES.  The first takes ia->lock itself. */
 DAT_RETURN dapl_obj_init(struct dapl_obj *obj, struct dapl_ia *ia,
 			 enum dapl_kind kind, int htype,
 			 void (*destroy)(struct dapl_obj *));
-/* Unlink from the IA and release the handle (before freeing memory).
- * Caller holds ia->lock. */
+DAT_RETURN dapl_obj_init_locked(struct dapl_obj *obj, struct dapl_ia *ia,
+				enum dapl_kind kind, int htype,
+				void (*destroy)(struct dapl_obj *));
+/* Unlink from the IA and release the handle (before freeing memory). */
 void dapl_obj_fini_locked(struct dapl_obj *obj);
 
-/* Look up a live object of a kind; NULL if the handle is bad, freed, of
- * another type or belongs to another provider instance. */
+/* Look up a live object of a type; NULL if the handle is bad, freed or of
+ * another type.  The object may be freed concurrently: see below. */
 void *dapl_obj_get(DAT_HANDLE handle, int htype);
+/* The same, for an object that must belong to 'ia', whose lock the
+ * caller holds: the object stays alive until it is released. */
+void *dapl_obj_get_locked(struct dapl_ia *ia, DAT_HANDLE handle, int htype);
+/* Look up, lock the object's IA and check again under the lock (a
+ * concurrent free may have won): the object with its ia->lock held, or
+ * NULL with no lock held.  For the calls that change or free it. */
+void *dapl_obj_lock(DAT_HANDLE handle, int htype);
+
+/* The checks every dat_*_query makes first, in argument order: the live
+ * object of a handle of type htype (else DAT_INVALID_HANDLE | bad_handle),
+ * no mask bit outside 'all' (else ARG2), and no 'param_missing' (else
+ * ARG3).  NULL with *r set when a check fails. */
+void *dapl_obj_query_get(DAT_HANDLE handle, int htype, DAT_RETURN bad_handle,
+			 DAT_UINT64 mask, DAT_UINT64 all, int param_missing,
+			 DAT_RETURN *r);
+
+/* Count one more dependent of an object of 'ia' (looked up under
+ * ia->lock, so its free cannot win in between); NULL (no count) when the
+ * handle is bad, freed, of another type or of another IA.  A pinned
+ * object cannot be freed (DAT_INVALID_STATE ..._IN_USE). */
+void *dapl_obj_pin(struct dapl_ia *ia, DAT_HANDLE handle, int htype);
+void dapl_obj_unpin_locked(struct dapl_obj *obj);
+void dapl_obj_unpin(struct dapl_obj *obj);	/* takes ia->lock */
 
 /* The IA handle as the consumer knows it (the registry's index). */
 DAT_IA_HANDLE dapl_ia_consumer_handle(struct dapl_ia *ia);
 
-static inline void dapl_ia_lock(struct dapl_ia *ia) { pthread_mutex_lock(&ia->lock); }
-static inline void dapl_ia_unlock(struct dapl_ia *ia) { pthread_mutex_unlock(&ia->lock); }
-
-/* ---- providers (provider.c) ---- */
+/* ---- provider instances (dapl_instance.c) ---- */
+void dapl_config_parse(struct dapl_config *cfg, const char *instance_data);
+void dapl_provider_add(struct dapl_provider *p);
 struct dapl_provider *dapl_provider_find(const char *ia_name);
 
-/* ---- instance data (dapl_instance.c) ---- */
-void dapl_config_parse(struct dapl_config *cfg, const char *instance_data);
-
-/* ---- time helpers ---- */
+/* ---- time and sleeping (dapl_wait.c) ---- */
 /* Absolute CLOCK_MONOTONIC deadline for a DAT timeout in microseconds;
  * returns 0 for DAT_TIMEOUT_INFINITE (no deadline). */
 int dapl_deadline(DAT_TIMEOUT timeout_us, struct timespec *deadline);
+/* Time left until deadline; 0 when it has passed. */
+int dapl_time_left(const struct timespec *deadline, struct timespec *left);
+/* Sleep in ppoll() on fds until one is readable or the deadline passes
+ * (bounded == 0: no deadline).  Returns 0 once the deadline has passed
+ * before sleeping, 1 otherwise (woken, interrupted or timed out: the
+ * caller re-checks its condition and calls again). */
+int dapl_fd_sleep(struct pollfd *fds, int nfds, int bounded,
+		  const struct timespec *deadline);
 
 /* ---- provider entry points (one per function-table slot) ---- */
 DAT_RETURN dapl_ia_open(const DAT_NAME_PTR, DAT_COUNT, DAT_EVD_HANDLE *, DAT_IA_HANDLE *);

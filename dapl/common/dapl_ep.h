@@ -2,6 +2,13 @@
  * Receive Queues: the objects of the connection model, and the glue that
  * binds them to the engine's QPs and connection manager.
  *
+ * Files, from the bottom: ep_state.c (the EP state machine, reservation),
+ * ep_qp.c (the EP's QP and its work slots), srq.c, cm.c (an EP's
+ * connection: connect, disconnect, accept, the engine's events), ep.c (EP
+ * objects), ep_post.c and ep_connect.c (the posting and connection calls),
+ * cr.c (Connection Requests: a request's arrival, accept, reject), sp.c
+ * (PSPs and RSPs); dapl/ssp/ssp.c (SSPs) sits beside sp.c.
+ *
  * Dependencies are counted in obj.users under ia->lock, as everywhere:
  *   - an EP counts one user on its PZ, on each of its EVDs (once per role,
  *     so an EVD serving two roles is counted twice) and on its SRQ;
@@ -41,7 +48,7 @@ struct dapl_wr_pool;
 struct dapl_ep {
 	struct dapl_obj obj;
 	/* Always the exact DAT state, UNCONFIGURED_* variants included; change
-	 * it only through dapl_ep_set_state(). */
+	 * it only through dapl_ep_transition_locked(). */
 	DAT_EP_STATE state;
 	struct dapl_pz *pz;
 	struct dapl_evd *recv_evd;
@@ -54,11 +61,14 @@ struct dapl_ep {
 	DAT_PORT_QUAL local_port;
 	DAT_SOCK_ADDR6 remote_addr;	/* AF_UNSPEC until connected */
 	DAT_PORT_QUAL remote_port;
-	/* The RSP (or SSP) that reserved it, or NULL: opaque here. */
+	/* The RSP (or SSP) that reserved it, or NULL: opaque here.  The
+	 * reserver's own pointer to the EP, if it keeps one, is cleared when
+	 * the reservation ends (dapl_ep_forget_reserver_locked). */
 	const void *reserved_by;
+	struct dapl_ep **reserver_ref;
 	struct dapl_cr *cr;		/* the pending CR it belongs to, or NULL */
 	int provider_created;		/* made for a PSP_PROVIDER_FLAG CR */
-	/* The engine QP and the slots of work posted to it (ep_post.c);
+	/* The engine QP and the slots of work posted to it (ep_qp.c);
 	 * NULL until the EP is configured.  Replaced when the QP is
 	 * recreated (dat_ep_modify, dat_ep_reset). */
 	struct dapl_wr_pool *pool;
@@ -80,17 +90,83 @@ struct dapl_ep {
 	unsigned char ev_pd[IWE_MAX_PRIVATE_DATA];
 };
 
+/* ---- the state machine (ep_state.c) ---- */
+
+/* The DAT_INVALID_STATE subtype that names a state. */
+DAT_RETURN dapl_ep_state_subtype(DAT_EP_STATE state);
+/* DAT_INVALID_STATE | the subtype of the EP's current state. */
+DAT_RETURN dapl_ep_state_error(const struct dapl_ep *ep);
+/* The configured form of a state (UNCONFIGURED_RESERVED -> RESERVED...). */
+DAT_EP_STATE dapl_ep_base_state(DAT_EP_STATE state);
+
+/* Whether the EP has what a connection needs: a PZ and its three EVDs
+ * (receives go to the recv EVD even when they come from an SRQ). */
+int dapl_ep_is_configured(const struct dapl_ep *ep);
+/* DAT_SUCCESS for a configured EP, else DAT_INVALID_STATE with the
+ * subtype naming the first piece missing (EP_PZ, EP_EVD_*). */
+DAT_RETURN dapl_ep_config_error(const struct dapl_ep *ep);
+
+/* Whether DAT's EP state machine (plus the returns of failed calls, see
+ * ep_state.c) allows going from one state to another. */
+int dapl_ep_transition_legal(DAT_EP_STATE from, DAT_EP_STATE to);
+/* Move the EP to state 'to' (either form): it lands in the matching
+ * UNCONFIGURED_* state when it lacks its PZ or an EVD.  An illegal change
+ * is a provider bug: asserted, and refused (returns 0) under NDEBUG. */
+int dapl_ep_transition_locked(struct dapl_ep *ep, DAT_EP_STATE to);
+/* Whether another object (an RSP, a pending CR) owns the EP: the
+ * consumer frees that first (DAT 2.0 dat_ep_free). */
+int dapl_ep_owned(const struct dapl_ep *ep);
+/* Whether dat_ep_modify may change it: only before a connection exists. */
+int dapl_ep_modifiable(const struct dapl_ep *ep);
+/* The first state of a new EP, not yet visible to anyone. */
+void dapl_ep_state_init(struct dapl_ep *ep);
+
+/* Whether the EP is connected (DTOs other than receives may be posted).
+ * Caller holds ia->lock for a stable answer. */
+int dapl_ep_connected(const struct dapl_ep *ep);
+
+/* DAT_SUCCESS when the EP may start a connection (active connect, SSP
+ * socket connect, accept): configured and UNCONNECTED.  Otherwise
+ * DAT_INVALID_STATE with the state's subtype, or for an unconfigured EP the
+ * subtype naming what is missing (EP_PZ, EP_EVD_*). */
+DAT_RETURN dapl_ep_check_connectable(const struct dapl_ep *ep);
+
+/* Reserve an UNCONNECTED EP (configured or not) for an RSP or SSP: it
+ * becomes RESERVED (UNCONFIGURED_RESERVED).  'ref', if not NULL, is where
+ * the owner keeps the EP: it is set now and cleared when the reservation
+ * ends.  Returns the state error otherwise. */
+DAT_RETURN dapl_ep_reserve_locked(struct dapl_ep *ep, const void *owner,
+				  struct dapl_ep **ref);
+/* Drop the reservation of 'owner'; an EP still RESERVED goes back to
+ * UNCONNECTED, one that moved on (a CR took it) keeps its state. */
+void dapl_ep_unreserve_locked(struct dapl_ep *ep, const void *owner);
+/* End the reservation whoever holds it, leaving the state alone (the EP
+ * is freed, or its CR was answered). */
+void dapl_ep_forget_reserver_locked(struct dapl_ep *ep);
+
+/* Take the EP's conn away for destruction (state bookkeeping reset);
+ * destroy the result with iwe_cm_conn_destroy after unlocking. */
+struct iwe_conn *dapl_ep_take_conn_locked(struct dapl_ep *ep);
+
+/* On stderr, prefixed with the EP's handle: always, or only when the
+ * IWDAPL_DEBUG variable is set. */
+void dapl_ep_debug(const struct dapl_ep *ep, int always, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define DAPL_EP_DEBUG(ep, ...) dapl_ep_debug((ep), 0, __VA_ARGS__)
+
+/* ---- the EP's QP and work slots (ep_qp.c) ---- */
+
 /* What a work request carries to its completion: one slot of the EP's
- * pool (ep_post.c), named by ibv_wc.wr_id.  The operation and length are
- * kept because verbs leaves wc.opcode undefined on error and byte_len
- * defined for receives only. */
+ * pool, named by ibv_wc.wr_id.  The operation and length are kept because
+ * verbs leaves wc.opcode undefined on error and byte_len defined for
+ * receives only. */
 struct dapl_wr_ctx {
 	DAT_DTO_COOKIE cookie;
 	DAT_DTOS op;
 	DAT_SEG_LENGTH length;		/* bytes posted (sends, RDMA) */
 	DAT_COMPLETION_FLAGS flags;
 	uint32_t pos;			/* ring position when posted */
-	uint8_t state;			/* enum in ep_post.c */
+	uint8_t state;			/* enum in ep_qp.c */
 	uint8_t suppressed;		/* posted without IBV_SEND_SIGNALED */
 	/* RMR binds (op DAT_DTO_BIND_MW; cookie holds the RMR cookie). */
 	DAT_RMR_HANDLE rmr;
@@ -102,62 +178,9 @@ struct dapl_wr_ctx {
  * carry a qp_num there, which never reaches bit 63. */
 #define DAPL_WR_SRQ_BIT (UINT64_C(1) << 63)
 
-/* Convert an engine completion into a DAT_DTO_COMPLETION_EVENT.  Fills
- * event_number and event_data; the caller sets evd_handle.  (Also declared
- * in dapl_evd.h.) */
-void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event);
-
-/* The DAT_INVALID_STATE subtype that names a state. */
-DAT_RETURN dapl_ep_state_subtype(DAT_EP_STATE state);
-/* DAT_INVALID_STATE | the subtype of the EP's current state. */
-DAT_RETURN dapl_ep_state_error(const struct dapl_ep *ep);
-
-/* Whether the EP has what a connection needs: a PZ and its three EVDs
- * (receives go to the recv EVD even when they come from an SRQ). */
-int dapl_ep_is_configured(const struct dapl_ep *ep);
-
-/* Set the EP's state.  Pass the configured form (UNCONNECTED, RESERVED,
- * PASSIVE_CONNECTION_PENDING, TENTATIVE_CONNECTION_PENDING, ...): the EP
- * lands in the matching UNCONFIGURED_* state when it lacks its PZ or an
- * EVD.  Caller holds ia->lock. */
-void dapl_ep_set_state(struct dapl_ep *ep, DAT_EP_STATE state);
-/* The configured form of a state (UNCONFIGURED_RESERVED -> RESERVED...). */
-DAT_EP_STATE dapl_ep_base_state(DAT_EP_STATE state);
-
-/* Whether the EP is connected (DTOs other than receives may be posted).
- * Caller holds ia->lock. */
-int dapl_ep_connected(const struct dapl_ep *ep);
-
-/* DAT_SUCCESS when the EP may start a connection (active connect, SSP
- * socket connect, accept): configured and UNCONNECTED.  Otherwise
- * DAT_INVALID_STATE with the state's subtype, or for an unconfigured EP the
- * subtype naming what is missing (EP_PZ, EP_EVD_*).  Caller holds
- * ia->lock. */
-DAT_RETURN dapl_ep_check_connectable(const struct dapl_ep *ep);
-
-/* Reserve an UNCONNECTED EP (configured or not) for an RSP or SSP: it
- * becomes RESERVED (UNCONFIGURED_RESERVED).  Returns the state error
- * otherwise.  Caller holds ia->lock. */
-DAT_RETURN dapl_ep_reserve(struct dapl_ep *ep, const void *owner);
-/* Drop the reservation of 'owner'; an EP still RESERVED goes back to
- * UNCONNECTED, one that moved on (a CR took it) keeps its state.  Caller
- * holds ia->lock. */
-void dapl_ep_unreserve(struct dapl_ep *ep, const void *owner);
-
-/* An EP the provider creates for a PSP_PROVIDER_FLAG connection request:
- * no PZ, no EVDs, default attributes, UNCONFIGURED_UNCONNECTED until the
- * consumer dat_ep_modify's it. */
-DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out);
-/* Free an EP whatever its state, releasing its counts (abrupt close, or a
- * provider-created EP whose CR is rejected).  Tears its connection and QP
- * down first; no event names it afterwards.  Caller holds no lock. */
-void dapl_ep_destroy(struct dapl_ep *ep);
-
-/* ---- the EP's QP and work slots (ep_post.c) ---- */
-
 /* Give a configured EP without a QP its QP (in INIT) and slot pool.  A
- * no-op for an unconfigured EP or one that has a QP.  Caller holds
- * ia->lock (creating a QP never waits for the progress thread). */
+ * no-op for an unconfigured EP or one that has a QP (creating a QP never
+ * waits for the progress thread). */
 DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep);
 /* Detach the EP's pool (ep->pool = NULL) for dapl_ep_qp_retire. */
 struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep);
@@ -179,9 +202,16 @@ DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
 				  const struct dapl_wr_ctx *ctx, uint64_t total);
 /* Outstanding work of the EP (posted, completion not yet dequeued).  For
  * an EP with an SRQ, recvs counts the SRQ buffer it has taken for a
- * message still arriving.  Caller holds ia->lock. */
+ * message still arriving. */
 void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
 				DAT_COUNT *requests);
+/* The slot of an EP work completion (not an SRQ receive): copied into
+ * *ctx and released, with the EP handle the pool reports (even a stale
+ * one).  0 when its pool is gone (retired long ago). */
+int dapl_ep_wc_take(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
+		    DAT_EP_HANDLE *ep);
+/* The EP handle of the QP with this number, or DAT_HANDLE_NULL. */
+DAT_EP_HANDLE dapl_ep_of_qp_num(uint32_t qp_num);
 
 /* ---- connections (cm.c) ---- */
 
@@ -202,27 +232,24 @@ DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
 				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
 				 const void *pd);
 DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how);
-DAT_RETURN dapl_cm_accept(struct dapl_cr *cr, struct dapl_ep *ep,
-			  DAT_COUNT pd_size, const void *pd);
-DAT_RETURN dapl_cm_reject(struct dapl_cr *cr, DAT_COUNT pd_size,
+/* Accept the request 'conn' of CR 'cr' (owned by the caller, who has
+ * taken it from the CR) on 'ep': the EP takes the conn and the CR's
+ * addresses, sends the MPA reply and waits for ESTABLISHED.  On failure
+ * the EP is as before and the conn is still the caller's. */
+DAT_RETURN dapl_cm_accept(struct dapl_ep *ep, struct iwe_conn *conn,
+			  const struct dapl_cr *cr, DAT_COUNT pd_size,
 			  const void *pd);
-/* Take the EP's conn away for destruction (state bookkeeping reset).
- * Caller holds ia->lock; destroy the result with iwe_cm_conn_destroy
- * after unlocking. */
-struct iwe_conn *dapl_cm_ep_take_conn_locked(struct dapl_ep *ep);
-/* The handler of every conn an EP owns (ctx: the EP). */
-void dapl_cm_ep_handler(const struct iwe_cm_event *ev, void *ctx);
-/* The handler of PSP/RSP listeners (ctx: the SP). */
-void dapl_cm_sp_handler(const struct iwe_cm_event *ev, void *ctx);
-/* Refuse a delivered request nobody will answer: reject it and park it on
- * the SP for destruction (handlers may not destroy conns).  Caller holds
- * ia->lock. */
-void dapl_cm_sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c);
-/* Destroy the parked conns of an SP whose listener is gone.  No lock. */
-void dapl_cm_sp_reap(struct dapl_sp *sp);
-/* The RSP that reserved an EP forgets it (EP freed, or its CR answered).
- * Caller holds ia->lock. */
-void dapl_sp_forget_ep_locked(struct dapl_ep *ep);
+
+/* ---- EP objects (ep.c) ---- */
+
+/* An EP the provider creates for a PSP_PROVIDER_FLAG connection request:
+ * no PZ, no EVDs, default attributes, UNCONFIGURED_UNCONNECTED until the
+ * consumer dat_ep_modify's it. */
+DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out);
+/* Free an EP whatever its state, releasing its counts (abrupt close, or a
+ * provider-created EP whose CR is rejected).  Tears its connection and QP
+ * down first; no event names it afterwards.  Caller holds no lock. */
+void dapl_ep_destroy(struct dapl_ep *ep);
 
 /* --------------------------------------------------- Service Points */
 
@@ -254,7 +281,7 @@ struct dapl_cr {
 	 * has no effect on its CRs (DAT 2.0), and a stale handle is safe. */
 	DAT_HANDLE sp_handle;
 	DAT_CONN_QUAL conn_qual;
-	struct dapl_ep *ep;		/* RSP's / provider-created EP, or NULL */
+	struct dapl_ep *ep;		/* RSP's / SSP's / provider-created EP */
 	DAT_SOCK_ADDR6 remote_addr;
 	DAT_PORT_QUAL remote_port;
 	DAT_COUNT pd_size;
@@ -263,27 +290,25 @@ struct dapl_cr {
 	int busy;			/* an accept/reject is in progress */
 };
 
-/* What the connection manager knows when a request arrives. */
-struct dapl_cr_info {
-	DAT_HANDLE sp_handle;		/* PSP, RSP or SSP handle */
-	DAT_CONN_QUAL conn_qual;
-	struct dapl_ep *ep;		/* optional local EP (see struct dapl_cr) */
-	const struct sockaddr *remote;	/* AF_INET or AF_INET6 */
-	DAT_PORT_QUAL remote_port;	/* the requesting side's port */
-	const void *pd;
-	DAT_COUNT pd_size;		/* truncated to IWE_MAX_PRIVATE_DATA */
-	struct iwe_conn *conn;
+/* What a listener (PSP, RSP or SSP) knows of a request that arrives on
+ * it, taken under ia->lock. */
+struct dapl_sp_view {
+	DAT_HANDLE handle;		/* PSP, RSP or SSP handle */
+	DAT_CONN_QUAL qual;		/* reported as the CR's qualifier */
+	struct dapl_evd *evd;		/* CR EVD */
+	struct dapl_ep *ep;		/* the reserved EP, the provider-created
+					 * one, or NULL */
 };
 
-/* Create and register a CR.  A given EP moves to PASSIVE_CONNECTION_PENDING
- * (or UNCONFIGURED_PASSIVE) and is linked to the CR; it must be RESERVED
- * (RSP, SSP) or provider-created and UNCONNECTED, else DAT_INVALID_STATE. */
-DAT_RETURN dapl_cr_create(struct dapl_ia *ia, const struct dapl_cr_info *info,
-			  struct dapl_cr **out);
-/* Unregister and free a CR once accepted, rejected or handed off: the EP
- * is unlinked, its state is left to the caller, and so is cr->conn (take
- * it first).  Takes ia->lock. */
-void dapl_cr_free(struct dapl_cr *cr);
+/* A request arrived (ev: IWE_CM_CONNECT_REQUEST) on a listener whose view
+ * is v: create its CR and post DAT_CONNECTION_REQUEST_EVENT, under
+ * ia->lock so that the CR cannot be answered before it is complete.  The
+ * CR takes the conn and v->ep (PASSIVE_CONNECTION_PENDING).  On failure
+ * nothing is left: the EP is back in its state, and the conn is still the
+ * caller's, who refuses it. */
+DAT_RETURN dapl_cr_arrive_locked(struct dapl_ia *ia,
+				 const struct dapl_sp_view *v,
+				 const struct iwe_cm_event *ev);
 
 /* ----------------------------------------------- Shared Receive Queue */
 
@@ -298,7 +323,7 @@ struct dapl_srq {
 	DAT_COUNT low_watermark;
 	struct iwe_srq *esrq;		/* the engine SRQ */
 	/* Cookies of posted receives, named by wr_id (DAPL_WR_SRQ_BIT). */
-	pthread_mutex_t lock;		/* slots; after ia->lock */
+	struct dapl_lock lock;		/* slots; after ia->lock */
 	uint32_t id;			/* in the process-wide SRQ table */
 	struct dapl_srq_slot *slots;
 	uint32_t nslots, free_head;	/* free list, 1-based; 0 = none */
@@ -310,42 +335,18 @@ struct dapl_srq {
  * frees its slot.  0 when the SRQ is gone (freed since). */
 int dapl_srq_wc_take(uint64_t wr_id, DAT_DTO_COOKIE *cookie);
 
-/* A bind posted by dat_rmr_bind did not happen (its completion carries an
- * error): the RMR, if it still records that bind (seq), becomes unbound,
- * as the engine left its window.  Takes ia->lock (rmr.c). */
-void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr, uint32_t seq);
-
 /* ------------------------------------------ checks shared by modules */
 
-/* Look up an EVD of 'ia' that carries stream 'flag' and count one more
- * user of it, atomically with dat_evd_free.  NULL when the handle is bad,
- * not an EVD, of another IA or without the flag. */
-struct dapl_evd *dapl_ep_pin_evd(struct dapl_ia *ia, DAT_EVD_HANDLE h,
-				 DAT_EVD_FLAGS flag);
-void dapl_ep_unpin_evd_locked(struct dapl_evd *evd);
-
-/* Same for an SRQ of 'ia' (srq.c); NULL when the handle is bad. */
-struct dapl_srq *dapl_srq_pin(struct dapl_ia *ia, DAT_SRQ_HANDLE h);
-void dapl_srq_unpin_locked(struct dapl_srq *srq);
-
-/* Validate a local IOV against the LMRs of a PZ: each non-empty segment
- * must lie inside a live LMR of 'pz' whose privileges include 'priv'
- * (DAT_MEM_PRIV_LOCAL_READ_FLAG or _LOCAL_WRITE_FLAG).  Adds the lengths
- * into *total.  Errors (DAT 2.0 post_* return values):
- *   unknown LMR or missing privilege -> DAT_PRIVILEGES_VIOLATION,
- *   LMR of another PZ                -> DAT_PROTECTION_VIOLATION,
- *   segment outside its LMR          -> DAT_INVALID_PARAMETER | iov_arg.
- * Caller holds ia->lock. */
-DAT_RETURN dapl_ep_iov_check_locked(struct dapl_ia *ia,
-				    const struct dapl_pz *pz, DAT_COUNT n,
-				    const DAT_LMR_TRIPLET *iov,
-				    DAT_MEM_PRIV_FLAGS priv,
-				    DAT_RETURN iov_arg, uint64_t *total);
-
-/* Private data bounds of connect/accept/reject. */
-static inline int dapl_pd_size_ok(DAT_COUNT size)
+/* The private data arguments of connect, accept and reject: a size within
+ * bounds (else size_arg) and a buffer when it is not 0 (else pd_arg). */
+static inline DAT_RETURN dapl_pd_check(DAT_COUNT size, const void *pd,
+				       DAT_RETURN size_arg, DAT_RETURN pd_arg)
 {
-	return size >= 0 && size <= DAPL_MAX_PRIVATE_DATA;
+	if (size < 0 || size > DAPL_MAX_PRIVATE_DATA)
+		return DAT_INVALID_PARAMETER | size_arg;
+	if (size > 0 && !pd)
+		return DAT_INVALID_PARAMETER | pd_arg;
+	return DAT_SUCCESS;
 }
 
 static inline int dapl_qual_ok(DAT_CONN_QUAL q)

@@ -1,5 +1,10 @@
 /* Event Dispatchers and Consumer Notification Objects.
  *
+ * Files, from the bottom: evd_cq.c (the engine CQ and completion channel
+ * of a DTO EVD), cno.c (CNOs), evd_queue.c (the event ring: what the
+ * provider posts and what a consumer takes), dto_event.c (an engine
+ * completion as a DAT event) and evd.c (the EVD calls of the consumer).
+ *
  * An EVD is a ring of DAT_EVENTs filled by the provider (dapl_evd_post) and
  * by dat_evd_post_se.  An EVD that takes DTO or RMR-bind completions also
  * owns an engine CQ with its own completion channel: the engine writes
@@ -36,7 +41,7 @@ struct dapl_cno;
 
 struct dapl_evd {
 	struct dapl_obj obj;
-	pthread_mutex_t lock;
+	struct dapl_lock lock;
 	pthread_cond_t idle;		/* teardown waits for the waiter here */
 	DAT_EVD_FLAGS flags;
 	atomic_int enabled;		/* may trigger its CNO */
@@ -62,7 +67,7 @@ struct dapl_evd {
 
 struct dapl_cno {
 	struct dapl_obj obj;		/* obj.users: attached EVDs */
-	pthread_mutex_t lock;
+	struct dapl_lock lock;
 	pthread_cond_t idle;		/* teardown waits for waiters here */
 	DAT_OS_WAIT_PROXY_AGENT agent;
 	int fd_mode;			/* made by dat_cno_fd_create */
@@ -76,32 +81,34 @@ struct dapl_cno {
 	int dead;
 };
 
-/* Provider side: queue an event on an EVD (its evd_handle is set to the
- * EVD).  Wakes a waiter whose threshold is met, or else triggers the CNO
- * of an enabled EVD.  Returns DAT_SUCCESS, or DAT_QUEUE_FULL when the EVD
- * is full: the event is not queued and the overflow is reported once as
- * DAT_ASYNC_ERROR_EVD_OVERFLOW on the IA's async EVD (again only after the
- * EVD has drained).  Callers may hold ia->lock but no EVD or CNO lock. */
-DAT_RETURN dapl_evd_post(struct dapl_evd *evd, const DAT_EVENT *event);
-
-/* Queue an asynchronous error or event on the IA's async EVD, if any.
- * subject NULL means the IA itself (unaffiliated errors).  The reason
- * field is 0, the generic first value of every DAT_*_ASYNC_ERROR_REASON. */
-void dapl_evd_post_async(struct dapl_ia *ia, DAT_EVENT_NUMBER number,
-			 DAT_HANDLE subject);
-
 /* Whether an EVD accepts the given stream (DAT_EVD_*_FLAG). */
 static inline int dapl_evd_has(const struct dapl_evd *evd, DAT_EVD_FLAGS f)
 {
 	return (evd->flags & f) != 0;
 }
 
-/* Provided by the EP module: fill event_number and event_data from one
- * engine completion of a DTO or RMR bind.  Called without EVD or CNO
- * locks held; the caller sets event->evd_handle afterwards. */
-void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event);
+/* ---- the engine CQ of a DTO or RMR-bind EVD (evd_cq.c) ---- */
 
-/* ---- between evd.c and cno.c ---- */
+/* Give the EVD its completion channel and CQ (qlen entries). */
+DAT_RETURN dapl_evd_cq_create(struct dapl_evd *evd, struct dapl_ia *ia);
+/* Destroy both at teardown.  A CQ still referenced by a QP (EBUSY) is
+ * leaked, not freed under the engine's feet. */
+void dapl_evd_cq_release(struct dapl_evd *evd);
+/* evd->lock held: destroy the CQ now (dat_evd_free); EBUSY while a QP
+ * still completes into it.  Keeps a CNO waiter away from it meanwhile. */
+int dapl_evd_cq_destroy_locked(struct dapl_evd *evd);
+/* Consume the channel's events (each must be acknowledged, or the CQ could
+ * not be destroyed); returns how many there were. */
+int dapl_evd_channel_drain(struct dapl_evd *evd);
+/* The same without the EVD lock (the CNO does this); pokes the EVD's wake
+ * fd when there were any, so that a thread waiting on the EVD itself
+ * re-checks. */
+int dapl_evd_cq_fired(struct dapl_evd *evd);
+/* evd->lock held.  Whether the engine CQ overflowed and nobody said so
+ * yet; the caller reports it after unlocking. */
+int dapl_evd_cq_overflow_news_locked(struct dapl_evd *evd);
+
+/* ---- between the EVD and its CNO (cno.c) ---- */
 
 /* An OS wait proxy agent call, captured under the CNO lock and made after
  * every lock is dropped. */
@@ -113,28 +120,65 @@ struct dapl_agent_call {
 
 /* ia->lock and evd->lock held.  Attach returns DAT_SUCCESS or
  * DAT_INSUFFICIENT_RESOURCES; both keep cno->obj.users in step. */
-DAT_RETURN dapl_cno_attach(struct dapl_cno *cno, struct dapl_evd *evd);
-void dapl_cno_detach(struct dapl_cno *cno, struct dapl_evd *evd);
+DAT_RETURN dapl_cno_attach_locked(struct dapl_cno *cno, struct dapl_evd *evd);
+void dapl_cno_detach_locked(struct dapl_cno *cno, struct dapl_evd *evd);
 
 /* evd->lock held: an event arrived on an enabled, unwaited EVD. */
-void dapl_cno_notify(struct dapl_cno *cno, struct dapl_evd *evd,
-		     struct dapl_agent_call *call);
+void dapl_cno_notify_locked(struct dapl_cno *cno, struct dapl_evd *evd,
+			    struct dapl_agent_call *call);
 void dapl_cno_call_agent(const struct dapl_agent_call *call);
 
-/* Consume the completion-channel events of a CQ-backed EVD without its
- * lock (the CNO does this); pokes the EVD's wake fd when there were any,
- * so that a thread waiting on the EVD itself re-checks.  Returns how many
- * there were. */
-int dapl_evd_cq_fired(struct dapl_evd *evd);
+/* ---- the event ring (evd_queue.c) ---- */
 
-/* Sleep in ppoll() on fds until one is readable or the deadline passes
- * (bounded == 0: no deadline).  Returns 0 once the deadline has passed
- * before sleeping, 1 otherwise (woken, interrupted or timed out: the
- * caller re-checks its condition and calls again). */
-int dapl_fd_sleep(struct pollfd *fds, int nfds, int bounded,
-		  const struct timespec *deadline);
+/* Provider side: queue an event on an EVD (its evd_handle is set to the
+ * EVD).  Wakes a waiter whose threshold is met, or else triggers the CNO
+ * of an enabled EVD.  Returns DAT_SUCCESS, or DAT_QUEUE_FULL when the EVD
+ * is full: the event is not queued and, with report_overflow, the
+ * overflow is reported once as DAT_ASYNC_ERROR_EVD_OVERFLOW on the IA's
+ * async EVD (again only after the EVD has drained).  Callers may hold
+ * ia->lock but no EVD or CNO lock. */
+DAT_RETURN dapl_evd_enqueue(struct dapl_evd *evd, const DAT_EVENT *event,
+			    int report_overflow);
+static inline DAT_RETURN dapl_evd_post(struct dapl_evd *evd,
+				       const DAT_EVENT *event)
+{
+	return dapl_evd_enqueue(evd, event, 1);
+}
 
-/* eventfd helpers: wake sleepers / reset after waking. */
+/* Queue an asynchronous error or event on the IA's async EVD, if any.
+ * subject NULL means the IA itself (unaffiliated errors); reason is the
+ * DAT_*_ASYNC_ERROR_REASON (0, the generic first value, when none fits
+ * better). */
+void dapl_evd_post_async(struct dapl_ia *ia, DAT_EVENT_NUMBER number,
+			 DAT_HANDLE subject, int reason);
+
+/* evd->lock held.  Events waiting: the ring's and the CQ's. */
+DAT_COUNT dapl_evd_count_locked(struct dapl_evd *evd);
+/* evd->lock held.  Take the oldest event of the ring (count > 0). */
+void dapl_evd_ring_get_locked(struct dapl_evd *evd, DAT_EVENT *event);
+/* evd->lock held.  Move the queue into 'ring' of qlen slots (which holds
+ * every queued event), oldest first; the old ring is freed. */
+void dapl_evd_ring_move_locked(struct dapl_evd *evd, DAT_EVENT *ring,
+			       DAT_COUNT qlen);
+
+/* Look up an EVD that carries stream 'flag' for an object of 'ia' and
+ * count one more user of it, atomically with dat_evd_free.  NULL when the
+ * handle is bad, not an EVD, of another IA or without the flag. */
+struct dapl_evd *dapl_evd_pin(struct dapl_ia *ia, DAT_EVD_HANDLE h,
+			      DAT_EVD_FLAGS flag);
+void dapl_evd_unpin_locked(struct dapl_evd *evd);
+
+/* ---- completions (dto_event.c) ---- */
+
+/* Turn one engine completion of a DTO or RMR bind taken from an EVD's CQ
+ * into its DAT event, with what the completion implies for other objects
+ * (a failed bind leaves its RMR unbound, a received invalidation unbinds
+ * the RMR it names).  Called without EVD or CNO locks held. */
+void dapl_dto_event(struct dapl_ia *ia, const struct ibv_wc *wc,
+		    DAT_EVD_HANDLE evd, DAT_EVENT *event);
+
+/* ---- eventfd helpers: wake sleepers / reset after waking ---- */
+
 static inline void dapl_efd_poke(int fd)
 {
 	uint64_t one = 1;

@@ -1,11 +1,11 @@
 /* Handle slots: see dapl_handle.h for why they are never freed. */
 #include "config.h"
 
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "dapl_handle.h"
+#include "dapl_lock.h"
 
 #define SLOTS_PER_CHUNK 1024
 /* A freed slot is reused only once this many others wait behind it. */
@@ -16,7 +16,7 @@ struct slot_chunk {
 	struct slot_chunk *next;
 };
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dapl_lock table_lock = DAPL_LOCK_INITIALIZER;
 static struct slot_chunk *chunks;	/* kept for the life of the process */
 static size_t nchunks;
 static struct slot_chunk **chunk_index;	/* sorted by address, for lookups */
@@ -72,27 +72,29 @@ static struct dapl_hslot *take_slot(void)
 	return &chunks->slots[next_unused++];
 }
 
-DAT_HANDLE dapl_handle_alloc(const DAT_PROVIDER *provider, int type, void *obj)
+DAT_HANDLE dapl_handle_alloc(const DAT_PROVIDER *provider, int type, void *obj,
+			     const void *owner)
 {
 	struct dapl_hslot *s;
 
-	pthread_mutex_lock(&table_lock);
+	dapl_lock(&table_lock);
 	s = take_slot();
 	if (s) {
 		s->provider = provider;
 		s->type = type;
 		s->obj = obj;
+		s->owner = owner;
 	}
-	pthread_mutex_unlock(&table_lock);
+	dapl_unlock(&table_lock);
 	return (DAT_HANDLE)s;
 }
 
-/* Called with table_lock held. */
 static int is_ours_locked(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 	size_t lo = 0, hi = nchunks;
 
+	DAPL_ASSERT_LOCKED(&table_lock);
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		uintptr_t base = (uintptr_t)chunk_index[mid]->slots;
@@ -112,10 +114,11 @@ void dapl_handle_release(DAT_HANDLE handle)
 {
 	struct dapl_hslot *s = (struct dapl_hslot *)handle;
 
-	pthread_mutex_lock(&table_lock);
+	dapl_lock(&table_lock);
 	if (s && is_ours_locked(s) && s->type != DAPL_HTYPE_FREE) {
 		s->type = DAPL_HTYPE_FREE;
 		s->obj = NULL;
+		s->owner = NULL;
 		s->next_free = NULL;
 		if (free_tail)
 			free_tail->next_free = s;
@@ -124,21 +127,29 @@ void dapl_handle_release(DAT_HANDLE handle)
 		free_tail = s;
 		free_count++;
 	}
-	pthread_mutex_unlock(&table_lock);
+	dapl_unlock(&table_lock);
 }
 
-void *dapl_handle_obj(DAT_HANDLE handle, int type)
+void *dapl_handle_find(DAT_HANDLE handle, int type, const DAT_PROVIDER *provider,
+		       const void *owner)
 {
 	struct dapl_hslot *s = (struct dapl_hslot *)handle;
 	void *obj = NULL;
 
 	if (!s)
 		return NULL;
-	pthread_mutex_lock(&table_lock);
-	if (is_ours_locked(s) && s->type == type)
+	dapl_lock(&table_lock);
+	if (is_ours_locked(s) && s->type == type &&
+	    (!provider || s->provider == provider) &&
+	    (!owner || s->owner == owner))
 		obj = s->obj;
-	pthread_mutex_unlock(&table_lock);
+	dapl_unlock(&table_lock);
 	return obj;
+}
+
+void *dapl_handle_obj(DAT_HANDLE handle, int type)
+{
+	return dapl_handle_find(handle, type, NULL, NULL);
 }
 
 int dapl_handle_type(DAT_HANDLE handle)
@@ -148,10 +159,10 @@ int dapl_handle_type(DAT_HANDLE handle)
 
 	if (!s)
 		return type;
-	pthread_mutex_lock(&table_lock);
+	dapl_lock(&table_lock);
 	if (is_ours_locked(s))
 		type = s->type;
-	pthread_mutex_unlock(&table_lock);
+	dapl_unlock(&table_lock);
 	return type;
 }
 
@@ -159,9 +170,9 @@ int dapl_handle_is_ours(DAT_HANDLE handle)
 {
 	int ours;
 
-	pthread_mutex_lock(&table_lock);
+	dapl_lock(&table_lock);
 	ours = is_ours_locked(handle);
-	pthread_mutex_unlock(&table_lock);
+	dapl_unlock(&table_lock);
 	return ours;
 }
 

@@ -20,13 +20,16 @@ struct dapl_hslot {
 	int type;			/* DAT_HANDLE_TYPE_* or DAPL_HTYPE_FREE */
 	unsigned int generation;	/* bumped at every reuse */
 	void *obj;			/* NULL once freed */
+	const void *owner;		/* the object's IA (scope of use) */
 	struct dapl_hslot *next_free;
 };
 
 #define DAPL_HTYPE_FREE (-1)
 
-/* Allocate a handle for obj of the given type.  NULL when out of memory. */
-DAT_HANDLE dapl_handle_alloc(const DAT_PROVIDER *provider, int type, void *obj);
+/* Allocate a handle for obj of the given type, owned by 'owner' (its IA).
+ * NULL when out of memory. */
+DAT_HANDLE dapl_handle_alloc(const DAT_PROVIDER *provider, int type, void *obj,
+			     const void *owner);
 
 /* Invalidate a handle: later lookups fail.  The slot goes to quarantine. */
 void dapl_handle_release(DAT_HANDLE handle);
@@ -34,6 +37,12 @@ void dapl_handle_release(DAT_HANDLE handle);
 /* The object behind a live handle of the given type, or NULL: for NULL
  * handles, pointers that are not ours, freed handles and wrong types. */
 void *dapl_handle_obj(DAT_HANDLE handle, int type);
+
+/* The same, further restricted, without reading the object (which another
+ * thread may be freeing): to handles of 'provider' and of 'owner'; a NULL
+ * restriction accepts any. */
+void *dapl_handle_find(DAT_HANDLE handle, int type, const DAT_PROVIDER *provider,
+		       const void *owner);
 
 /* The type of a live handle, or DAPL_HTYPE_FREE. */
 int dapl_handle_type(DAT_HANDLE handle);

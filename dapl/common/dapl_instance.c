@@ -1,5 +1,8 @@
-/* Instance data: "<netdev or IPv4 address> <tcp|udp> [key=value ...]".
- * The grammar and every key are documented in doc/instance-data.md. */
+/* Provider instances: one per dat.conf line naming this library, with
+ * its instance data, "<netdev or IPv4 address> <tcp|udp> [key=value ...]"
+ * (the grammar and every key are in doc/instance-data.md).  The list of
+ * instances lives as long as the library: stale handle slots may still
+ * point at an instance's DAT_PROVIDER after the registry removed it. */
 #include "config.h"
 
 #include <stdio.h>
@@ -7,6 +10,9 @@
 #include <string.h>
 
 #include "dapl.h"
+
+static struct dapl_lock providers_lock = DAPL_LOCK_INITIALIZER;
+static struct dapl_provider *providers;
 
 #define DEFAULT_MPA_TIMEOUT_MS 5000
 
@@ -114,4 +120,37 @@ void dapl_config_parse(struct dapl_config *cfg, const char *instance_data)
 	if (!cfg->error[0] && n < 2)
 		snprintf(cfg->error, sizeof(cfg->error),
 			 "expected \"<netdev or IPv4 address> <tcp|udp> [options]\"");
+}
+
+/* ------------------------------------------------------ the instances */
+
+void dapl_provider_add(struct dapl_provider *p)
+{
+	dapl_lock(&providers_lock);
+	p->next = providers;
+	providers = p;
+	dapl_unlock(&providers_lock);
+}
+
+struct dapl_provider *dapl_provider_find(const char *ia_name)
+{
+	struct dapl_provider *p;
+
+	dapl_lock(&providers_lock);
+	for (p = providers; p; p = p->next)
+		if (strcmp(p->ia_name, ia_name) == 0)
+			break;
+	dapl_unlock(&providers_lock);
+	return p;
+}
+
+/* At unload (the registry dlcloses us at exit) the entries can go. */
+__attribute__((destructor)) static void providers_fini(void)
+{
+	while (providers) {
+		struct dapl_provider *p = providers;
+
+		providers = p->next;
+		free(p);
+	}
 }

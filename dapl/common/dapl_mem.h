@@ -11,6 +11,8 @@
  *
  * Other modules (EP, SRQ) take their PZ reference with dapl_pz_pin() and
  * drop it with dapl_pz_unpin(); they may also read pz->pd for the engine.
+ * Local IOVs of every post are checked against the LMRs here
+ * (dapl_lmr_iov_check_locked).
  */
 #ifndef DAPL_MEM_H
 #define DAPL_MEM_H
@@ -61,15 +63,14 @@ struct dapl_rmr {
  * it, atomically with respect to dat_pz_free.  NULL (and no count) when the
  * handle is bad, freed, not a PZ or belongs to another IA: the caller then
  * returns DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ. */
-struct dapl_pz *dapl_pz_pin(struct dapl_ia *ia, DAT_PZ_HANDLE handle);
+static inline struct dapl_pz *dapl_pz_pin(struct dapl_ia *ia,
+					  DAT_PZ_HANDLE handle)
+{
+	return dapl_obj_pin(ia, handle, DAT_HANDLE_TYPE_PZ);
+}
 
-/* Drop the count taken by dapl_pz_pin; takes ia->lock. */
-void dapl_pz_unpin(struct dapl_pz *pz);
-/* Same, for a caller that already holds ia->lock. */
-void dapl_pz_unpin_locked(struct dapl_pz *pz);
-
-/* The live LMR of 'ia' whose lmr_context is 'ctx', or NULL.  Caller holds
- * ia->lock; the pointer is valid only while it does.  A linear walk of the
+/* The live LMR of 'ia' whose lmr_context is 'ctx', or NULL.  The pointer
+ * is valid only while the caller holds ia->lock.  A linear walk of the
  * IA's LMRs (see lmr.c). */
 struct dapl_lmr *dapl_lmr_find_locked(struct dapl_ia *ia, DAT_LMR_CONTEXT ctx);
 
@@ -82,6 +83,29 @@ int dapl_lmr_allows(const struct dapl_lmr *lmr, DAT_MEM_PRIV_FLAGS priv);
  * (len 0 always does: DAT ignores the other fields then). */
 int dapl_lmr_covers(const struct dapl_lmr *lmr, DAT_VADDR va, DAT_VLEN len);
 
+/* Validate a local IOV against the LMRs of a PZ: each non-empty segment
+ * must lie inside a live LMR of 'pz' whose privileges include 'priv'
+ * (DAT_MEM_PRIV_LOCAL_WRITE_FLAG for sinks, NONE for sources).  Adds the
+ * lengths into *total.  Errors (DAT 2.0 post_* return values):
+ *   unknown LMR or missing privilege -> DAT_PRIVILEGES_VIOLATION,
+ *   LMR of another PZ                -> DAT_PROTECTION_VIOLATION,
+ *   segment outside its LMR          -> DAT_INVALID_PARAMETER | iov_arg. */
+DAT_RETURN dapl_lmr_iov_check_locked(struct dapl_ia *ia,
+				     const struct dapl_pz *pz, DAT_COUNT n,
+				     const DAT_LMR_TRIPLET *iov,
+				     DAT_MEM_PRIV_FLAGS priv,
+				     DAT_RETURN iov_arg, uint64_t *total);
+
+/* LMR triplets as engine SGEs: the STag is the lmr_context. */
+void dapl_lmr_sge_fill(struct ibv_sge *sge, const DAT_LMR_TRIPLET *iov,
+		       DAT_COUNT n);
+
+/* A peer's Send with Invalidate named this context: the RMR bound with it
+ * forgets its binding.  Takes ia->lock (rmr.c). */
 void dapl_rmr_remote_invalidated(struct dapl_ia *ia, DAT_RMR_CONTEXT ctx);
+/* A bind posted by dat_rmr_bind did not happen (its completion carries an
+ * error): the RMR, if it still records that bind (seq), becomes unbound,
+ * as the engine left its window.  Takes ia->lock. */
+void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr, uint32_t seq);
 
 #endif

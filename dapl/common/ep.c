@@ -1,6 +1,6 @@
-/* Endpoints: creation, attributes, the state machine's object side, query,
- * modify, free, reset.  Connections: cm.c; posting: ep_post.c; the QP and
- * work slots: ep_qp.c.
+/* Endpoints: creation, attributes, query, modify, free, reset.  The state
+ * machine: ep_state.c; connections: cm.c and ep_connect.c; posting:
+ * ep_post.c; the QP and work slots: ep_qp.c.
  *
  * The EP owns one engine QP from the moment it is configured (PZ and its
  * three EVDs), in INIT, so receives can be posted before connecting.  A
@@ -54,179 +54,7 @@
 	 DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE | \
 	 DAT_EP_FIELD_EP_ATTR_ALL)
 
-/* ------------------------------------------------------------ states */
-
-DAT_RETURN dapl_ep_state_subtype(DAT_EP_STATE state)
-{
-	switch (state) {
-	case DAT_EP_STATE_UNCONNECTED:
-		return DAT_INVALID_STATE_EP_UNCONNECTED;
-	case DAT_EP_STATE_UNCONFIGURED_UNCONNECTED:
-		return DAT_INVALID_STATE_EP_UNCONFIGURED;
-	case DAT_EP_STATE_RESERVED:
-		return DAT_INVALID_STATE_EP_RESERVED;
-	case DAT_EP_STATE_UNCONFIGURED_RESERVED:
-		return DAT_INVALID_STATE_EP_UNCONFRESERVED;
-	case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
-		return DAT_INVALID_STATE_EP_PASSCONNPENDING;
-	case DAT_EP_STATE_UNCONFIGURED_PASSIVE:
-		return DAT_INVALID_STATE_EP_UNCONFPASSIVE;
-	case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
-		return DAT_INVALID_STATE_EP_ACTCONNPENDING;
-	case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING:
-		return DAT_INVALID_STATE_EP_TENTCONNPENDING;
-	case DAT_EP_STATE_UNCONFIGURED_TENTATIVE:
-		return DAT_INVALID_STATE_EP_UNCONFTENTATIVE;
-	case DAT_EP_STATE_CONNECTED:
-	case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
-	case DAT_EP_STATE_CONNECTED_MULTI_PATH:
-		return DAT_INVALID_STATE_EP_CONNECTED;
-	case DAT_EP_STATE_DISCONNECT_PENDING:
-		return DAT_INVALID_STATE_EP_DISCPENDING;
-	case DAT_EP_STATE_DISCONNECTED:
-		return DAT_INVALID_STATE_EP_DISCONNECTED;
-	case DAT_EP_STATE_COMPLETION_PENDING:
-		return DAT_INVALID_STATE_EP_COMPLPENDING;
-	}
-	return DAT_INVALID_STATE_EP_NOTREADY;
-}
-
-DAT_RETURN dapl_ep_state_error(const struct dapl_ep *ep)
-{
-	return DAT_INVALID_STATE | dapl_ep_state_subtype(ep->state);
-}
-
-int dapl_ep_is_configured(const struct dapl_ep *ep)
-{
-	return ep->pz && ep->recv_evd && ep->request_evd && ep->connect_evd;
-}
-
-DAT_EP_STATE dapl_ep_base_state(DAT_EP_STATE state)
-{
-	switch (state) {
-	case DAT_EP_STATE_UNCONFIGURED_UNCONNECTED:
-		return DAT_EP_STATE_UNCONNECTED;
-	case DAT_EP_STATE_UNCONFIGURED_RESERVED:
-		return DAT_EP_STATE_RESERVED;
-	case DAT_EP_STATE_UNCONFIGURED_PASSIVE:
-		return DAT_EP_STATE_PASSIVE_CONNECTION_PENDING;
-	case DAT_EP_STATE_UNCONFIGURED_TENTATIVE:
-		return DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING;
-	default:
-		return state;
-	}
-}
-
-static DAT_EP_STATE unconfigured_form(DAT_EP_STATE state)
-{
-	switch (state) {
-	case DAT_EP_STATE_UNCONNECTED:
-		return DAT_EP_STATE_UNCONFIGURED_UNCONNECTED;
-	case DAT_EP_STATE_RESERVED:
-		return DAT_EP_STATE_UNCONFIGURED_RESERVED;
-	case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
-		return DAT_EP_STATE_UNCONFIGURED_PASSIVE;
-	case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING:
-		return DAT_EP_STATE_UNCONFIGURED_TENTATIVE;
-	default:
-		/* Connected and later states have no unconfigured form: an EP
-		 * gets there only once configured, and cannot be changed. */
-		return state;
-	}
-}
-
-void dapl_ep_set_state(struct dapl_ep *ep, DAT_EP_STATE state)
-{
-	state = dapl_ep_base_state(state);
-	ep->state = dapl_ep_is_configured(ep) ? state : unconfigured_form(state);
-}
-
-DAT_RETURN dapl_ep_check_connectable(const struct dapl_ep *ep)
-{
-	if (dapl_ep_base_state(ep->state) != DAT_EP_STATE_UNCONNECTED)
-		return dapl_ep_state_error(ep);
-	/* The most specific subtype DAT has for each missing piece. */
-	if (!ep->pz)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_PZ;
-	if (!ep->recv_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_RECV;
-	if (!ep->request_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_REQUEST;
-	if (!ep->connect_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_CONNECT;
-	return DAT_SUCCESS;
-}
-
-DAT_RETURN dapl_ep_reserve(struct dapl_ep *ep, const void *owner)
-{
-	if (dapl_ep_base_state(ep->state) != DAT_EP_STATE_UNCONNECTED ||
-	    ep->reserved_by)
-		return dapl_ep_state_error(ep);
-	ep->reserved_by = owner;
-	dapl_ep_set_state(ep, DAT_EP_STATE_RESERVED);
-	return DAT_SUCCESS;
-}
-
-void dapl_ep_unreserve(struct dapl_ep *ep, const void *owner)
-{
-	if (ep->reserved_by != owner)
-		return;
-	ep->reserved_by = NULL;
-	if (dapl_ep_base_state(ep->state) == DAT_EP_STATE_RESERVED)
-		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
-}
-
-/* States in which another object owns the EP: free the owner first. */
-static int ep_state_owned(DAT_EP_STATE state)
-{
-	switch (dapl_ep_base_state(state)) {
-	case DAT_EP_STATE_RESERVED:
-	case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
-	case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* States before any connection exists, where dat_ep_modify is allowed. */
-static int ep_state_modifiable(DAT_EP_STATE state)
-{
-	switch (dapl_ep_base_state(state)) {
-	case DAT_EP_STATE_UNCONNECTED:
-	case DAT_EP_STATE_RESERVED:
-	case DAT_EP_STATE_PASSIVE_CONNECTION_PENDING:
-	case DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* -------------------------------------------------- dependency counts */
-
-struct dapl_evd *dapl_ep_pin_evd(struct dapl_ia *ia, DAT_EVD_HANDLE h,
-				 DAT_EVD_FLAGS flag)
-{
-	struct dapl_evd *evd;
-
-	dapl_ia_lock(ia);
-	/* Under ia->lock, so dat_evd_free cannot win between look-up and
-	 * count. */
-	evd = dapl_obj_get(h, DAT_HANDLE_TYPE_EVD);
-	if (evd && evd->obj.ia == ia && dapl_evd_has(evd, flag))
-		evd->obj.users++;
-	else
-		evd = NULL;
-	dapl_ia_unlock(ia);
-	return evd;
-}
-
-void dapl_ep_unpin_evd_locked(struct dapl_evd *evd)
-{
-	if (evd->obj.users > 0)
-		evd->obj.users--;
-}
 
 /* What an EP points to; each non-NULL member holds one count. */
 struct ep_links {
@@ -235,24 +63,25 @@ struct ep_links {
 	struct dapl_srq *srq;
 };
 
-static void links_unpin_locked(const struct ep_links *l)
+static void links_unpin_locked(struct dapl_ia *ia, const struct ep_links *l)
 {
+	DAPL_ASSERT_IA_LOCKED(ia);
 	if (l->pz)
-		dapl_pz_unpin_locked(l->pz);
+		dapl_obj_unpin_locked(&l->pz->obj);
 	if (l->recv)
-		dapl_ep_unpin_evd_locked(l->recv);
+		dapl_evd_unpin_locked(l->recv);
 	if (l->request)
-		dapl_ep_unpin_evd_locked(l->request);
+		dapl_evd_unpin_locked(l->request);
 	if (l->connect)
-		dapl_ep_unpin_evd_locked(l->connect);
+		dapl_evd_unpin_locked(l->connect);
 	if (l->srq)
-		dapl_srq_unpin_locked(l->srq);
+		dapl_obj_unpin_locked(&l->srq->obj);
 }
 
 static void links_unpin(struct dapl_ia *ia, const struct ep_links *l)
 {
 	dapl_ia_lock(ia);
-	links_unpin_locked(l);
+	links_unpin_locked(ia, l);
 	dapl_ia_unlock(ia);
 }
 
@@ -273,7 +102,7 @@ static DAT_RETURN pin_evd(struct dapl_ia *ia, DAT_EVD_HANDLE h,
 	*out = NULL;
 	if (h == DAT_HANDLE_NULL)
 		return DAT_SUCCESS;
-	*out = dapl_ep_pin_evd(ia, h, flag);
+	*out = dapl_evd_pin(ia, h, flag);
 	return *out ? DAT_SUCCESS : DAT_INVALID_HANDLE | subtype;
 }
 
@@ -482,18 +311,18 @@ struct ep_teardown {
 	struct dapl_wr_pool *pool;
 };
 
-/* First step of freeing, under ia->lock: unregister the handle so no new
- * call finds the EP, flag it for handlers, and take the conn and QP. */
+/* First step of freeing: unregister the handle so no new call finds the
+ * EP, flag it for handlers, and take the conn and QP. */
 static void ep_detach_locked(struct dapl_ep *ep, struct ep_teardown *t)
 {
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	ep->dying = 1;
-	t->conn = dapl_cm_ep_take_conn_locked(ep);
+	t->conn = dapl_ep_take_conn_locked(ep);
 	t->pool = dapl_ep_qp_detach_locked(ep);
 	if (ep->cr && ep->cr->ep == ep)
 		ep->cr->ep = NULL;
 	ep->cr = NULL;
-	dapl_sp_forget_ep_locked(ep);
-	ep->reserved_by = NULL;
+	dapl_ep_forget_reserver_locked(ep);
 	dapl_obj_fini_locked(&ep->obj);
 }
 
@@ -510,7 +339,7 @@ static void ep_teardown(struct dapl_ep *ep, const struct ep_teardown *t)
 	dapl_ep_qp_retire(t->pool);
 	dapl_ia_lock(ia);
 	links_of(ep, &l);
-	links_unpin_locked(&l);
+	links_unpin_locked(ia, &l);
 	memset(&l, 0, sizeof(l));
 	links_set(ep, &l);
 	dapl_ia_unlock(ia);
@@ -553,8 +382,7 @@ static DAT_RETURN ep_publish(struct dapl_ia *ia, const DAT_EP_ATTR *attr,
 	ep->hard_hw = DAT_WATERMARK_INFINITE;
 	ep->provider_created = provider_created;
 	links_set(ep, l);
-	/* Not visible to anyone yet: no lock needed. */
-	dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
+	dapl_ep_state_init(ep);
 	r = dapl_obj_init(&ep->obj, ia, DAPL_K_EP, DAT_HANDLE_TYPE_EP,
 			  ep_destroy_cb);
 	if (r != DAT_SUCCESS) {
@@ -599,7 +427,7 @@ static DAT_RETURN ep_create(DAT_IA_HANDLE ia_handle, const struct ep_handles *h,
 	if (r != DAT_SUCCESS)
 		return r;
 	if (with_srq) {
-		l.srq = dapl_srq_pin(ia, srq_handle);
+		l.srq = dapl_obj_pin(ia, srq_handle, DAT_HANDLE_TYPE_SRQ);
 		r = l.srq ? links_pz_srq_check(&l)
 			  : DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_SRQ;
 		if (r != DAT_SUCCESS) {
@@ -651,7 +479,7 @@ DAT_RETURN dapl_ep_create_internal(struct dapl_ia *ia, struct dapl_ep **out)
 
 DAT_RETURN dapl_ep_free(DAT_EP_HANDLE ep_handle)
 {
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	struct dapl_ep *ep = dapl_obj_lock(ep_handle, DAT_HANDLE_TYPE_EP);
 	struct ep_teardown t;
 	struct dapl_ia *ia;
 	DAT_RETURN r;
@@ -659,15 +487,9 @@ DAT_RETURN dapl_ep_free(DAT_EP_HANDLE ep_handle)
 	if (!ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	ia = ep->obj.ia;
-	dapl_ia_lock(ia);
-	/* Re-check under the lock: a concurrent free may have won. */
-	if (dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP) != ep) {
-		dapl_ia_unlock(ia);
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	}
 	/* An RSP or a pending CR owns the EP: the consumer frees the RSP or
 	 * answers the CR first (DAT 2.0 dat_ep_free). */
-	if (ep_state_owned(ep->state)) {
+	if (dapl_ep_owned(ep)) {
 		r = dapl_ep_state_error(ep);
 		dapl_ia_unlock(ia);
 		return r;
@@ -721,14 +543,13 @@ static void ep_fill_param(struct dapl_ep *ep, DAT_EP_PARAM *p)
 DAT_RETURN dapl_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 			 DAT_EP_PARAM *param)
 {
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+	DAT_RETURN r;
+	struct dapl_ep *ep = dapl_obj_query_get(ep_handle, DAT_HANDLE_TYPE_EP,
+						DAT_INVALID_HANDLE_EP, mask,
+						DAT_EP_FIELD_ALL, !param, &r);
 
 	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	if (mask & ~DAT_EP_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	/* The consumer knows its IA by the registry's index, not by ours. */
 	param->ia_handle = dapl_ia_consumer_handle(ep->obj.ia);
 	dapl_ia_lock(ep->obj.ia);
@@ -750,7 +571,8 @@ static DAT_RETURN ep_modify_locked(struct dapl_ep *ep, DAT_EP_PARAM_MASK mask,
 	DAT_EP_ATTR a = ep->attr;
 	DAT_RETURN r;
 
-	if (!ep_state_modifiable(ep->state))
+	DAPL_ASSERT_IA_LOCKED(ia);
+	if (!dapl_ep_modifiable(ep))
 		return dapl_ep_state_error(ep);
 	ep_attr_merge(&a, &param->ep_attr, mask);
 	r = ep_attr_normalize(ia, &a, &a, DAT_INVALID_PARAMETER |
@@ -775,13 +597,14 @@ static DAT_RETURN ep_modify_locked(struct dapl_ep *ep, DAT_EP_PARAM_MASK mask,
 	r = links_pz_srq_check(&next);
 	if (r != DAT_SUCCESS)
 		return r;
-	links_unpin_locked(&old);
+	links_unpin_locked(ia, &old);
 	links_set(ep, &next);
 	ep->attr = a;
 	if (mask & (DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN |
 		    DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_OUT))
 		ep->rdma_read_default = 0;
-	dapl_ep_set_state(ep, ep->state);
+	/* Same state, in the form that matches the new links. */
+	dapl_ep_transition_locked(ep, ep->state);
 	/* The QP is built from these: a new one, in INIT; the caller
 	 * retires the old one after unlocking.  A new QP that cannot be
 	 * made now is made again at the next post or connect. */
@@ -817,12 +640,12 @@ DAT_RETURN dapl_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 	if (r != DAT_SUCCESS)
 		return r;
 	dapl_ia_lock(ia);
-	if (dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP) != ep)
+	if (dapl_obj_get_locked(ia, ep_handle, DAT_HANDLE_TYPE_EP) != ep)
 		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	else
 		r = ep_modify_locked(ep, mask, param, &pinned, &old_qp);
 	if (r != DAT_SUCCESS)
-		links_unpin_locked(&pinned);
+		links_unpin_locked(ia, &pinned);
 	dapl_ia_unlock(ia);
 	/* Until it is gone the old QP holds the old EVDs' CQs through the
 	 * engine (iwe_destroy_cq refuses while it lives), so a dat_evd_free
@@ -833,26 +656,40 @@ DAT_RETURN dapl_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 
 /* ------------------------------------------------- status, reset, misc */
 
+/* The EP's state and outstanding work, taken together under the lock. */
+struct ep_status {
+	DAT_EP_STATE state;
+	DAT_COUNT recvs, requests;
+};
+
+static DAT_RETURN ep_status(DAT_EP_HANDLE ep_handle, struct ep_status *st)
+{
+	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
+
+	if (!ep)
+		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
+	dapl_ia_lock(ep->obj.ia);
+	dapl_ep_outstanding_locked(ep, &st->recvs, &st->requests);
+	st->state = ep->state;
+	dapl_ia_unlock(ep->obj.ia);
+	return DAT_SUCCESS;
+}
+
+/* Every output is optional: a consumer may ask for one of them. */
 DAT_RETURN dapl_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state,
 			      DAT_BOOLEAN *in_dto_idle,
 			      DAT_BOOLEAN *out_dto_idle)
 {
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	DAT_COUNT recvs, requests;
+	struct ep_status st;
+	DAT_RETURN r = ep_status(ep_handle, &st);
 
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	/* Every output is optional: a consumer may ask for one of them. */
-	dapl_ia_lock(ep->obj.ia);
-	dapl_ep_outstanding_locked(ep, &recvs, &requests);
-	if (state)
-		*state = ep->state;
-	if (in_dto_idle)
-		*in_dto_idle = recvs == 0 ? DAT_TRUE : DAT_FALSE;
-	if (out_dto_idle)
-		*out_dto_idle = requests == 0 ? DAT_TRUE : DAT_FALSE;
-	dapl_ia_unlock(ep->obj.ia);
-	return DAT_SUCCESS;
+	if (r == DAT_SUCCESS && state)
+		*state = st.state;
+	if (r == DAT_SUCCESS && in_dto_idle)
+		*in_dto_idle = st.recvs == 0 ? DAT_TRUE : DAT_FALSE;
+	if (r == DAT_SUCCESS && out_dto_idle)
+		*out_dto_idle = st.requests == 0 ? DAT_TRUE : DAT_FALSE;
+	return r;
 }
 
 /* DISCONNECTED -> UNCONNECTED with a fresh QP: the old connection is
@@ -869,13 +706,13 @@ DAT_RETURN dapl_ep_reset(DAT_EP_HANDLE ep_handle)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	dapl_ia_lock(ep->obj.ia);
 	if (ep->state == DAT_EP_STATE_DISCONNECTED) {
-		t.conn = dapl_cm_ep_take_conn_locked(ep);
+		t.conn = dapl_ep_take_conn_locked(ep);
 		t.pool = dapl_ep_qp_detach_locked(ep);
 		ep->local_port = 0;
 		ep->remote_port = 0;
 		ep->ev_pd_size = 0;
 		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-		dapl_ep_set_state(ep, DAT_EP_STATE_UNCONNECTED);
+		dapl_ep_transition_locked(ep, DAT_EP_STATE_UNCONNECTED);
 	} else if (dapl_ep_base_state(ep->state) != DAT_EP_STATE_UNCONNECTED) {
 		r = dapl_ep_state_error(ep);
 	}
@@ -897,19 +734,14 @@ DAT_RETURN dapl_ep_reset(DAT_EP_HANDLE ep_handle)
 DAT_RETURN dapl_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs,
 			      DAT_COUNT *span)
 {
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	DAT_COUNT recvs, requests;
+	struct ep_status st;
+	DAT_RETURN r = ep_status(ep_handle, &st);
 
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	dapl_ia_lock(ep->obj.ia);
-	dapl_ep_outstanding_locked(ep, &recvs, &requests);
-	if (nbufs)
-		*nbufs = recvs;
-	if (span)
-		*span = recvs;
-	dapl_ia_unlock(ep->obj.ia);
-	return DAT_SUCCESS;
+	if (r == DAT_SUCCESS && nbufs)
+		*nbufs = st.recvs;
+	if (r == DAT_SUCCESS && span)
+		*span = st.recvs;
+	return r;
 }
 
 static int watermark_ok(DAT_COUNT w)

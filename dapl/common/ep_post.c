@@ -1,18 +1,8 @@
-/* Endpoints: the connection calls' argument checks and work posting.
- * The connection manager glue is in cm.c; the QP, the work slots named by
- * ibv_wc.wr_id and completion conversion are in ep_qp.c.
+/* Endpoints: work posting (dat_ep_post_*).  The QP and the work slots
+ * named by ibv_wc.wr_id are in ep_qp.c, the IOV checks in lmr.c, and what
+ * a completion becomes in dto_event.c.
  *
  * Choices where DAT 2.0 leaves room:
- *   - Addresses: the engine speaks IPv4 only, so any other family is
- *     DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED.
- *   - Connection qualifiers: any non-zero value (0 is DAT_INVALID_PARAMETER).
- *   - Timeouts must be positive (DAT 2.0: "Values must be positive").
- *   - DAT_CONNECT_MULTIPATH_REQUESTED_FLAG is honoured with a single path;
- *     DAT_CONNECT_MULTIPATH_REQUIRED_FLAG cannot be, and the IA reports
- *     supports_multipath FALSE: DAT_MODEL_NOT_SUPPORTED.
- *   - dat_ep_disconnect on a DISCONNECTED EP succeeds (nothing to do); on an
- *     EP that never connected (or whose CR is pending) it is
- *     DAT_INVALID_STATE.
  *   - Local read privilege is not enforced on send / RDMA write sources:
  *     no RDMA device can, and consumers routinely register send buffers
  *     without DAT_MEM_PRIV_LOCAL_READ_FLAG.  Local write is enforced for
@@ -20,15 +10,10 @@
  */
 #include "config.h"
 
-#include <errno.h>
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "dapl.h"
 #include "dapl_ep.h"
-#include "dapl_evd.h"
 #include "dapl_mem.h"
 
 /* Per-post completion flags.  Solicited wait marks a send as solicited;
@@ -42,227 +27,6 @@
 	 DAT_COMPLETION_BARRIER_FENCE_FLAG)
 #define POST_RECV_FLAGS                                                   \
 	(DAT_COMPLETION_SOLICITED_WAIT_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG)
-
-/* ------------------------------------------------------------ checks */
-
-static DAT_RETURN addr_check(DAT_IA_ADDRESS_PTR addr, DAT_RETURN arg)
-{
-	if (!addr)
-		return DAT_INVALID_PARAMETER | arg;
-	if (addr->sa_family != AF_INET)
-		return DAT_INVALID_ADDRESS | DAT_INVALID_ADDRESS_UNSUPPORTED;
-	return DAT_SUCCESS;
-}
-
-static DAT_RETURN pd_check(DAT_COUNT size, const void *pd, DAT_RETURN size_arg,
-			   DAT_RETURN pd_arg)
-{
-	if (!dapl_pd_size_ok(size))
-		return DAT_INVALID_PARAMETER | size_arg;
-	if (size > 0 && !pd)
-		return DAT_INVALID_PARAMETER | pd_arg;
-	return DAT_SUCCESS;
-}
-
-static DAT_RETURN connect_flags_check(DAT_CONNECT_FLAGS flags, DAT_RETURN arg)
-{
-	if (flags == DAT_CONNECT_DEFAULT_FLAG ||
-	    flags == DAT_CONNECT_MULTIPATH_REQUESTED_FLAG)
-		return DAT_SUCCESS;
-	if (flags == DAT_CONNECT_MULTIPATH_REQUIRED_FLAG)
-		return DAT_MODEL_NOT_SUPPORTED;
-	return DAT_INVALID_PARAMETER | arg;
-}
-
-int dapl_ep_connected(const struct dapl_ep *ep)
-{
-	return ep->state == DAT_EP_STATE_CONNECTED ||
-	       ep->state == DAT_EP_STATE_CONNECTED_SINGLE_PATH ||
-	       ep->state == DAT_EP_STATE_CONNECTED_MULTI_PATH;
-}
-
-static DAT_RETURN ep_connectable(struct dapl_ep *ep)
-{
-	DAT_RETURN r;
-
-	dapl_ia_lock(ep->obj.ia);
-	r = dapl_ep_check_connectable(ep);
-	dapl_ia_unlock(ep->obj.ia);
-	return r;
-}
-
-/* --------------------------------------------------------- connecting */
-
-DAT_RETURN dapl_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr,
-			   DAT_CONN_QUAL qual, DAT_TIMEOUT timeout,
-			   DAT_COUNT pd_size, const DAT_PVOID pd, DAT_QOS qos,
-			   DAT_CONNECT_FLAGS flags)
-{
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	DAT_RETURN r;
-
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	if ((r = addr_check(addr, DAT_INVALID_ARG2)))
-		return r;
-	if (!dapl_qual_ok(qual))
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	if (timeout == 0)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
-	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG5, DAT_INVALID_ARG6)))
-		return r;
-	if (qos != DAT_QOS_BEST_EFFORT)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG7;
-	if ((r = connect_flags_check(flags, DAT_INVALID_ARG8)))
-		return r;
-	if ((r = ep_connectable(ep)))
-		return r;
-	return dapl_cm_connect(ep, (const struct sockaddr_in *)addr, qual,
-			       timeout, pd_size, pd);
-}
-
-/* Connecting to a Common Service Point: the remote address carries the
- * port.  CSPs are not part of this provider (see sp.c), but an EP may
- * still reach another provider's CSP once the connection manager exists. */
-DAT_RETURN dapl_ep_common_connect(DAT_EP_HANDLE ep_handle,
-				  DAT_IA_ADDRESS_PTR addr, DAT_TIMEOUT timeout,
-				  DAT_COUNT pd_size, const DAT_PVOID pd)
-{
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	const struct sockaddr_in *sin;
-	DAT_RETURN r;
-
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	if ((r = addr_check(addr, DAT_INVALID_ARG2)))
-		return r;
-	sin = (const struct sockaddr_in *)addr;
-	if (sin->sin_port == 0)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (timeout == 0)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5)))
-		return r;
-	if ((r = ep_connectable(ep)))
-		return r;
-	return dapl_cm_connect(ep, sin, ntohs(sin->sin_port), timeout,
-			       pd_size, pd);
-}
-
-/* A connection to the same remote EP as 'dup', which must be connected. */
-DAT_RETURN dapl_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle,
-			       DAT_TIMEOUT timeout, DAT_COUNT pd_size,
-			       const DAT_PVOID pd, DAT_QOS qos)
-{
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	struct dapl_ep *dup = dapl_obj_get(dup_handle, DAT_HANDLE_TYPE_EP);
-	struct sockaddr_in dst;
-	DAT_CONN_QUAL qual = 0;
-	DAT_RETURN r;
-
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	if (!dup || dup->obj.ia != ep->obj.ia || dup == ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE2;
-	if (timeout == 0)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	if ((r = pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5)))
-		return r;
-	if (qos != DAT_QOS_BEST_EFFORT)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
-	dapl_ia_lock(ep->obj.ia);
-	r = dapl_ep_check_connectable(ep);
-	if (r == DAT_SUCCESS && !dapl_ep_connected(dup))
-		r = dapl_ep_state_error(dup);
-	if (r == DAT_SUCCESS) {
-		/* The remote qualifier an active EP connected to, or the
-		 * peer's port of a passive one: the best DAT lets us know. */
-		memcpy(&dst, &dup->remote_addr, sizeof(dst));
-		qual = dup->remote_port;
-	}
-	dapl_ia_unlock(ep->obj.ia);
-	if (r != DAT_SUCCESS)
-		return r;
-	return dapl_cm_connect(ep, &dst, qual, timeout, pd_size, pd);
-}
-
-DAT_RETURN dapl_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
-{
-	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	DAT_EP_STATE state;
-
-	if (!ep)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	dapl_ia_lock(ep->obj.ia);
-	state = ep->state;
-	dapl_ia_unlock(ep->obj.ia);
-	switch (dapl_ep_base_state(state)) {
-	case DAT_EP_STATE_DISCONNECTED:
-		return DAT_SUCCESS;
-	case DAT_EP_STATE_ACTIVE_CONNECTION_PENDING:
-	case DAT_EP_STATE_CONNECTED:
-	case DAT_EP_STATE_CONNECTED_SINGLE_PATH:
-	case DAT_EP_STATE_CONNECTED_MULTI_PATH:
-	case DAT_EP_STATE_DISCONNECT_PENDING:
-	case DAT_EP_STATE_COMPLETION_PENDING:
-		/* cm.c re-checks under the lock: the state may move. */
-		return dapl_cm_disconnect(ep, flags);
-	default:
-		/* Never connected, or a CR is pending (reject it instead). */
-		return DAT_INVALID_STATE | dapl_ep_state_subtype(state);
-	}
-}
-
-/* ---------------------------------------------------------- memory */
-
-static DAT_RETURN priv_subtype(DAT_MEM_PRIV_FLAGS priv)
-{
-	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PRIVILEGES_WRITE
-						      : DAT_PRIVILEGES_READ;
-}
-
-static DAT_RETURN prot_subtype(DAT_MEM_PRIV_FLAGS priv)
-{
-	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PROTECTION_WRITE
-						      : DAT_PROTECTION_READ;
-}
-
-/* DAT 2.0 post_* returns: an unknown LMR or a missing privilege is a
- * privileges violation, an LMR of another PZ a protection violation, a
- * segment outside its LMR an invalid parameter.  The LMR look-up walks the
- * IA's LMRs; the data path of the next issue validates with the engine's
- * O(1) STag table instead, and keeps this for the privilege check. */
-DAT_RETURN dapl_ep_iov_check_locked(struct dapl_ia *ia,
-				    const struct dapl_pz *pz, DAT_COUNT n,
-				    const DAT_LMR_TRIPLET *iov,
-				    DAT_MEM_PRIV_FLAGS priv,
-				    DAT_RETURN iov_arg, uint64_t *total)
-{
-	uint64_t sum = 0;
-
-	for (DAT_COUNT i = 0; i < n; i++) {
-		const DAT_LMR_TRIPLET *t = &iov[i];
-		const struct dapl_lmr *lmr;
-
-		/* DAT: with a zero length the other fields may be invalid. */
-		if (t->segment_length == 0)
-			continue;
-		lmr = dapl_lmr_find_locked(ia, t->lmr_context);
-		if (!lmr)
-			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
-		if (lmr->pz != pz)
-			return DAT_PROTECTION_VIOLATION | prot_subtype(priv);
-		if ((lmr->mem_priv & priv) != priv)
-			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
-		if (!dapl_lmr_covers(lmr, t->virtual_address, t->segment_length))
-			return DAT_INVALID_PARAMETER | iov_arg;
-		sum += t->segment_length;
-	}
-	*total = sum;
-	return DAT_SUCCESS;
-}
 
 /* ------------------------------------------------------------ posting */
 
@@ -301,17 +65,6 @@ static unsigned int send_flags(DAT_COMPLETION_FLAGS f, DAT_DTOS op)
 	return s;
 }
 
-/* LMR triplets as engine SGEs; the STag is the lmr_context. */
-static void sge_fill(struct ibv_sge *sge, const DAT_LMR_TRIPLET *iov,
-		     DAT_COUNT n)
-{
-	for (DAT_COUNT i = 0; i < n; i++) {
-		sge[i].addr = iov[i].virtual_address;
-		sge[i].length = (uint32_t)iov[i].segment_length;
-		sge[i].lkey = iov[i].lmr_context;
-	}
-}
-
 /* An RDMA Read moves exactly the remote segment: the engine reads as much
  * as the sink SGEs hold, so trim them to that length. */
 static int sge_trim(struct ibv_sge *sge, int n, uint64_t len)
@@ -326,14 +79,14 @@ static int sge_trim(struct ibv_sge *sge, int n, uint64_t len)
 	return i;
 }
 
+/* A Send or RDMA request over the SGEs of its local IOV. */
 static DAT_RETURN post_request(struct dapl_wr_pool *pool, const struct post *p,
+			       struct ibv_sge *sge,
 			       const struct dapl_wr_ctx *ctx)
 {
-	struct ibv_sge sge[IWE_MAX_SGE];
 	struct ibv_send_wr wr;
 
 	memset(&wr, 0, sizeof(wr));
-	sge_fill(sge, p->iov, p->n);
 	wr.sg_list = sge;
 	wr.num_sge = (int)p->n;
 	wr.send_flags = send_flags(p->flags, p->op);
@@ -358,23 +111,11 @@ static DAT_RETURN post_request(struct dapl_wr_pool *pool, const struct post *p,
 	return dapl_ep_pool_post_send(pool, &wr, ctx, p->total);
 }
 
-static DAT_RETURN post_receive(struct dapl_wr_pool *pool, const struct post *p,
-			       const struct dapl_wr_ctx *ctx)
-{
-	struct ibv_sge sge[IWE_MAX_SGE];
-	struct ibv_recv_wr wr;
-
-	memset(&wr, 0, sizeof(wr));
-	sge_fill(sge, p->iov, p->n);
-	wr.sg_list = sge;
-	wr.num_sge = (int)p->n;
-	return dapl_ep_pool_post_recv(pool, &wr, ctx, p->total);
-}
-
 /* Hand the checked work request to the engine QP; the pool was locked
  * under ia->lock and is released here. */
 static DAT_RETURN ep_post_start(struct dapl_wr_pool *pool, const struct post *p)
 {
+	struct ibv_sge sge[IWE_MAX_SGE];
 	struct dapl_wr_ctx ctx;
 	DAT_RETURN r;
 
@@ -387,10 +128,14 @@ static DAT_RETURN ep_post_start(struct dapl_wr_pool *pool, const struct post *p)
 	/* For a read, what moves is the remote segment. */
 	ctx.length = (DAT_SEG_LENGTH)(p->op == DAT_DTO_RDMA_READ ?
 				      p->remote->segment_length : p->total);
-	if (p->op == DAT_DTO_RECEIVE)
-		r = post_receive(pool, p, &ctx);
-	else
-		r = post_request(pool, p, &ctx);
+	dapl_lmr_sge_fill(sge, p->iov, p->n);
+	if (p->op == DAT_DTO_RECEIVE) {
+		struct ibv_recv_wr wr = { .sg_list = sge, .num_sge = (int)p->n };
+
+		r = dapl_ep_pool_post_recv(pool, &wr, &ctx, p->total);
+	} else {
+		r = post_request(pool, p, sge, &ctx);
+	}
 	dapl_ep_pool_release(pool);
 	return r;
 }
@@ -415,16 +160,8 @@ static DAT_RETURN recv_state_check(const struct dapl_ep *ep)
 {
 	if (ep->srq)	/* its receives come from the SRQ */
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
-	if (!ep->pz)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_PZ;
-	if (!ep->recv_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_RECV;
 	/* The QP exists once the EP is configured (PZ and all three EVDs). */
-	if (!ep->request_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_REQUEST;
-	if (!ep->connect_evd)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_EVD_CONNECT;
-	return DAT_SUCCESS;
+	return dapl_ep_config_error(ep);
 }
 
 /* Total lengths against the provider's limits and the remote segment.
@@ -454,12 +191,13 @@ static DAT_RETURN length_check(const struct dapl_ep *ep, const struct post *p)
 }
 
 /* IOV count and pointer (arguments 2 and 3 of every LMR post), state,
- * memory, lengths.  Caller holds ia->lock. */
+ * memory, lengths. */
 static DAT_RETURN post_check_locked(struct dapl_ep *ep, struct post *p)
 {
 	int sink = p->op == DAT_DTO_RECEIVE || p->op == DAT_DTO_RDMA_READ;
 	DAT_RETURN r;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (p->n < 0 || p->n > iov_limit(ep, p->op))
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	if (p->n > 0 && !p->iov)
@@ -470,13 +208,32 @@ static DAT_RETURN post_check_locked(struct dapl_ep *ep, struct post *p)
 		r = dapl_ep_connected(ep) ? DAT_SUCCESS : dapl_ep_state_error(ep);
 	if (r != DAT_SUCCESS)
 		return r;
-	r = dapl_ep_iov_check_locked(ep->obj.ia, ep->pz, p->n, p->iov,
-				     sink ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
-					  : DAT_MEM_PRIV_NONE_FLAG,
-				     DAT_INVALID_ARG3, &p->total);
+	r = dapl_lmr_iov_check_locked(ep->obj.ia, ep->pz, p->n, p->iov,
+				      sink ? DAT_MEM_PRIV_LOCAL_WRITE_FLAG
+					   : DAT_MEM_PRIV_NONE_FLAG,
+				      DAT_INVALID_ARG3, &p->total);
 	if (r != DAT_SUCCESS)
 		return r;
 	return length_check(ep, p);
+}
+
+/* The checks of a post said r, under ia->lock, which is released here:
+ * the EP's pool, locked for the post, or NULL with r set.  The pool is
+ * locked under ia->lock so that a concurrent reset or free cannot retire
+ * it between the checks and the post, and held across the engine call so
+ * that slots are taken in the engine's queue order. */
+static struct dapl_wr_pool *pool_hold_unlock(struct dapl_ep *ep, DAT_RETURN *r)
+{
+	struct dapl_wr_pool *pool = NULL;
+
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
+	if (*r == DAT_SUCCESS) {
+		pool = dapl_ep_pool_hold_locked(ep);
+		if (!pool)
+			*r = DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
+	}
+	dapl_ia_unlock(ep->obj.ia);
+	return pool;
 }
 
 /* Common path of the LMR posts; flags_arg is the completion flags'
@@ -501,16 +258,8 @@ static DAT_RETURN post_lmr(DAT_EP_HANDLE ep_handle, struct post *p,
 		r = DAT_INVALID_PARAMETER | flags_arg;
 	else
 		r = post_check_locked(ep, p);
-	/* Locked under ia->lock so a concurrent reset or free cannot retire
-	 * it between the checks and the post; held across the engine call so
-	 * slots are taken in the engine's queue order. */
-	if (r == DAT_SUCCESS) {
-		pool = dapl_ep_pool_hold_locked(ep);
-		if (!pool)
-			r = DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
-	}
-	dapl_ia_unlock(ep->obj.ia);
-	if (r != DAT_SUCCESS)
+	pool = pool_hold_unlock(ep, &r);
+	if (!pool)
 		return r;
 	return ep_post_start(pool, p);
 }
@@ -643,13 +392,8 @@ DAT_RETURN dapl_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle,
 	else if (remote->segment_length > local->segment_length ||
 		 remote->segment_length > ep->attr.max_rdma_size)
 		r = DAT_LENGTH_ERROR;
-	if (r == DAT_SUCCESS) {
-		pool = dapl_ep_pool_hold_locked(ep);
-		if (!pool)
-			r = DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
-	}
-	dapl_ia_unlock(ep->obj.ia);
-	if (r != DAT_SUCCESS)
+	pool = pool_hold_unlock(ep, &r);
+	if (!pool)
 		return r;
 	return rmr_read_post(pool, local, cookie, remote, flags);
 }

@@ -1,4 +1,5 @@
-/* The EP's engine QP and its work slots; completion conversion.
+/* The EP's engine QP and its work slots.  What a completion becomes as a
+ * DAT event is dto_event.c's business; this file hands it the slot.
  *
  * Work slots.  Every posted DTO takes one slot of the EP's pool; the slot
  * keeps the cookie, operation and length, and ibv_wc.wr_id names it as
@@ -55,7 +56,7 @@ struct wr_ring {
 };
 
 struct dapl_wr_pool {
-	pthread_mutex_t lock;
+	struct dapl_lock lock;
 	struct iwe_qp *qp;		/* NULL once retired */
 	uint32_t qp_num;
 	DAT_EP_HANDLE ep_handle;	/* reported in events, even stale */
@@ -111,7 +112,7 @@ static uint32_t ring_used(const struct wr_ring *r)
 static void pool_free(struct dapl_wr_pool *pool)
 {
 	table_remove(pool);
-	pthread_mutex_destroy(&pool->lock);
+	dapl_lock_destroy(&pool->lock);
 	free(pool);
 }
 
@@ -125,9 +126,9 @@ static void retired_reap(void)
 		struct dapl_wr_pool *p = *pp;
 		uint32_t used;
 
-		pthread_mutex_lock(&p->lock);
+		dapl_lock(&p->lock);
 		used = ring_used(&p->send) + ring_used(&p->recv);
-		pthread_mutex_unlock(&p->lock);
+		dapl_unlock(&p->lock);
 		if (used == 0 || nretired > RETIRED_MAX) {
 			*pp = p->rnext;
 			nretired--;
@@ -172,7 +173,7 @@ static struct dapl_wr_pool *pool_new(const struct iwe_qp_cap *cap)
 
 	if (!p)
 		return NULL;
-	pthread_mutex_init(&p->lock, NULL);
+	dapl_lock_init(&p->lock);
 	p->send.n = cap->max_send_wr;
 	p->recv.base = cap->max_send_wr;
 	p->recv.n = cap->max_recv_wr;
@@ -199,7 +200,7 @@ static void qp_engine_event(const struct iwe_async_event *ev)
 	    atomic_load(&pool->quiet))
 		return;
 	dapl_evd_post_async(pool->ia, DAT_ASYNC_ERROR_EP_BROKEN,
-			    pool->ep_handle);
+			    pool->ep_handle, 0);
 }
 
 static struct iwe_qp *qp_new(struct dapl_ep *ep, struct dapl_wr_pool *pool,
@@ -235,10 +236,10 @@ DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep)
 {
 	struct dapl_wr_pool *pool;
 	DAT_RETURN r = DAT_SUCCESS;
+	struct iwe_qp_cap cap;
 	struct iwe_qp *qp;
 
-	struct iwe_qp_cap cap;
-
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	if (ep->pool || !dapl_ep_is_configured(ep))
 		return DAT_SUCCESS;
 	/* The pool first: it is the QP's context for engine events. */
@@ -250,7 +251,7 @@ DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	qp = qp_new(ep, pool, &r);
 	if (!qp) {
-		pthread_mutex_destroy(&pool->lock);
+		dapl_lock_destroy(&pool->lock);
 		free(pool);
 		return r;
 	}
@@ -270,6 +271,7 @@ struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep)
 {
 	struct dapl_wr_pool *pool = ep->pool;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	ep->pool = NULL;
 	return pool;
 }
@@ -286,10 +288,10 @@ void dapl_ep_qp_retire(struct dapl_wr_pool *pool)
 	if (!pool)
 		return;
 	/* Waits for a post in progress; later posts see no QP. */
-	pthread_mutex_lock(&pool->lock);
+	dapl_lock(&pool->lock);
 	qp = pool->qp;
 	pool->qp = NULL;
-	pthread_mutex_unlock(&pool->lock);
+	dapl_unlock(&pool->lock);
 	if (qp) {
 		atomic_store(&pool->quiet, 1);
 		/* Flush, so every posted DTO reports (DAT: outstanding DTOs
@@ -316,15 +318,16 @@ void dapl_ep_outstanding_locked(const struct dapl_ep *ep, DAT_COUNT *recvs,
 {
 	struct dapl_wr_pool *p = ep->pool;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	*recvs = *requests = 0;
 	if (!p)
 		return;
-	pthread_mutex_lock(&p->lock);
+	dapl_lock(&p->lock);
 	*recvs = (DAT_COUNT)ring_used(&p->recv);
 	*requests = (DAT_COUNT)ring_used(&p->send);
 	if (ep->srq && p->qp)
 		*recvs += (DAT_COUNT)iwe_qp_srq_held(p->qp);
-	pthread_mutex_unlock(&p->lock);
+	dapl_unlock(&p->lock);
 }
 
 /* ---------------------------------------------------------- posting */
@@ -333,17 +336,18 @@ struct dapl_wr_pool *dapl_ep_pool_hold_locked(struct dapl_ep *ep)
 {
 	struct dapl_wr_pool *p;
 
+	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	/* A QP that could not be made at modify time gets another try. */
 	(void)dapl_ep_qp_create_locked(ep);
 	p = ep->pool;
 	if (p)
-		pthread_mutex_lock(&p->lock);
+		dapl_lock(&p->lock);
 	return p;
 }
 
 void dapl_ep_pool_release(struct dapl_wr_pool *pool)
 {
-	pthread_mutex_unlock(&pool->lock);
+	dapl_unlock(&pool->lock);
 }
 
 /* The next free slot of a ring, or NULL when every slot is outstanding. */
@@ -385,33 +389,48 @@ static DAT_RETURN no_qp(void)
 	return DAT_INVALID_STATE | DAT_INVALID_STATE_EP_NOTREADY;
 }
 
+/* Post a send (wr: struct ibv_send_wr) or a receive (struct
+ * ibv_recv_wr) on the locked pool: take a slot of its ring, name it in
+ * the wr_id, hand the request to the engine; on failure the slot goes
+ * back. */
+static DAT_RETURN pool_post(struct dapl_wr_pool *p, int recv, uint64_t *wr_id,
+			    void *wr, const struct dapl_wr_ctx *ctx,
+			    uint64_t total)
+{
+	struct wr_ring *r = recv ? &p->recv : &p->send;
+	struct ibv_send_wr *bad_send = NULL;
+	struct ibv_recv_wr *bad_recv = NULL;
+	struct dapl_wr_ctx *s;
+	uint32_t idx;
+	int err;
+
+	DAPL_ASSERT_LOCKED(&p->lock);
+	if (!p->qp)
+		return no_qp();
+	s = ring_next(p, r, &idx);
+	if (!s)
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	*wr_id = wr_id_of(p, idx);
+	/* Filled before posting: an inline transmit may complete it and a
+	 * consumer thread convert it before the engine call returns. */
+	slot_fill(s, ctx, r->tail);
+	r->tail++;
+	err = recv ? iwe_post_recv(p->qp, wr, &bad_recv)
+		   : iwe_post_send(p->qp, wr, &bad_send);
+	if (err) {
+		r->tail--;
+		s->state = SLOT_FREE;
+		return post_errno(err, total);
+	}
+	return DAT_SUCCESS;
+}
+
 DAT_RETURN dapl_ep_pool_post_send(struct dapl_wr_pool *p,
 				  struct ibv_send_wr *wr,
 				  const struct dapl_wr_ctx *ctx,
 				  uint64_t total)
 {
-	struct ibv_send_wr *bad = NULL;
-	struct dapl_wr_ctx *s;
-	uint32_t idx;
-	int err;
-
-	if (!p->qp)
-		return no_qp();
-	s = ring_next(p, &p->send, &idx);
-	if (!s)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
-	wr->wr_id = wr_id_of(p, idx);
-	/* Filled before posting: an inline transmit may complete it and a
-	 * consumer thread convert it before iwe_post_send returns. */
-	slot_fill(s, ctx, p->send.tail);
-	p->send.tail++;
-	err = iwe_post_send(p->qp, wr, &bad);
-	if (err) {
-		p->send.tail--;
-		s->state = SLOT_FREE;
-		return post_errno(err, total);
-	}
-	return DAT_SUCCESS;
+	return pool_post(p, 0, &wr->wr_id, wr, ctx, total);
 }
 
 DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
@@ -419,26 +438,7 @@ DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
 				  const struct dapl_wr_ctx *ctx,
 				  uint64_t total)
 {
-	struct ibv_recv_wr *bad = NULL;
-	struct dapl_wr_ctx *s;
-	uint32_t idx;
-	int err;
-
-	if (!p->qp)
-		return no_qp();
-	s = ring_next(p, &p->recv, &idx);
-	if (!s)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
-	wr->wr_id = wr_id_of(p, idx);
-	slot_fill(s, ctx, p->recv.tail);
-	p->recv.tail++;
-	err = iwe_post_recv(p->qp, wr, &bad);
-	if (err) {
-		p->recv.tail--;
-		s->state = SLOT_FREE;
-		return post_errno(err, total);
-	}
-	return DAT_SUCCESS;
+	return pool_post(p, 1, &wr->wr_id, wr, ctx, total);
 }
 
 /* ------------------------------------------------------ completions */
@@ -448,9 +448,10 @@ DAT_RETURN dapl_ep_pool_post_recv(struct dapl_wr_pool *p,
  * have completed them earlier, in order).  Slots leave the ring in order
  * only, so a completion converted out of order by a second dequeuing
  * thread waits for the earlier ones. */
-static void ring_complete(struct dapl_wr_pool *p, struct wr_ring *r,
-			  struct dapl_wr_ctx *s, int requests)
+static void ring_complete_locked(struct dapl_wr_pool *p, struct wr_ring *r,
+				 struct dapl_wr_ctx *s, int requests)
 {
+	DAPL_ASSERT_LOCKED(&p->lock);
 	if (s->state != SLOT_POSTED)
 		return;		/* already released: nothing to do */
 	s->state = SLOT_DONE;
@@ -473,162 +474,38 @@ static void ring_complete(struct dapl_wr_pool *p, struct wr_ring *r,
 	}
 }
 
-/* Copy the slot of a completion and release it.  0 when its pool is gone. */
-static int wc_take_slot(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
-			DAT_EP_HANDLE *ep)
+int dapl_ep_wc_take(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
+		    DAT_EP_HANDLE *ep)
 {
 	uint32_t qp_num = (uint32_t)(wc->wr_id >> 32);
 	uint32_t idx = (uint32_t)wc->wr_id;
 	struct dapl_wr_pool *p;
 	int found = 0;
 
-	if (wc->wr_id & DAPL_WR_SRQ_BIT) {
-		/* A receive of the SRQ: cookie there, EP by qp_num. */
-		memset(ctx, 0, sizeof(*ctx));
-		ctx->op = DAT_DTO_RECEIVE;
-		found = dapl_srq_wc_take(wc->wr_id, &ctx->cookie);
-		pthread_rwlock_rdlock(&table_lock);
-		p = table_find(wc->qp_num);
-		if (p)
-			*ep = p->ep_handle;
-		pthread_rwlock_unlock(&table_lock);
-		return found;
-	}
 	pthread_rwlock_rdlock(&table_lock);
 	p = table_find(qp_num);
 	if (p && idx < p->send.n + p->recv.n) {
-		pthread_mutex_lock(&p->lock);
+		dapl_lock(&p->lock);
 		*ctx = p->slots[idx];
 		*ep = p->ep_handle;
-		ring_complete(p, idx < p->send.n ? &p->send : &p->recv,
-			      &p->slots[idx], idx < p->send.n);
-		pthread_mutex_unlock(&p->lock);
+		ring_complete_locked(p, idx < p->send.n ? &p->send : &p->recv,
+				     &p->slots[idx], idx < p->send.n);
+		dapl_unlock(&p->lock);
 		found = 1;
 	}
 	pthread_rwlock_unlock(&table_lock);
 	return found;
 }
 
-static DAT_DTO_COMPLETION_STATUS wc_status(enum ibv_wc_status s)
+DAT_EP_HANDLE dapl_ep_of_qp_num(uint32_t qp_num)
 {
-	switch (s) {
-	case IBV_WC_SUCCESS:
-		return DAT_DTO_SUCCESS;
-	case IBV_WC_WR_FLUSH_ERR:
-		return DAT_DTO_ERR_FLUSHED;
-	case IBV_WC_LOC_LEN_ERR:
-		return DAT_DTO_ERR_LOCAL_LENGTH;
-	case IBV_WC_LOC_QP_OP_ERR:
-	case IBV_WC_LOC_EEC_OP_ERR:
-	case IBV_WC_TM_ERR:
-	case IBV_WC_TM_RNDV_INCOMPLETE:
-		return DAT_DTO_ERR_LOCAL_EP;
-	case IBV_WC_LOC_PROT_ERR:
-	case IBV_WC_LOC_ACCESS_ERR:
-	case IBV_WC_LOC_RDD_VIOL_ERR:
-		return DAT_DTO_ERR_LOCAL_PROTECTION;
-	case IBV_WC_MW_BIND_ERR:
-		return DAT_RMR_OPERATION_FAILED;
-	case IBV_WC_BAD_RESP_ERR:
-		return DAT_DTO_ERR_BAD_RESPONSE;
-	case IBV_WC_REM_ACCESS_ERR:
-		return DAT_DTO_ERR_REMOTE_ACCESS;
-	case IBV_WC_REM_INV_REQ_ERR:
-	case IBV_WC_REM_OP_ERR:
-	case IBV_WC_REM_INV_RD_REQ_ERR:
-	case IBV_WC_REM_ABORT_ERR:
-		return DAT_DTO_ERR_REMOTE_RESPONDER;
-	case IBV_WC_RNR_RETRY_EXC_ERR:
-		return DAT_DTO_ERR_RECEIVER_NOT_READY;
-	case IBV_WC_RETRY_EXC_ERR:
-	case IBV_WC_INV_EECN_ERR:
-	case IBV_WC_INV_EEC_STATE_ERR:
-	case IBV_WC_FATAL_ERR:
-	case IBV_WC_RESP_TIMEOUT_ERR:
-	case IBV_WC_GENERAL_ERR:
-		return DAT_DTO_ERR_TRANSPORT;
-	}
-	return DAT_DTO_ERR_TRANSPORT;	/* a status newer than this code */
-}
-
-/* Only meaningful for successful completions (verbs leaves the opcode of
- * an error completion undefined). */
-static DAT_DTOS wc_op(const struct ibv_wc *wc)
-{
-	switch (wc->opcode) {
-	case IBV_WC_SEND:
-		return DAT_DTO_SEND;
-	case IBV_WC_RDMA_WRITE:
-		return DAT_DTO_RDMA_WRITE;
-	case IBV_WC_RDMA_READ:
-		return DAT_DTO_RDMA_READ;
-	case IBV_WC_BIND_MW:
-		return DAT_DTO_BIND_MW;
-	case IBV_WC_LOCAL_INV:
-		return DAT_DTO_LMR_INVALIDATE;
-	case IBV_WC_RECV:
-	case IBV_WC_RECV_RDMA_WITH_IMM:
-	case IBV_WC_TM_RECV:
-	case IBV_WC_TM_NO_TAG:
-		return (wc->wc_flags & IBV_WC_WITH_INV)
-			       ? DAT_DTO_RECEIVE_WITH_INVALIDATE
-			       : DAT_DTO_RECEIVE;
-	default:
-		/* Atomics and the rest have no DAT 2.0 operation. */
-		return DAT_DTO_EXTENSION_BASE;
-	}
-}
-
-/* An RMR bind (dat_rmr_bind) completed. */
-static void bind_event(const struct ibv_wc *wc, const struct dapl_wr_ctx *ctx,
-		       DAT_EVENT *event)
-{
-	DAT_RMR_BIND_COMPLETION_EVENT_DATA *b =
-		&event->event_data.rmr_completion_event_data;
-
-	event->event_number = DAT_RMR_BIND_COMPLETION_EVENT;
-	b->rmr_handle = ctx->rmr;
-	b->user_cookie.as_64 = ctx->cookie.as_64;
-	b->status = wc_status(wc->status);
-	if (wc->status != IBV_WC_SUCCESS)
-		dapl_rmr_bind_failed(ctx->rmr, ctx->rmr_seq);
-}
-
-void dapl_ep_wc_to_event(const struct ibv_wc *wc, DAT_EVENT *event)
-{
-	DAT_DTO_COMPLETION_EVENT_DATA *d =
-		&event->event_data.dto_completion_event_data;
 	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
-	struct dapl_wr_ctx ctx;
-	int ok = wc->status == IBV_WC_SUCCESS;
-	int known = wc_take_slot(wc, &ctx, &ep);
+	struct dapl_wr_pool *p;
 
-	/* The caller sets evd_handle afterwards. */
-	memset(event, 0, sizeof(*event));
-	if (known && ctx.op == DAT_DTO_BIND_MW) {
-		bind_event(wc, &ctx, event);
-		return;
-	}
-	event->event_number = DAT_DTO_COMPLETION_EVENT;
-	d->status = wc_status(wc->status);
-	d->ep_handle = ep;
-	if (known)
-		d->user_cookie = ctx.cookie;
-	/* On error DAT leaves length and operation-specific data undefined;
-	 * the posted operation is still the most useful thing to report. */
-	d->operation = known ? ctx.op : wc_op(wc);
-	if (!ok)
-		return;
-	if (known && ctx.op == DAT_DTO_RECEIVE)
-		d->operation = wc_op(wc);	/* may carry an invalidate */
-	/* byte_len is what arrived in a receive; for the operations we
-	 * initiate, the posted length (for a read, the remote segment) is
-	 * what moved: verbs does not define byte_len for all of them. */
-	if (d->operation == DAT_DTO_RECEIVE ||
-	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE || !known)
-		d->transfered_length = wc->byte_len;
-	else
-		d->transfered_length = ctx.length;
-	if (d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
-		d->rmr_context = wc->invalidated_rkey;
+	pthread_rwlock_rdlock(&table_lock);
+	p = table_find(qp_num);
+	if (p)
+		ep = p->ep_handle;
+	pthread_rwlock_unlock(&table_lock);
+	return ep;
 }

@@ -1,4 +1,5 @@
-/* Event Dispatchers (DAT 2.0 section 6.3.2).
+/* Event Dispatchers (DAT 2.0 section 6.3.2): the consumer's calls.  The
+ * ring is in evd_queue.c, the engine CQ in evd_cq.c (see dapl_evd.h).
  *
  * Choices made where the specification is open, or where it decides
  * against an easier reading:
@@ -39,14 +40,12 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
 #include "dapl.h"
 #include "dapl_evd.h"
-#include "dapl_mem.h"
 
 #define EVD_BAD_HANDLE (DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST)
 #define EVD_KNOWN_FLAGS (DAT_EVD_SOFTWARE_FLAG | DAT_EVD_CR_FLAG |	\
@@ -68,65 +67,15 @@ static int qlen_valid(const struct dapl_ia *ia, DAT_COUNT qlen)
 	return qlen > 0 && (uint32_t)qlen <= ia->dev_attr.max_cqe;
 }
 
-/* ------------------------------------------------------------ timing */
-
-/* Time left until deadline; 0 when it has passed. */
-static int time_left(const struct timespec *deadline, struct timespec *left)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left->tv_sec = deadline->tv_sec - now.tv_sec;
-	left->tv_nsec = deadline->tv_nsec - now.tv_nsec;
-	if (left->tv_nsec < 0) {
-		left->tv_sec--;
-		left->tv_nsec += 1000000000L;
-	}
-	return left->tv_sec > 0 || (left->tv_sec == 0 && left->tv_nsec > 0);
-}
-
-int dapl_fd_sleep(struct pollfd *fds, int nfds, int bounded,
-		  const struct timespec *deadline)
-{
-	struct timespec left;
-
-	if (bounded && !time_left(deadline, &left))
-		return 0;
-	/* EINTR and timeouts alike: the caller loops and re-checks. */
-	(void)ppoll(fds, (nfds_t)nfds, bounded ? &left : NULL, NULL);
-	return 1;
-}
-
-/* ----------------------------------------------------- ring and CQ */
-
-static DAT_COUNT evd_count_locked(const struct dapl_evd *evd)
-{
-	return evd->count + (evd->cq ? iwe_cq_count(evd->cq) : 0);
-}
-
-static void ring_put(struct dapl_evd *evd, const DAT_EVENT *event)
-{
-	DAT_EVENT *slot = &evd->ring[(evd->head + evd->count) % evd->qlen];
-
-	*slot = *event;
-	slot->evd_handle = evd->obj.handle;
-	evd->count++;
-}
-
-static void ring_get(struct dapl_evd *evd, DAT_EVENT *event)
-{
-	*event = evd->ring[evd->head];
-	evd->head = (evd->head + 1) % evd->qlen;
-	evd->count--;
-	evd->overflowed = 0;	/* below full: a new overflow is news */
-}
+/* ------------------------------------------------------------ taking */
 
 /* Software queue first, then the engine's completions, oldest first. */
 static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 				 struct ibv_wc *wc)
 {
+	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (evd->count) {
-		ring_get(evd, event);
+		dapl_evd_ring_get_locked(evd, event);
 		return TAKE_EVENT;
 	}
 	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1)
@@ -134,120 +83,13 @@ static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 	return TAKE_NONE;
 }
 
-/* Outside evd->lock: a remote invalidation takes ia->lock. */
+/* Outside evd->lock: the conversion may take ia->lock. */
 static void finish_take(enum evd_take t, struct dapl_evd *evd,
 			DAT_EVD_HANDLE h, const struct ibv_wc *wc,
 			DAT_EVENT *event)
 {
-	const DAT_DTO_COMPLETION_EVENT_DATA *d =
-		&event->event_data.dto_completion_event_data;
-
-	if (t != TAKE_WC)
-		return;
-	dapl_ep_wc_to_event(wc, event);
-	event->evd_handle = h;
-	if (event->event_number == DAT_DTO_COMPLETION_EVENT &&
-	    d->status == DAT_DTO_SUCCESS &&
-	    d->operation == DAT_DTO_RECEIVE_WITH_INVALIDATE)
-		dapl_rmr_remote_invalidated(evd->obj.ia, d->rmr_context);
-}
-
-/* Consume channel events (each must be acknowledged, or the CQ could not
- * be destroyed).  The channel fd is non-blocking: EAGAIN ends the loop. */
-static int channel_drain(struct dapl_evd *evd)
-{
-	struct iwe_cq *cq;
-	void *ctx;
-	int n = 0;
-
-	while (iwe_get_cq_event(evd->channel, &cq, &ctx) == 0) {
-		iwe_ack_cq_events(cq, 1);
-		n++;
-	}
-	return n;
-}
-
-int dapl_evd_cq_fired(struct dapl_evd *evd)
-{
-	int n = channel_drain(evd);
-
-	if (n)
-		dapl_efd_poke(evd->wake_fd);
-	return n;
-}
-
-/* evd->lock held.  Whether the engine CQ overflowed and nobody said so
- * yet; the caller reports it after unlocking. */
-static int cq_overflow_news(struct dapl_evd *evd)
-{
-	if (!evd->cq || evd->cq_overflow_reported ||
-	    !iwe_cq_overflowed(evd->cq))
-		return 0;
-	evd->cq_overflow_reported = 1;
-	return 1;
-}
-
-/* -------------------------------------------------------- posting */
-
-/* evd->lock held: a new event is in. */
-static void notify_locked(struct dapl_evd *evd, struct dapl_agent_call *call)
-{
-	if (atomic_load(&evd->waiting)) {
-		/* A direct waiter preempts the CNO (spec, dat_cno_wait). */
-		if (evd_count_locked(evd) >= evd->threshold)
-			dapl_efd_poke(evd->wake_fd);
-		return;
-	}
-	if (evd->cno && atomic_load(&evd->enabled))
-		dapl_cno_notify(evd->cno, evd, call);
-}
-
-static DAT_RETURN evd_queue(struct dapl_evd *evd, const DAT_EVENT *event,
-			    int report_overflow)
-{
-	struct dapl_agent_call call = { 0 };
-	struct dapl_ia *ia = evd->obj.ia;
-	int news = 0;
-	DAT_RETURN ret = DAT_SUCCESS;
-
-	pthread_mutex_lock(&evd->lock);
-	if (evd->count == evd->qlen) {
-		ret = DAT_QUEUE_FULL;
-		if (report_overflow) {
-			news = !evd->overflowed;
-			evd->overflowed = 1;
-		}
-	} else {
-		ring_put(evd, event);
-		notify_locked(evd, &call);
-	}
-	pthread_mutex_unlock(&evd->lock);
-	dapl_cno_call_agent(&call);
-	/* The async EVD cannot report its own overflow: it is full. */
-	if (news && evd != ia->async_evd)
-		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW,
-				    evd->obj.handle);
-	return ret;
-}
-
-DAT_RETURN dapl_evd_post(struct dapl_evd *evd, const DAT_EVENT *event)
-{
-	return evd_queue(evd, event, 1);
-}
-
-void dapl_evd_post_async(struct dapl_ia *ia, DAT_EVENT_NUMBER number,
-			 DAT_HANDLE subject)
-{
-	struct dapl_evd *evd = ia->async_evd;
-	DAT_EVENT ev;
-
-	if (!evd)
-		return;		/* DAT_EVD_ASYNC_EXISTS: nobody listens */
-	memset(&ev, 0, sizeof(ev));
-	ev.event_number = number;
-	ev.event_data.asynch_error_event_data.dat_handle =
-		subject ? subject : dapl_ia_consumer_handle(ia);
-	(void)evd_queue(evd, &ev, 1);
+	if (t == TAKE_WC)
+		dapl_dto_event(evd->obj.ia, wc, h, event);
 }
 
 DAT_RETURN dapl_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)
@@ -260,42 +102,20 @@ DAT_RETURN dapl_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG1;
 	if (!event || event->event_number != DAT_SOFTWARE_EVENT)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	return evd_queue(evd, event, 0);
+	return dapl_evd_enqueue(evd, event, 0);
 }
 
 /* ---------------------------------------------------- create / free */
 
 static void evd_release(struct dapl_evd *evd)
 {
-	/* A CQ still referenced by a QP (EBUSY) is leaked, not freed
-	 * under the engine's feet. */
-	if (evd->cq && iwe_destroy_cq(evd->cq) == 0)
-		evd->cq = NULL;
-	if (evd->channel && !evd->cq)
-		iwe_destroy_comp_channel(evd->channel);
+	dapl_evd_cq_release(evd);
 	if (evd->wake_fd >= 0)
 		close(evd->wake_fd);
 	pthread_cond_destroy(&evd->idle);
-	pthread_mutex_destroy(&evd->lock);
+	dapl_lock_destroy(&evd->lock);
 	free(evd->ring);
 	free(evd);
-}
-
-static DAT_RETURN evd_cq_create(struct dapl_evd *evd, struct dapl_ia *ia)
-{
-	int fl;
-
-	evd->channel = iwe_create_comp_channel(ia->dev);
-	if (!evd->channel)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEVD;
-	/* Waits poll() the fd and then drain it: reads must not block. */
-	fl = fcntl(evd->channel->fd, F_GETFL);
-	if (fl < 0 || fcntl(evd->channel->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEVD;
-	evd->cq = iwe_create_cq(ia->dev, evd->qlen, evd, evd->channel);
-	if (!evd->cq)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEVD;
-	return DAT_SUCCESS;
 }
 
 static DAT_RETURN evd_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
@@ -306,7 +126,7 @@ static DAT_RETURN evd_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
 
 	if (!evd)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	pthread_mutex_init(&evd->lock, NULL);
+	dapl_lock_init(&evd->lock);
 	pthread_cond_init(&evd->idle, NULL);
 	evd->obj.ia = ia;
 	evd->flags = flags;
@@ -320,7 +140,7 @@ static DAT_RETURN evd_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
 	if (!evd->ring || evd->wake_fd < 0)
 		ret = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	else if (flags & EVD_CQ_FLAGS)
-		ret = evd_cq_create(evd, ia);
+		ret = dapl_evd_cq_create(evd, ia);
 	if (ret != DAT_SUCCESS) {
 		evd_release(evd);
 		return ret;
@@ -336,18 +156,18 @@ static void evd_destroy(struct dapl_obj *obj)
 	struct dapl_evd *evd = (struct dapl_evd *)obj;
 	struct dapl_ia *ia = obj->ia;
 
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	evd->dead = 1;
 	dapl_efd_poke(evd->wake_fd);
 	while (atomic_load(&evd->waiting))
-		pthread_cond_wait(&evd->idle, &evd->lock);
-	pthread_mutex_unlock(&evd->lock);
+		dapl_cond_wait(&evd->idle, &evd->lock);
+	dapl_unlock(&evd->lock);
 
 	dapl_ia_lock(ia);
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	if (evd->cno)
-		dapl_cno_detach(evd->cno, evd);
-	pthread_mutex_unlock(&evd->lock);
+		dapl_cno_detach_locked(evd->cno, evd);
+	dapl_unlock(&evd->lock);
 	if (ia->async_evd == evd)
 		ia->async_evd = NULL;	/* late async posts become no-ops */
 	dapl_obj_fini_locked(obj);
@@ -376,65 +196,37 @@ DAT_RETURN dapl_evd_create_internal(struct dapl_ia *ia, DAT_COUNT qlen,
 	return DAT_SUCCESS;
 }
 
-/* Caller holds ia->lock: the CNO handle is looked up again here so that
- * a concurrent dat_cno_free (which releases the handle under ia->lock)
- * cannot leave us holding a freed CNO. */
-static struct dapl_cno *cno_of_ia(struct dapl_ia *ia, DAT_CNO_HANDLE h)
-{
-	struct dapl_cno *cno = dapl_obj_get(h, DAT_HANDLE_TYPE_CNO);
-
-	return cno && cno->obj.ia == ia ? cno : NULL;
-}
-
-/* evd->lock held.  The CNO lock keeps a concurrent dat_cno_wait, which
- * arms and drains attached CQs under it, away from the CQ while it goes.
- * EBUSY: a QP still completes into it. */
-static int cq_destroy_locked(struct dapl_evd *evd)
-{
-	int err;
-
-	if (evd->cno)
-		pthread_mutex_lock(&evd->cno->lock);
-	err = iwe_destroy_cq(evd->cq);
-	if (!err)
-		evd->cq = NULL;
-	if (evd->cno)
-		pthread_mutex_unlock(&evd->cno->lock);
-	return err;
-}
-
-/* ia->lock held; returns the DAT code for 'not freed'. */
+/* Returns the DAT code for 'not freed'. */
 static DAT_RETURN evd_unlink_locked(struct dapl_ia *ia, struct dapl_evd *evd)
 {
 	DAT_RETURN ret = DAT_SUCCESS;
 
+	DAPL_ASSERT_IA_LOCKED(ia);
 	if (evd->obj.users > 0)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
 	if (evd == ia->async_evd)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_ASYNC;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	if (atomic_load(&evd->waiting))
 		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER;
-	else if (evd->cq && cq_destroy_locked(evd) != 0)
+	else if (evd->cq && dapl_evd_cq_destroy_locked(evd) != 0)
 		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
 	if (ret == DAT_SUCCESS) {
 		evd->dead = 1;
 		if (evd->cno)
-			dapl_cno_detach(evd->cno, evd);
+			dapl_cno_detach_locked(evd->cno, evd);
 	}
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	if (ret == DAT_SUCCESS)
 		dapl_obj_fini_locked(&evd->obj);
 	return ret;
 }
 
-static DAT_RETURN evd_free_obj(struct dapl_evd *evd)
+/* ia->lock held, and released here: unlink and free, or say why not. */
+static DAT_RETURN evd_free_unlock(struct dapl_ia *ia, struct dapl_evd *evd)
 {
-	struct dapl_ia *ia = evd->obj.ia;
-	DAT_RETURN ret;
+	DAT_RETURN ret = evd_unlink_locked(ia, evd);
 
-	dapl_ia_lock(ia);
-	ret = evd_unlink_locked(ia, evd);
 	dapl_ia_unlock(ia);
 	if (ret == DAT_SUCCESS)
 		evd_release(evd);
@@ -443,11 +235,11 @@ static DAT_RETURN evd_free_obj(struct dapl_evd *evd)
 
 DAT_RETURN dapl_evd_free(DAT_EVD_HANDLE h)
 {
-	struct dapl_evd *evd = evd_get(h);
+	struct dapl_evd *evd = dapl_obj_lock(h, DAT_HANDLE_TYPE_EVD);
 
 	if (!evd)
 		return EVD_BAD_HANDLE;
-	return evd_free_obj(evd);
+	return evd_free_unlock(evd->obj.ia, evd);
 }
 
 static DAT_RETURN evd_attach_new(struct dapl_evd *evd, DAT_CNO_HANDLE h)
@@ -457,12 +249,12 @@ static DAT_RETURN evd_attach_new(struct dapl_evd *evd, DAT_CNO_HANDLE h)
 	DAT_RETURN ret;
 
 	dapl_ia_lock(ia);
-	cno = cno_of_ia(ia, h);
+	cno = dapl_obj_get_locked(ia, h, DAT_HANDLE_TYPE_CNO);
 	ret = cno ? DAT_SUCCESS : DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO;
 	if (cno) {
-		pthread_mutex_lock(&evd->lock);
-		ret = dapl_cno_attach(cno, evd);
-		pthread_mutex_unlock(&evd->lock);
+		dapl_lock(&evd->lock);
+		ret = dapl_cno_attach_locked(cno, evd);
+		dapl_unlock(&evd->lock);
 	}
 	dapl_ia_unlock(ia);
 	return ret;
@@ -494,7 +286,8 @@ DAT_RETURN dapl_evd_create(DAT_IA_HANDLE ia_handle, DAT_COUNT qlen,
 	if (cno_handle) {
 		ret = evd_attach_new(evd, cno_handle);
 		if (ret != DAT_SUCCESS) {
-			(void)evd_free_obj(evd);
+			dapl_ia_lock(ia);
+			(void)evd_free_unlock(ia, evd);
 			return ret;
 		}
 	}
@@ -518,18 +311,18 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	if (!event)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	ia = evd->obj.ia;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	if (atomic_load(&evd->waiting))
 		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
 	else {
 		t = take_locked(evd, event, &wc);
 		ret = t == TAKE_NONE ? DAT_QUEUE_EMPTY : DAT_SUCCESS;
 	}
-	news = cq_overflow_news(evd);
-	pthread_mutex_unlock(&evd->lock);
+	news = dapl_evd_cq_overflow_news_locked(evd);
+	dapl_unlock(&evd->lock);
 	finish_take(t, evd, h, &wc, event);
 	if (news)
-		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h);
+		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h, 0);
 	return ret;
 }
 
@@ -540,12 +333,13 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * now rather than missed by the channel. */
 static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
-	if (evd_count_locked(evd) >= threshold)
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	if (dapl_evd_count_locked(evd) >= threshold)
 		return 1;
 	if (!evd->cq)
 		return 0;
 	iwe_req_notify_cq(evd->cq, 0);
-	return evd_count_locked(evd) >= threshold;
+	return dapl_evd_count_locked(evd) >= threshold;
 }
 
 /* evd->lock held; dropped while asleep.  Returns 0 once past deadline. */
@@ -559,16 +353,17 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	struct timespec left;
 	int more;
 
-	if (bounded && !time_left(deadline, &left))
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded, deadline);
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
 	 * readable, so the next sleep returns at once. */
 	dapl_efd_drain(evd->wake_fd);
 	if (evd->channel)
-		channel_drain(evd);
+		dapl_evd_channel_drain(evd);
 	return more;
 }
 
@@ -578,6 +373,7 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 	struct timespec deadline;
 	int bounded = dapl_deadline(timeout, &deadline);
 
+	DAPL_ASSERT_LOCKED(&evd->lock);
 	for (;;) {
 		if (evd->dead)
 			return DAT_ABORT;
@@ -592,6 +388,7 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 
 static DAT_RETURN wait_enter_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
+	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (threshold < 1 || threshold > evd->qlen)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	if (!evd->waitable)
@@ -607,6 +404,7 @@ static DAT_RETURN wait_enter_locked(struct dapl_evd *evd, DAT_COUNT threshold)
  * waited for us, so callers touch nothing of it once they unlock. */
 static void wait_leave_locked(struct dapl_evd *evd)
 {
+	DAPL_ASSERT_LOCKED(&evd->lock);
 	atomic_store(&evd->waiting, 0);
 	evd->threshold = 1;
 	if (evd->dead)
@@ -632,22 +430,22 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 	if (!event)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
 	ia = evd->obj.ia;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	ret = wait_enter_locked(evd, threshold);
 	if (ret == DAT_SUCCESS) {
 		ret = wait_loop_locked(evd, timeout, threshold);
 		if (ret == DAT_SUCCESS)
 			t = take_locked(evd, event, &wc);
-		left = evd_count_locked(evd);
-		news = ret != DAT_ABORT && cq_overflow_news(evd);
+		left = dapl_evd_count_locked(evd);
+		news = ret != DAT_ABORT && dapl_evd_cq_overflow_news_locked(evd);
 		wait_leave_locked(evd);
 	}
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	finish_take(t, evd, h, &wc, event);
 	if (nmore && (ret == DAT_SUCCESS || ret == DAT_TIMEOUT_EXPIRED))
 		*nmore = left;
 	if (news)
-		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h);
+		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h, 0);
 	return ret;
 }
 
@@ -659,13 +457,13 @@ DAT_RETURN dapl_evd_enable(DAT_EVD_HANDLE h)
 
 	if (!evd)
 		return EVD_BAD_HANDLE;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	atomic_store(&evd->enabled, 1);
 	/* Completions from now on should reach the CNO again.  Events
 	 * queued while disabled do not trigger it retroactively. */
 	if (evd->cq && evd->cno)
 		iwe_req_notify_cq(evd->cq, 0);
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	return DAT_SUCCESS;
 }
 
@@ -685,11 +483,11 @@ DAT_RETURN dapl_evd_set_unwaitable(DAT_EVD_HANDLE h)
 
 	if (!evd)
 		return EVD_BAD_HANDLE;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	evd->waitable = 0;
 	if (atomic_load(&evd->waiting))
 		dapl_efd_poke(evd->wake_fd);
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	return DAT_SUCCESS;
 }
 
@@ -699,9 +497,9 @@ DAT_RETURN dapl_evd_clear_unwaitable(DAT_EVD_HANDLE h)
 
 	if (!evd)
 		return EVD_BAD_HANDLE;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	evd->waitable = 1;
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	return DAT_SUCCESS;
 }
 
@@ -716,33 +514,20 @@ DAT_RETURN dapl_evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cno_handle)
 		return EVD_BAD_HANDLE;
 	ia = evd->obj.ia;
 	dapl_ia_lock(ia);
-	if (cno_handle && !(cno = cno_of_ia(ia, cno_handle))) {
+	if (cno_handle && !(cno = dapl_obj_get_locked(ia, cno_handle, DAT_HANDLE_TYPE_CNO))) {
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_CNO;
 	}
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	if (evd->cno != cno) {
 		if (evd->cno)
-			dapl_cno_detach(evd->cno, evd);
+			dapl_cno_detach_locked(evd->cno, evd);
 		if (cno)
-			ret = dapl_cno_attach(cno, evd);
+			ret = dapl_cno_attach_locked(cno, evd);
 	}
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	dapl_ia_unlock(ia);
 	return ret;
-}
-
-/* Copy the queue into a ring of the new size, oldest first. */
-static void ring_move(struct dapl_evd *evd, DAT_EVENT *ring, DAT_COUNT qlen)
-{
-	for (DAT_COUNT i = 0; i < evd->count; i++)
-		ring[i] = evd->ring[(evd->head + i) % evd->qlen];
-	free(evd->ring);
-	evd->ring = ring;
-	evd->head = 0;
-	evd->qlen = qlen;
-	if (evd->count < qlen)
-		evd->overflowed = 0;
 }
 
 /* evd->lock held; 'ring' is consumed on success. */
@@ -751,7 +536,8 @@ static DAT_RETURN resize_locked(struct dapl_evd *evd, DAT_EVENT *ring,
 {
 	int err;
 
-	if (evd_count_locked(evd) > qlen)
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	if (dapl_evd_count_locked(evd) > qlen)
 		return DAT_INVALID_STATE;
 	if (atomic_load(&evd->waiting) && evd->threshold > qlen)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER;
@@ -759,7 +545,7 @@ static DAT_RETURN resize_locked(struct dapl_evd *evd, DAT_EVENT *ring,
 		return err == ENOMEM ?
 			DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEVD :
 			DAT_INVALID_STATE;
-	ring_move(evd, ring, qlen);
+	dapl_evd_ring_move_locked(evd, ring, qlen);
 	return DAT_SUCCESS;
 }
 
@@ -776,9 +562,9 @@ DAT_RETURN dapl_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen)
 	ring = calloc((size_t)qlen, sizeof(*ring));
 	if (!ring)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	ret = resize_locked(evd, ring, qlen);
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	if (ret != DAT_SUCCESS)
 		free(ring);
 	return ret;
@@ -786,11 +572,12 @@ DAT_RETURN dapl_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen)
 
 /* ---------------------------------------------------------- query */
 
-static DAT_EVD_STATE evd_state_locked(const struct dapl_evd *evd)
+static DAT_EVD_STATE evd_state_locked(struct dapl_evd *evd)
 {
 	int s = atomic_load(&evd->enabled) ? DAT_EVD_STATE_ENABLED
 					   : DAT_EVD_STATE_DISABLED;
 
+	DAPL_ASSERT_LOCKED(&evd->lock);
 	s |= evd->waitable ? DAT_EVD_STATE_WAITABLE : DAT_EVD_STATE_UNWAITABLE;
 	return (DAT_EVD_STATE)s;
 }
@@ -798,17 +585,17 @@ static DAT_EVD_STATE evd_state_locked(const struct dapl_evd *evd)
 DAT_RETURN dapl_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask,
 			  DAT_EVD_PARAM *param)
 {
-	struct dapl_evd *evd = evd_get(h);
+	DAT_RETURN r;
+	struct dapl_evd *evd = dapl_obj_query_get(h, DAT_HANDLE_TYPE_EVD,
+						  DAT_INVALID_HANDLE_EVD_REQUEST,
+						  mask, DAT_EVD_FIELD_ALL,
+						  mask && !param, &r);
 
 	if (!evd)
-		return EVD_BAD_HANDLE;
-	if (mask & ~DAT_EVD_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (mask && !param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	if (mask & DAT_EVD_FIELD_IA_HANDLE)
 		param->ia_handle = dapl_ia_consumer_handle(evd->obj.ia);
-	pthread_mutex_lock(&evd->lock);
+	dapl_lock(&evd->lock);
 	if (mask & DAT_EVD_FIELD_EVD_QLEN)
 		param->evd_qlen = evd->qlen;
 	if (mask & DAT_EVD_FIELD_EVD_STATE)
@@ -818,6 +605,6 @@ DAT_RETURN dapl_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask,
 					     : DAT_HANDLE_NULL;
 	if (mask & DAT_EVD_FIELD_EVD_FLAGS)
 		param->evd_flags = evd->flags;
-	pthread_mutex_unlock(&evd->lock);
+	dapl_unlock(&evd->lock);
 	return DAT_SUCCESS;
 }

@@ -1,105 +1,16 @@
-/* The Interface Adapter: open, close, and the calls that work on any
- * handle (consumer context, handle type). */
+/* The Interface Adapter: open and close (abrupt close tears every object
+ * of the IA down, dependents first), and dat_ia_ha_related.  Queries are
+ * in ia_query.c. */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dapl.h"
 #include "dapl_evd.h"
 
-/* The registry's own lookup; it maps an index, and also accepts a
- * provider IA pointer it knows.  Not in Debian's headers. */
-extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE, DAT_IA_HANDLE *);
-
 #define DEFAULT_ASYNC_QLEN 64
-
-/* ---------------------------------------------------------- objects */
-
-DAT_RETURN dapl_obj_init(struct dapl_obj *obj, struct dapl_ia *ia,
-			 enum dapl_kind kind, int htype,
-			 void (*destroy)(struct dapl_obj *))
-{
-	obj->kind = kind;
-	obj->htype = htype;
-	obj->ia = ia;
-	obj->destroy = destroy;
-	obj->users = 0;
-	obj->context.as_64 = 0;
-	obj->handle = dapl_handle_alloc(&ia->prov->dat, htype, obj);
-	if (!obj->handle)
-		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	dapl_ia_lock(ia);
-	obj->prev = NULL;
-	obj->next = ia->objs[kind];
-	if (obj->next)
-		obj->next->prev = obj;
-	ia->objs[kind] = obj;
-	dapl_ia_unlock(ia);
-	return DAT_SUCCESS;
-}
-
-void dapl_obj_fini_locked(struct dapl_obj *obj)
-{
-	struct dapl_ia *ia = obj->ia;
-
-	dapl_handle_release(obj->handle);
-	if (obj->prev)
-		obj->prev->next = obj->next;
-	else if (ia->objs[obj->kind] == obj)
-		ia->objs[obj->kind] = obj->next;
-	if (obj->next)
-		obj->next->prev = obj->prev;
-	obj->prev = obj->next = NULL;
-}
-
-void *dapl_obj_get(DAT_HANDLE handle, int htype)
-{
-	return dapl_handle_obj(handle, htype);
-}
-
-/* Any live object, whatever its type: every one begins with dapl_obj. */
-static struct dapl_obj *any_obj(DAT_HANDLE handle)
-{
-	int type = dapl_handle_type(handle);
-
-	if (type == DAPL_HTYPE_FREE)
-		return NULL;
-	return dapl_handle_obj(handle, type);
-}
-
-DAT_IA_HANDLE dapl_ia_consumer_handle(struct dapl_ia *ia)
-{
-	DAT_IA_HANDLE h;
-
-	if (ia->consumer_handle)
-		return ia->consumer_handle;
-	/* The registry hands consumers small indexes; find ours once. */
-	for (uintptr_t i = 1; i < 4096; i++) {
-		if (dats_get_ia_handle((DAT_IA_HANDLE)i, &h) == DAT_SUCCESS &&
-		    h == ia->obj.handle) {
-			ia->consumer_handle = (DAT_IA_HANDLE)i;
-			return ia->consumer_handle;
-		}
-	}
-	return ia->obj.handle;	/* the registry accepts this too */
-}
-
-int dapl_deadline(DAT_TIMEOUT timeout_us, struct timespec *deadline)
-{
-	if (timeout_us == DAT_TIMEOUT_INFINITE)
-		return 0;
-	clock_gettime(CLOCK_MONOTONIC, deadline);
-	deadline->tv_sec += timeout_us / 1000000;
-	deadline->tv_nsec += (long)(timeout_us % 1000000) * 1000;
-	if (deadline->tv_nsec >= 1000000000L) {
-		deadline->tv_sec++;
-		deadline->tv_nsec -= 1000000000L;
-	}
-	return 1;
-}
 
 /* --------------------------------------------------------- open/close */
 
@@ -138,16 +49,11 @@ static DAT_RETURN attach_async_evd(struct dapl_ia *ia, DAT_COUNT qlen,
 	return DAT_SUCCESS;
 }
 
-static struct dapl_provider *provider_of(const DAT_NAME_PTR name)
-{
-	return dapl_provider_find(name);
-}
-
 static void ia_free(struct dapl_ia *ia)
 {
 	if (ia->dev)
 		iwe_device_close(ia->dev);
-	pthread_mutex_destroy(&ia->lock);
+	dapl_lock_destroy(&ia->lock);
 	free(ia);
 }
 
@@ -163,7 +69,7 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
 	if (!async_evd)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	prov = name ? provider_of(name) : NULL;
+	prov = name ? dapl_provider_find(name) : NULL;
 	if (!prov)
 		return DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED;
 	if (prov->cfg.error[0])
@@ -171,7 +77,7 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 	ia = calloc(1, sizeof(*ia));
 	if (!ia)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	pthread_mutex_init(&ia->lock, NULL);
+	dapl_lock_init(&ia->lock);
 	ia->prov = prov;
 	ia->dev = iwe_device_open(prov->cfg.where, prov->cfg.transport);
 	if (!ia->dev) {
@@ -186,7 +92,8 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 	ia->obj.kind = DAPL_K_COUNT;	/* not in any list */
 	ia->obj.ia = ia;
 	ia->obj.htype = DAT_HANDLE_TYPE_IA;
-	ia->obj.handle = dapl_handle_alloc(&prov->dat, DAT_HANDLE_TYPE_IA, ia);
+	ia->obj.handle = dapl_handle_alloc(&prov->dat, DAT_HANDLE_TYPE_IA, ia,
+					   ia);
 	if (!ia->obj.handle) {
 		ia_free(ia);
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
@@ -202,8 +109,9 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 }
 
 /* Live objects other than the async EVD the IA created for itself. */
-static int ia_in_use(struct dapl_ia *ia)
+static int ia_in_use_locked(struct dapl_ia *ia)
 {
+	DAPL_ASSERT_IA_LOCKED(ia);
 	for (int k = 0; k < DAPL_K_COUNT; k++)
 		for (struct dapl_obj *o = ia->objs[k]; o; o = o->next)
 			if (!(ia->async_evd_ours &&
@@ -240,7 +148,7 @@ DAT_RETURN dapl_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags)
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_IA_IN_USE;
 	}
-	if (flags == DAT_CLOSE_GRACEFUL_FLAG && ia_in_use(ia)) {
+	if (flags == DAT_CLOSE_GRACEFUL_FLAG && ia_in_use_locked(ia)) {
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_IA_IN_USE;
 	}
@@ -265,41 +173,5 @@ DAT_RETURN dapl_ia_ha_related(DAT_IA_HANDLE ia_handle, const DAT_NAME_PTR name,
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	/* No high availability: an IA is related only to itself. */
 	*answer = strcmp(name, ia->prov->ia_name) == 0 ? DAT_TRUE : DAT_FALSE;
-	return DAT_SUCCESS;
-}
-
-/* ------------------------------------------------- handle-generic calls */
-
-DAT_RETURN dapl_set_consumer_context(DAT_HANDLE handle, DAT_CONTEXT context)
-{
-	struct dapl_obj *o = any_obj(handle);
-
-	if (!o)
-		return DAT_INVALID_HANDLE;
-	o->context = context;
-	return DAT_SUCCESS;
-}
-
-DAT_RETURN dapl_get_consumer_context(DAT_HANDLE handle, DAT_CONTEXT *context)
-{
-	struct dapl_obj *o = any_obj(handle);
-
-	if (!o)
-		return DAT_INVALID_HANDLE;
-	if (!context)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	*context = o->context;
-	return DAT_SUCCESS;
-}
-
-DAT_RETURN dapl_get_handle_type(DAT_HANDLE handle, DAT_HANDLE_TYPE *type)
-{
-	int t = dapl_handle_type(handle);
-
-	if (t == DAPL_HTYPE_FREE)
-		return DAT_INVALID_HANDLE;
-	if (!type)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	*type = (DAT_HANDLE_TYPE)t;
 	return DAT_SUCCESS;
 }

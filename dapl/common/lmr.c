@@ -1,4 +1,5 @@
-/* Local Memory Regions: one engine MR each.
+/* Local Memory Regions: one engine MR each, and the check of every
+ * local IOV against them (dapl_lmr_iov_check_locked).
  *
  * Choices where DAT 2.0 leaves room (tested by test/dapltest/t_mem.c):
  * - Memory types: VIRTUAL and LMR (what dat_ia_query reports).  LMR
@@ -77,6 +78,7 @@ int dapl_lmr_covers(const struct dapl_lmr *lmr, DAT_VADDR va, DAT_VLEN len)
 
 struct dapl_lmr *dapl_lmr_find_locked(struct dapl_ia *ia, DAT_LMR_CONTEXT ctx)
 {
+	DAPL_ASSERT_IA_LOCKED(ia);
 	/* A linear walk keeps struct dapl_ia untouched; enough for the sync
 	 * calls.  If a data path looks up every segment of IAs holding many
 	 * LMRs, an index by STag in struct dapl_ia is the next step. */
@@ -98,7 +100,7 @@ static void lmr_destroy(struct dapl_obj *obj)
 	dapl_ia_lock(ia);
 	(void)iwe_dereg_mr(lmr->mr);
 	dapl_obj_fini_locked(obj);
-	dapl_pz_unpin_locked(lmr->pz);
+	dapl_obj_unpin_locked(&lmr->pz->obj);
 	dapl_ia_unlock(ia);
 	free(lmr);
 }
@@ -122,9 +124,9 @@ static DAT_RETURN lmr_region(struct dapl_ia *ia, struct dapl_lmr *lmr,
 	/* Under the lock: the source may be freed concurrently.  Once its
 	 * range is copied it is not needed (the memory is the consumer's). */
 	dapl_ia_lock(ia);
-	src = dapl_obj_get(lmr->region_desc.for_lmr_handle,
-			   DAT_HANDLE_TYPE_LMR);
-	ok = src && src->obj.ia == ia;
+	src = dapl_obj_get_locked(ia, lmr->region_desc.for_lmr_handle,
+				  DAT_HANDLE_TYPE_LMR);
+	ok = src != NULL;
 	if (ok) {
 		/* dat_lmr_query reports this length, not the one ignored. */
 		lmr->address = src->address;
@@ -212,7 +214,7 @@ static DAT_RETURN lmr_attach(struct dapl_ia *ia, struct dapl_lmr *lmr,
 	else
 		ret = lmr_register(ia, lmr);
 	if (ret != DAT_SUCCESS)
-		dapl_pz_unpin(lmr->pz);
+		dapl_obj_unpin(&lmr->pz->obj);
 	return ret;
 }
 
@@ -253,14 +255,13 @@ DAT_RETURN dapl_lmr_create(DAT_IA_HANDLE ia_handle, DAT_MEM_TYPE mem_type,
 DAT_RETURN dapl_lmr_query(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK mask,
 			  DAT_LMR_PARAM *param)
 {
-	struct dapl_lmr *lmr = dapl_obj_get(lmr_handle, DAT_HANDLE_TYPE_LMR);
+	DAT_RETURN r;
+	struct dapl_lmr *lmr = dapl_obj_query_get(lmr_handle, DAT_HANDLE_TYPE_LMR,
+						  DAT_INVALID_HANDLE_LMR, mask,
+						  DAT_LMR_FIELD_ALL, !param, &r);
 
 	if (!lmr)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;
-	if (mask & ~DAT_LMR_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	/* Every field is cheap, so all are filled whatever the mask. */
 	*param = (DAT_LMR_PARAM){
 		.ia_handle = dapl_ia_consumer_handle(lmr->obj.ia),
@@ -280,26 +281,79 @@ DAT_RETURN dapl_lmr_query(DAT_LMR_HANDLE lmr_handle, DAT_LMR_PARAM_MASK mask,
 
 DAT_RETURN dapl_lmr_free(DAT_LMR_HANDLE lmr_handle)
 {
-	struct dapl_lmr *lmr = dapl_obj_get(lmr_handle, DAT_HANDLE_TYPE_LMR);
+	struct dapl_lmr *lmr = dapl_obj_lock(lmr_handle, DAT_HANDLE_TYPE_LMR);
 	struct dapl_ia *ia;
 
 	if (!lmr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;
 	ia = lmr->obj.ia;
-	dapl_ia_lock(ia);
-	if (dapl_obj_get(lmr_handle, DAT_HANDLE_TYPE_LMR) != lmr) {
-		dapl_ia_unlock(ia);	/* a concurrent free won */
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;
-	}
 	/* Bound RMRs keep it; the engine agrees (EBUSY while MWs use it). */
 	if (lmr->obj.users > 0 || iwe_dereg_mr(lmr->mr) != 0) {
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_LMR_IN_USE;
 	}
 	dapl_obj_fini_locked(&lmr->obj);
-	dapl_pz_unpin_locked(lmr->pz);
+	dapl_obj_unpin_locked(&lmr->pz->obj);
 	dapl_ia_unlock(ia);
 	free(lmr);
+	return DAT_SUCCESS;
+}
+
+/* ---------------------------------------------------------- local IOVs */
+
+static DAT_RETURN priv_subtype(DAT_MEM_PRIV_FLAGS priv)
+{
+	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PRIVILEGES_WRITE
+						      : DAT_PRIVILEGES_READ;
+}
+
+static DAT_RETURN prot_subtype(DAT_MEM_PRIV_FLAGS priv)
+{
+	return (priv & DAT_MEM_PRIV_LOCAL_WRITE_FLAG) ? DAT_PROTECTION_WRITE
+						      : DAT_PROTECTION_READ;
+}
+
+void dapl_lmr_sge_fill(struct ibv_sge *sge, const DAT_LMR_TRIPLET *iov,
+		       DAT_COUNT n)
+{
+	for (DAT_COUNT i = 0; i < n; i++) {
+		sge[i].addr = iov[i].virtual_address;
+		sge[i].length = (uint32_t)iov[i].segment_length;
+		sge[i].lkey = iov[i].lmr_context;
+	}
+}
+
+/* The LMR look-up walks the IA's LMRs; a data path that must scale with
+ * many LMRs would validate with the engine's O(1) STag table instead, and
+ * keep this for the privilege check. */
+DAT_RETURN dapl_lmr_iov_check_locked(struct dapl_ia *ia,
+				     const struct dapl_pz *pz, DAT_COUNT n,
+				     const DAT_LMR_TRIPLET *iov,
+				     DAT_MEM_PRIV_FLAGS priv,
+				     DAT_RETURN iov_arg, uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	DAPL_ASSERT_IA_LOCKED(ia);
+	for (DAT_COUNT i = 0; i < n; i++) {
+		const DAT_LMR_TRIPLET *t = &iov[i];
+		const struct dapl_lmr *lmr;
+
+		/* DAT: with a zero length the other fields may be invalid. */
+		if (t->segment_length == 0)
+			continue;
+		lmr = dapl_lmr_find_locked(ia, t->lmr_context);
+		if (!lmr)
+			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
+		if (lmr->pz != pz)
+			return DAT_PROTECTION_VIOLATION | prot_subtype(priv);
+		if ((lmr->mem_priv & priv) != priv)
+			return DAT_PRIVILEGES_VIOLATION | priv_subtype(priv);
+		if (!dapl_lmr_covers(lmr, t->virtual_address, t->segment_length))
+			return DAT_INVALID_PARAMETER | iov_arg;
+		sum += t->segment_length;
+	}
+	*total = sum;
 	return DAT_SUCCESS;
 }
 

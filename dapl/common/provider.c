@@ -8,9 +8,6 @@
 
 #include "dapl.h"
 
-static pthread_mutex_t providers_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dapl_provider *providers;
-
 static void fill_table(DAT_PROVIDER *p)
 {
 	p->extension = NULL;
@@ -95,18 +92,6 @@ static void fill_table(DAT_PROVIDER *p)
 	p->handle_extendedop_func = dapl_extension_op;
 }
 
-struct dapl_provider *dapl_provider_find(const char *ia_name)
-{
-	struct dapl_provider *p;
-
-	pthread_mutex_lock(&providers_lock);
-	for (p = providers; p; p = p->next)
-		if (strcmp(p->ia_name, ia_name) == 0)
-			break;
-	pthread_mutex_unlock(&providers_lock);
-	return p;
-}
-
 void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data);
 void dat_provider_fini(const DAT_PROVIDER_INFO *info);
 
@@ -131,10 +116,7 @@ void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)
 		free(p);
 		return;
 	}
-	pthread_mutex_lock(&providers_lock);
-	p->next = providers;
-	providers = p;
-	pthread_mutex_unlock(&providers_lock);
+	dapl_provider_add(p);
 }
 
 void dat_provider_fini(const DAT_PROVIDER_INFO *info)
@@ -143,25 +125,9 @@ void dat_provider_fini(const DAT_PROVIDER_INFO *info)
 
 	if (!info)
 		return;
-	pthread_mutex_lock(&providers_lock);
-	for (p = providers; p; p = p->next) {
-		if (strcmp(p->ia_name, info->ia_name) == 0) {
-			/* Stale handle slots may still point at p->dat, so the
-			 * entry stays allocated (and listed) after removal. */
-			dat_registry_remove_provider(&p->dat, info);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&providers_lock);
-}
-
-/* At unload (the registry dlcloses us at exit) the entries can go. */
-__attribute__((destructor)) static void providers_fini(void)
-{
-	while (providers) {
-		struct dapl_provider *p = providers;
-
-		providers = p->next;
-		free(p);
-	}
+	/* Stale handle slots may still point at p->dat, so the entry stays
+	 * allocated (and listed) after removal. */
+	p = dapl_provider_find(info->ia_name);
+	if (p)
+		dat_registry_remove_provider(&p->dat, info);
 }

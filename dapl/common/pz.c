@@ -5,7 +5,6 @@
  */
 #include "config.h"
 
-#include <errno.h>
 #include <stdlib.h>
 
 #include "dapl.h"
@@ -60,14 +59,13 @@ DAT_RETURN dapl_pz_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE *pz_handle)
 DAT_RETURN dapl_pz_query(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK mask,
 			 DAT_PZ_PARAM *param)
 {
-	struct dapl_pz *pz = dapl_obj_get(pz_handle, DAT_HANDLE_TYPE_PZ);
+	DAT_RETURN r;
+	struct dapl_pz *pz = dapl_obj_query_get(pz_handle, DAT_HANDLE_TYPE_PZ,
+						DAT_INVALID_HANDLE_PZ, mask,
+						DAT_PZ_FIELD_ALL, !param, &r);
 
 	if (!pz)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
-	if (mask & ~DAT_PZ_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	/* The consumer knows its IA by the registry's index, not by ours. */
 	param->ia_handle = dapl_ia_consumer_handle(pz->obj.ia);
 	return DAT_SUCCESS;
@@ -75,18 +73,12 @@ DAT_RETURN dapl_pz_query(DAT_PZ_HANDLE pz_handle, DAT_PZ_PARAM_MASK mask,
 
 DAT_RETURN dapl_pz_free(DAT_PZ_HANDLE pz_handle)
 {
-	struct dapl_pz *pz = dapl_obj_get(pz_handle, DAT_HANDLE_TYPE_PZ);
+	struct dapl_pz *pz = dapl_obj_lock(pz_handle, DAT_HANDLE_TYPE_PZ);
 	struct dapl_ia *ia;
 
 	if (!pz)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
 	ia = pz->obj.ia;
-	dapl_ia_lock(ia);
-	/* Re-check under the lock: a concurrent free may have won. */
-	if (dapl_obj_get(pz_handle, DAT_HANDLE_TYPE_PZ) != pz) {
-		dapl_ia_unlock(ia);
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PZ;
-	}
 	/* EBUSY from the engine means something we do not count (a QP of a
 	 * module that forgot to pin) still uses the PD: same answer. */
 	if (pz->obj.users > 0 || iwe_dealloc_pd(pz->pd) != 0) {
@@ -97,37 +89,4 @@ DAT_RETURN dapl_pz_free(DAT_PZ_HANDLE pz_handle)
 	dapl_ia_unlock(ia);
 	free(pz);
 	return DAT_SUCCESS;
-}
-
-/* ------------------------------------------------ used by other modules */
-
-struct dapl_pz *dapl_pz_pin(struct dapl_ia *ia, DAT_PZ_HANDLE handle)
-{
-	struct dapl_pz *pz;
-
-	dapl_ia_lock(ia);
-	/* Looked up under ia->lock so that dat_pz_free cannot free it
-	 * between the lookup and the count. */
-	pz = dapl_obj_get(handle, DAT_HANDLE_TYPE_PZ);
-	if (pz && pz->obj.ia == ia)
-		pz->obj.users++;
-	else
-		pz = NULL;
-	dapl_ia_unlock(ia);
-	return pz;
-}
-
-void dapl_pz_unpin_locked(struct dapl_pz *pz)
-{
-	if (pz->obj.users > 0)
-		pz->obj.users--;
-}
-
-void dapl_pz_unpin(struct dapl_pz *pz)
-{
-	struct dapl_ia *ia = pz->obj.ia;
-
-	dapl_ia_lock(ia);
-	dapl_pz_unpin_locked(pz);
-	dapl_ia_unlock(ia);
 }

@@ -45,10 +45,11 @@
 	(DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_UNSIGNALLED_FLAG |  \
 	 DAT_COMPLETION_BARRIER_FENCE_FLAG)
 
-/* ia->lock held.  Undo a binding on our side; the engine window is
- * unbound by the caller (or by iwe_dealloc_mw). */
+/* Undo a binding on our side; the engine window is unbound by the caller
+ * (or by iwe_dealloc_mw). */
 static void rmr_forget_binding_locked(struct dapl_rmr *rmr)
 {
+	DAPL_ASSERT_IA_LOCKED(rmr->obj.ia);
 	if (rmr->lmr && rmr->lmr->obj.users > 0)
 		rmr->lmr->obj.users--;
 	rmr->lmr = NULL;
@@ -57,13 +58,14 @@ static void rmr_forget_binding_locked(struct dapl_rmr *rmr)
 	rmr->rmr_context = 0;
 }
 
-/* ia->lock held.  Shared by dat_rmr_free and the abrupt-close path;
- * the engine window is gone already. */
+/* Shared by dat_rmr_free and the abrupt-close path; the engine window is
+ * gone already. */
 static void rmr_release_locked(struct dapl_rmr *rmr)
 {
+	DAPL_ASSERT_IA_LOCKED(rmr->obj.ia);
 	rmr_forget_binding_locked(rmr);
 	dapl_obj_fini_locked(&rmr->obj);
-	dapl_pz_unpin_locked(rmr->pz);
+	dapl_obj_unpin_locked(&rmr->pz->obj);
 }
 
 static void rmr_destroy(struct dapl_obj *obj)
@@ -114,7 +116,7 @@ static DAT_RETURN rmr_create(DAT_PZ_HANDLE pz_handle, DAT_RMR_HANDLE *out,
 	if (ret != DAT_SUCCESS) {
 		if (rmr->mw)
 			iwe_dealloc_mw(rmr->mw);
-		dapl_pz_unpin(rmr->pz);
+		dapl_obj_unpin(&rmr->pz->obj);
 		free(rmr);
 		return ret;
 	}
@@ -136,16 +138,15 @@ DAT_RETURN dapl_rmr_create_for_ep(DAT_PZ_HANDLE pz_handle,
 DAT_RETURN dapl_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask,
 			  DAT_RMR_PARAM *param)
 {
-	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	DAT_RETURN r;
+	struct dapl_rmr *rmr = dapl_obj_query_get(rmr_handle, DAT_HANDLE_TYPE_RMR,
+						  DAT_INVALID_HANDLE_RMR, mask,
+						  DAT_RMR_FIELD_ALL, !param, &r);
 	DAT_IA_HANDLE ia_handle;
 	struct dapl_ia *ia;
 
 	if (!rmr)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
-	if (mask & ~DAT_RMR_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	ia = rmr->obj.ia;
 	/* Asked before taking ia->lock: it calls into the registry. */
 	ia_handle = dapl_ia_consumer_handle(ia);
@@ -167,17 +168,12 @@ DAT_RETURN dapl_rmr_query(DAT_RMR_HANDLE rmr_handle, DAT_RMR_PARAM_MASK mask,
 
 DAT_RETURN dapl_rmr_free(DAT_RMR_HANDLE rmr_handle)
 {
-	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
+	struct dapl_rmr *rmr = dapl_obj_lock(rmr_handle, DAT_HANDLE_TYPE_RMR);
 	struct dapl_ia *ia;
 
 	if (!rmr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
 	ia = rmr->obj.ia;
-	dapl_ia_lock(ia);
-	if (dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR) != rmr) {
-		dapl_ia_unlock(ia);	/* a concurrent free won */
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RMR;
-	}
 	if (iwe_dealloc_mw(rmr->mw) == EBUSY) {
 		dapl_ia_unlock(ia);	/* a bind is queued on an EP */
 		return DAT_INVALID_STATE;
@@ -203,13 +199,14 @@ struct bind_req {
 	struct dapl_ep *ep;		/* resolved */
 };
 
-/* ia->lock held.  Arguments 2-5 of a bind proper (not an unbind). */
-static DAT_RETURN bind_check_region(struct bind_req *b, struct dapl_ia *ia)
+/* Arguments 2-5 of a bind proper (not an unbind). */
+static DAT_RETURN bind_check_region_locked(struct bind_req *b,
+					   struct dapl_ia *ia)
 {
 	const DAT_LMR_TRIPLET *t = b->triplet;
 
-	b->lmr = dapl_obj_get(b->lmr_handle, DAT_HANDLE_TYPE_LMR);
-	if (!b->lmr || b->lmr->obj.ia != ia)
+	b->lmr = dapl_obj_get_locked(ia, b->lmr_handle, DAT_HANDLE_TYPE_LMR);
+	if (!b->lmr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;
 	if (t->lmr_context != b->lmr->lmr_context ||
 	    !dapl_lmr_covers(b->lmr, t->virtual_address, t->segment_length))
@@ -221,7 +218,7 @@ static DAT_RETURN bind_check_region(struct bind_req *b, struct dapl_ia *ia)
 	return DAT_SUCCESS;
 }
 
-/* ia->lock held.  What needs the LMR and the RMR together. */
+/* What needs the LMR and the RMR together. */
 static DAT_RETURN bind_check_rights(const struct bind_req *b)
 {
 	if (b->lmr->pz != b->rmr->pz)
@@ -232,17 +229,17 @@ static DAT_RETURN bind_check_rights(const struct bind_req *b)
 	return DAT_SUCCESS;
 }
 
-/* ia->lock held.  Every argument, in argument order, then the checks that
- * relate them. */
-static DAT_RETURN bind_validate(struct bind_req *b, struct dapl_ia *ia)
+/* Every argument, in argument order, then the checks that relate them. */
+static DAT_RETURN bind_validate_locked(struct bind_req *b, struct dapl_ia *ia)
 {
 	int unbind = b->triplet->segment_length == 0;
 	DAT_RETURN ret;
 
-	if (!unbind && (ret = bind_check_region(b, ia)) != DAT_SUCCESS)
+	DAPL_ASSERT_IA_LOCKED(ia);
+	if (!unbind && (ret = bind_check_region_locked(b, ia)) != DAT_SUCCESS)
 		return ret;
-	b->ep = dapl_obj_get(b->ep_handle, DAT_HANDLE_TYPE_EP);
-	if (!b->ep || b->ep->obj.ia != ia)
+	b->ep = dapl_obj_get_locked(ia, b->ep_handle, DAT_HANDLE_TYPE_EP);
+	if (!b->ep)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (b->flags & ~BIND_COMPLETION_FLAGS)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG8;
@@ -263,13 +260,14 @@ static unsigned int bind_access(DAT_MEM_PRIV_FLAGS priv)
 	return a;
 }
 
-/* ia->lock held.  After a successful post: the RMR records the binding
- * (or none, for an unbind) as of bind number seq. */
+/* After a successful post: the RMR records the binding (or none, for an
+ * unbind) as of bind number seq. */
 static void bind_record_locked(struct bind_req *b, uint32_t seq,
 			       uint32_t rkey)
 {
 	struct dapl_rmr *rmr = b->rmr;
 
+	DAPL_ASSERT_IA_LOCKED(rmr->obj.ia);
 	rmr_forget_binding_locked(rmr);
 	rmr->bind_seq = seq;
 	if (!b->lmr)
@@ -283,9 +281,9 @@ static void bind_record_locked(struct bind_req *b, uint32_t seq,
 	*b->context = rkey;
 }
 
-/* ia->lock held.  Post the bind on the EP's send queue; recorded under the
- * same lock hold, so a failed completion (dapl_rmr_bind_failed, which
- * takes ia->lock) always finds it. */
+/* Post the bind on the EP's send queue; recorded under the same lock
+ * hold, so a failed completion (dapl_rmr_bind_failed, which takes
+ * ia->lock) always finds it. */
 static DAT_RETURN bind_post_locked(struct bind_req *b, DAT_RMR_COOKIE cookie)
 {
 	struct dapl_wr_pool *pool;
@@ -293,6 +291,7 @@ static DAT_RETURN bind_post_locked(struct bind_req *b, DAT_RMR_COOKIE cookie)
 	struct dapl_wr_ctx ctx;
 	DAT_RETURN r;
 
+	DAPL_ASSERT_IA_LOCKED(b->rmr->obj.ia);
 	if (!dapl_ep_connected(b->ep))
 		return dapl_ep_state_error(b->ep);
 	if (b->ep->pz != b->rmr->pz)
@@ -343,17 +342,13 @@ void dapl_rmr_remote_invalidated(struct dapl_ia *ia, DAT_RMR_CONTEXT ctx)
 
 void dapl_rmr_bind_failed(DAT_RMR_HANDLE rmr_handle, uint32_t seq)
 {
-	struct dapl_rmr *rmr = dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR);
-	struct dapl_ia *ia;
+	struct dapl_rmr *rmr = dapl_obj_lock(rmr_handle, DAT_HANDLE_TYPE_RMR);
 
 	if (!rmr)
 		return;		/* freed since */
-	ia = rmr->obj.ia;
-	dapl_ia_lock(ia);
-	if (dapl_obj_get(rmr_handle, DAT_HANDLE_TYPE_RMR) == rmr &&
-	    rmr->bind_seq == seq)
+	if (rmr->bind_seq == seq)
 		rmr_forget_binding_locked(rmr);
-	dapl_ia_unlock(ia);
+	dapl_ia_unlock(rmr->obj.ia);
 }
 
 DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
@@ -376,7 +371,7 @@ DAT_RETURN dapl_rmr_bind(DAT_RMR_HANDLE rmr_handle, DAT_LMR_HANDLE lmr_handle,
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	ia = b.rmr->obj.ia;
 	dapl_ia_lock(ia);
-	ret = bind_validate(&b, ia);
+	ret = bind_validate_locked(&b, ia);
 	if (ret == DAT_SUCCESS)
 		ret = bind_post_locked(&b, cookie);
 	dapl_ia_unlock(ia);

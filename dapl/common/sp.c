@@ -8,7 +8,9 @@
  * the same one; the engine's bind catches other programs' sockets, and
  * either collision is DAT_CONN_QUAL_IN_USE.
  *
- * Each request the listener delivers becomes a CR (cm.c).  Freeing an SP
+ * Each request the listener delivers becomes a CR (cr.c), or is refused
+ * when that fails: rejected and parked on the SP (a handler may not
+ * destroy a conn) until the SP is freed.  Freeing an SP
  * stops the listener first (requests not yet delivered are refused as if
  * nobody listened, DAT 2.0 dat_psp_free), and releases its EVD only after
  * the engine promised no more handler calls.
@@ -39,7 +41,7 @@
 
 /* -------------------------------------------------- qualifier registry */
 
-static pthread_mutex_t qual_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dapl_lock qual_lock = DAPL_LOCK_INITIALIZER;
 static struct dapl_sp *qual_list;	/* every live PSP and RSP */
 
 static int same_port(const struct dapl_sp *a, const struct dapl_sp *b)
@@ -53,7 +55,7 @@ static DAT_RETURN qual_register(struct dapl_sp *sp)
 {
 	DAT_RETURN r = DAT_SUCCESS;
 
-	pthread_mutex_lock(&qual_lock);
+	dapl_lock(&qual_lock);
 	for (struct dapl_sp *o = qual_list; o; o = o->qnext)
 		if (same_port(o, sp))
 			r = DAT_CONN_QUAL_IN_USE;
@@ -61,13 +63,13 @@ static DAT_RETURN qual_register(struct dapl_sp *sp)
 		sp->qnext = qual_list;
 		qual_list = sp;
 	}
-	pthread_mutex_unlock(&qual_lock);
+	dapl_unlock(&qual_lock);
 	return r;
 }
 
 static void qual_unregister(struct dapl_sp *sp)
 {
-	pthread_mutex_lock(&qual_lock);
+	dapl_lock(&qual_lock);
 	for (struct dapl_sp **pp = &qual_list; *pp; pp = &(*pp)->qnext) {
 		if (*pp == sp) {
 			*pp = sp->qnext;
@@ -75,7 +77,72 @@ static void qual_unregister(struct dapl_sp *sp)
 		}
 	}
 	sp->qnext = NULL;
-	pthread_mutex_unlock(&qual_lock);
+	dapl_unlock(&qual_lock);
+}
+
+/* ---------------------------------------------------------- requests */
+
+/* Refuse a delivered request nobody will answer: reject it and park it
+ * for destruction with the SP (handlers may not destroy conns). */
+static void sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c)
+{
+	DAPL_ASSERT_IA_LOCKED(sp->obj.ia);
+	/* Allowed in a handler, and the reject reply goes out before the
+	 * close (the initiator sees PEER_REJECTED, not a reset). */
+	(void)iwe_cm_reject(c, NULL, 0);
+	if (sp->nparked == sp->parked_cap) {
+		int cap = sp->parked_cap ? 2 * sp->parked_cap : 4;
+		struct iwe_conn **a = realloc(sp->parked, (size_t)cap * sizeof(*a));
+
+		if (!a)
+			return;	/* freed with the device at IA close */
+		sp->parked = a;
+		sp->parked_cap = cap;
+	}
+	sp->parked[sp->nparked++] = c;
+}
+
+/* Destroy the parked conns of an SP whose listener is gone. */
+static void sp_reap(struct dapl_sp *sp)
+{
+	for (int i = 0; i < sp->nparked; i++)
+		iwe_cm_conn_destroy(sp->parked[i]);
+	free(sp->parked);
+	sp->parked = NULL;
+	sp->nparked = sp->parked_cap = 0;
+}
+
+/* The listener's handler.  The SP, its EVD and an RSP's reservation stay
+ * valid until iwe_cm_listen_destroy has returned, which waits for us; the
+ * PSP's flags never change, so the provider's EP is made before locking
+ * (making it takes ia->lock). */
+static void sp_handler(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct dapl_sp *sp = ctx;
+	struct dapl_ia *ia = sp->obj.ia;
+	int provider_ep = sp->sp_kind == DAPL_SP_PSP &&
+			  sp->psp_flags == DAT_PSP_PROVIDER_FLAG;
+	DAT_RETURN r = DAT_INVALID_STATE;
+	struct dapl_ep *pep = NULL;
+	struct dapl_sp_view v;
+
+	if (ev->type != IWE_CM_CONNECT_REQUEST)
+		return;
+	if (provider_ep && dapl_ep_create_internal(ia, &pep) != DAT_SUCCESS)
+		pep = NULL;
+	dapl_ia_lock(ia);
+	if (!sp->dead && (provider_ep ? pep != NULL
+				      : sp->sp_kind == DAPL_SP_PSP || sp->ep)) {
+		v = (struct dapl_sp_view){ .handle = sp->obj.handle,
+					   .qual = sp->qual, .evd = sp->evd,
+					   .ep = provider_ep ? pep : sp->ep };
+		r = dapl_cr_arrive_locked(ia, &v, ev);
+	}
+	if (r != DAT_SUCCESS)
+		sp_park_locked(sp, ev->conn);
+	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS && pep)
+		dapl_ep_destroy(pep);
 }
 
 /* ---------------------------------------------------------- listening */
@@ -98,7 +165,7 @@ static DAT_RETURN sp_listen_start(struct dapl_sp *sp)
 	dapl_cm_listen_params(sp->obj.ia, &params);
 	err = iwe_cm_listen(sp->obj.ia->dev, sp->qual, &params,
 			    sp->sp_kind == DAPL_SP_RSP ? 1 : 0,
-			    dapl_cm_sp_handler, sp, &sp->listener);
+			    sp_handler, sp, &sp->listener);
 	return err ? listen_errno(err) : DAT_SUCCESS;
 }
 
@@ -107,7 +174,7 @@ static void sp_listen_stop(struct dapl_sp *sp)
 {
 	iwe_cm_listen_destroy(sp->listener);
 	sp->listener = NULL;
-	dapl_cm_sp_reap(sp);
+	sp_reap(sp);
 }
 
 /* Claim the qualifier and listen; on failure nothing is held. */
@@ -134,7 +201,7 @@ static DAT_RETURN sp_bind_any(struct dapl_sp *sp)
 
 	dapl_cm_listen_params(sp->obj.ia, &params);
 	err = iwe_cm_listen_any(sp->obj.ia->dev, &svc, &params,
-				dapl_cm_sp_handler, sp, &sp->listener);
+				sp_handler, sp, &sp->listener);
 	if (err)
 		return err == EADDRINUSE ? DAT_CONN_QUAL_UNAVAILABLE
 					 : listen_errno(err);
@@ -151,29 +218,17 @@ static void sp_unbind(struct dapl_sp *sp)
 	qual_unregister(sp);
 }
 
-void dapl_sp_forget_ep_locked(struct dapl_ep *ep)
-{
-	const struct dapl_obj *owner = ep->reserved_by;
-	struct dapl_sp *sp;
-
-	/* Owners (RSP, SSP) begin with struct dapl_obj. */
-	if (!owner || owner->kind != DAPL_K_RSP)
-		return;
-	sp = (struct dapl_sp *)ep->reserved_by;
-	if (sp->ep == ep)
-		sp->ep = NULL;
-}
-
 /* ------------------------------------------------------ create / free */
 
-/* Release what the SP holds (its EP's reservation, its EVD).  Caller
- * holds ia->lock, and the listener is gone. */
+/* Release what the SP holds (its EP's reservation, its EVD); the
+ * listener is gone. */
 static void sp_release_locked(struct dapl_sp *sp)
 {
+	DAPL_ASSERT_IA_LOCKED(sp->obj.ia);
 	if (sp->ep)
-		dapl_ep_unreserve(sp->ep, sp);
+		dapl_ep_unreserve_locked(sp->ep, sp);
 	sp->ep = NULL;
-	dapl_ep_unpin_evd_locked(sp->evd);
+	dapl_evd_unpin_locked(sp->evd);
 }
 
 /* The same and unregister it. */
@@ -210,7 +265,7 @@ static struct dapl_sp *sp_alloc(struct dapl_ia *ia, enum dapl_sp_kind kind,
 		*r = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 		return NULL;
 	}
-	sp->evd = dapl_ep_pin_evd(ia, evd_handle, DAT_EVD_CR_FLAG);
+	sp->evd = dapl_evd_pin(ia, evd_handle, DAT_EVD_CR_FLAG);
 	if (!sp->evd) {
 		free(sp);
 		*r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_CR;
@@ -227,9 +282,7 @@ static struct dapl_sp *sp_alloc(struct dapl_ia *ia, enum dapl_sp_kind kind,
 static void sp_discard(struct dapl_ia *ia, struct dapl_sp *sp)
 {
 	dapl_ia_lock(ia);
-	if (sp->ep)
-		dapl_ep_unreserve(sp->ep, sp);
-	dapl_ep_unpin_evd_locked(sp->evd);
+	sp_release_locked(sp);
 	dapl_ia_unlock(ia);
 	free(sp);
 }
@@ -311,18 +364,12 @@ DAT_RETURN dapl_psp_create_any(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL *qual,
 /* Free a PSP or RSP whose handle has been looked up as 'htype'. */
 static DAT_RETURN sp_free(DAT_HANDLE handle, int htype, DAT_RETURN bad)
 {
-	struct dapl_sp *sp = dapl_obj_get(handle, htype);
+	struct dapl_sp *sp = dapl_obj_lock(handle, htype);
 	struct dapl_ia *ia;
 
 	if (!sp)
 		return DAT_INVALID_HANDLE | bad;
 	ia = sp->obj.ia;
-	dapl_ia_lock(ia);
-	/* Re-check under the lock: a concurrent free may have won. */
-	if (dapl_obj_get(handle, htype) != sp) {
-		dapl_ia_unlock(ia);
-		return DAT_INVALID_HANDLE | bad;
-	}
 	/* CRs already generated are independent of their SP (DAT 2.0).
 	 * The handle goes now; the listener stops without ia->lock (it waits
 	 * for a handler that may want it), and only then are the EVD and
@@ -343,23 +390,54 @@ DAT_RETURN dapl_psp_free(DAT_PSP_HANDLE psp_handle)
 	return sp_free(psp_handle, DAT_HANDLE_TYPE_PSP, DAT_INVALID_HANDLE_PSP);
 }
 
+/* What dat_psp_query and dat_rsp_query report, taken under ia->lock. */
+struct sp_param {
+	DAT_IA_HANDLE ia_handle;
+	DAT_CONN_QUAL qual;
+	DAT_EVD_HANDLE evd_handle;
+	DAT_PSP_FLAGS psp_flags;
+	DAT_EP_HANDLE ep_handle;
+};
+
+/* Both queries: argument checks (the mask against 'all'), then the SP's
+ * parameters. */
+static DAT_RETURN sp_query(DAT_HANDLE handle, int htype, DAT_RETURN bad,
+			   DAT_UINT64 mask, DAT_UINT64 all, const void *param,
+			   struct sp_param *out)
+{
+	DAT_RETURN r;
+	struct dapl_sp *sp = dapl_obj_query_get(handle, htype, bad, mask, all,
+						!param, &r);
+	struct dapl_ia *ia;
+
+	if (!sp)
+		return r;
+	ia = sp->obj.ia;
+	/* The consumer knows its IA by the registry's index, not by ours. */
+	out->ia_handle = dapl_ia_consumer_handle(ia);
+	dapl_ia_lock(ia);
+	out->qual = sp->qual;
+	out->evd_handle = sp->evd->obj.handle;
+	out->psp_flags = sp->psp_flags;
+	out->ep_handle = sp->ep ? sp->ep->obj.handle : DAT_HANDLE_NULL;
+	dapl_ia_unlock(ia);
+	return DAT_SUCCESS;
+}
+
 DAT_RETURN dapl_psp_query(DAT_PSP_HANDLE psp_handle, DAT_PSP_PARAM_MASK mask,
 			  DAT_PSP_PARAM *param)
 {
-	struct dapl_sp *sp = dapl_obj_get(psp_handle, DAT_HANDLE_TYPE_PSP);
+	struct sp_param p;
+	DAT_RETURN r = sp_query(psp_handle, DAT_HANDLE_TYPE_PSP,
+				DAT_INVALID_HANDLE_PSP, mask,
+				DAT_PSP_FIELD_ALL, param, &p);
 
-	if (!sp)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_PSP;
-	if (mask & ~DAT_PSP_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	/* The consumer knows its IA by the registry's index, not by ours. */
-	param->ia_handle = dapl_ia_consumer_handle(sp->obj.ia);
-	param->conn_qual = sp->qual;
-	param->evd_handle = sp->evd->obj.handle;
-	param->psp_flags = sp->psp_flags;
-	return DAT_SUCCESS;
+	if (r == DAT_SUCCESS)
+		*param = (DAT_PSP_PARAM){ .ia_handle = p.ia_handle,
+					  .conn_qual = p.qual,
+					  .evd_handle = p.evd_handle,
+					  .psp_flags = p.psp_flags };
+	return r;
 }
 
 /* --------------------------------------------------------------- RSP */
@@ -385,13 +463,9 @@ DAT_RETURN dapl_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual,
 	sp->qual = qual;
 	dapl_ia_lock(ia);
 	/* Looked up under ia->lock so that dat_ep_free cannot interleave. */
-	ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	if (!ep || ep->obj.ia != ia)
-		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	else
-		r = dapl_ep_reserve(ep, sp);
-	if (r == DAT_SUCCESS)
-		sp->ep = ep;
+	ep = dapl_obj_get_locked(ia, ep_handle, DAT_HANDLE_TYPE_EP);
+	r = ep ? dapl_ep_reserve_locked(ep, sp, &sp->ep)
+	       : DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	dapl_ia_unlock(ia);
 	if (r != DAT_SUCCESS) {
 		sp_discard(ia, sp);
@@ -408,21 +482,17 @@ DAT_RETURN dapl_rsp_free(DAT_RSP_HANDLE rsp_handle)
 DAT_RETURN dapl_rsp_query(DAT_RSP_HANDLE rsp_handle, DAT_RSP_PARAM_MASK mask,
 			  DAT_RSP_PARAM *param)
 {
-	struct dapl_sp *sp = dapl_obj_get(rsp_handle, DAT_HANDLE_TYPE_RSP);
+	struct sp_param p;
+	DAT_RETURN r = sp_query(rsp_handle, DAT_HANDLE_TYPE_RSP,
+				DAT_INVALID_HANDLE_RSP, mask,
+				DAT_RSP_FIELD_ALL, param, &p);
 
-	if (!sp)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_RSP;
-	if (mask & ~DAT_RSP_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	param->ia_handle = dapl_ia_consumer_handle(sp->obj.ia);
-	param->conn_qual = sp->qual;
-	param->evd_handle = sp->evd->obj.handle;
-	dapl_ia_lock(sp->obj.ia);
-	param->ep_handle = sp->ep ? sp->ep->obj.handle : DAT_HANDLE_NULL;
-	dapl_ia_unlock(sp->obj.ia);
-	return DAT_SUCCESS;
+	if (r == DAT_SUCCESS)
+		*param = (DAT_RSP_PARAM){ .ia_handle = p.ia_handle,
+					  .conn_qual = p.qual,
+					  .evd_handle = p.evd_handle,
+					  .ep_handle = p.ep_handle };
+	return r;
 }
 
 /* --------------------------------------------------------------- CSP */

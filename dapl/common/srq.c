@@ -87,42 +87,16 @@ static void table_remove(struct dapl_srq *srq)
 	pthread_rwlock_unlock(&table_lock);
 }
 
-int dapl_srq_wc_take(uint64_t wr_id, DAT_DTO_COOKIE *cookie)
-{
-	uint32_t id = (uint32_t)(wr_id >> 32) & 0x7fffffffu;
-	uint32_t idx = (uint32_t)wr_id;
-	struct dapl_srq *srq;
-	int found = 0;
-
-	pthread_rwlock_rdlock(&table_lock);
-	for (srq = table[id % SRQ_BUCKETS]; srq && srq->id != id;
-	     srq = srq->hnext)
-		;
-	if (srq) {
-		pthread_mutex_lock(&srq->lock);
-		if (idx < srq->nslots && srq->slots[idx].used) {
-			*cookie = srq->slots[idx].cookie;
-			srq->slots[idx].used = 0;
-			srq->slots[idx].next_free = srq->free_head;
-			srq->free_head = idx + 1;
-			srq->outstanding--;
-			found = 1;
-		}
-		pthread_mutex_unlock(&srq->lock);
-	}
-	pthread_rwlock_unlock(&table_lock);
-	return found;
-}
-
 /* ------------------------------------------------------------ slots */
 
-/* srq->lock held (or the SRQ not yet shared).  Grow to n slots; never
- * shrinks, so slot numbers in flight stay valid across resizes. */
-static int slots_grow(struct dapl_srq *srq, uint32_t n)
+/* Grow to n slots; never shrinks, so slot numbers in flight stay valid
+ * across resizes. */
+static int slots_grow_locked(struct dapl_srq *srq, uint32_t n)
 {
 	struct dapl_srq_slot *s;
 	uint32_t i;
 
+	DAPL_ASSERT_LOCKED(&srq->lock);
 	if (n <= srq->nslots)
 		return 0;
 	s = realloc(srq->slots, n * sizeof(*s));
@@ -138,22 +112,63 @@ static int slots_grow(struct dapl_srq *srq, uint32_t n)
 	return 0;
 }
 
+/* A free slot for a cookie, or NULL. */
+static struct dapl_srq_slot *slot_take_locked(struct dapl_srq *srq,
+					      uint32_t *idx)
+{
+	struct dapl_srq_slot *s;
+
+	DAPL_ASSERT_LOCKED(&srq->lock);
+	if (!srq->free_head || srq->outstanding >= srq->max_recv_dtos)
+		return NULL;
+	*idx = srq->free_head - 1;
+	s = &srq->slots[*idx];
+	srq->free_head = s->next_free;
+	s->used = 1;
+	srq->outstanding++;
+	return s;
+}
+
+static void slot_give_back_locked(struct dapl_srq *srq, uint32_t idx)
+{
+	DAPL_ASSERT_LOCKED(&srq->lock);
+	srq->slots[idx].used = 0;
+	srq->slots[idx].next_free = srq->free_head;
+	srq->free_head = idx + 1;
+	srq->outstanding--;
+}
+
+int dapl_srq_wc_take(uint64_t wr_id, DAT_DTO_COOKIE *cookie)
+{
+	uint32_t id = (uint32_t)(wr_id >> 32) & 0x7fffffffu;
+	uint32_t idx = (uint32_t)wr_id;
+	struct dapl_srq *srq;
+	int found = 0;
+
+	pthread_rwlock_rdlock(&table_lock);
+	for (srq = table[id % SRQ_BUCKETS]; srq && srq->id != id;
+	     srq = srq->hnext)
+		;
+	if (srq) {
+		dapl_lock(&srq->lock);
+		if (idx < srq->nslots && srq->slots[idx].used) {
+			*cookie = srq->slots[idx].cookie;
+			slot_give_back_locked(srq, idx);
+			found = 1;
+		}
+		dapl_unlock(&srq->lock);
+	}
+	pthread_rwlock_unlock(&table_lock);
+	return found;
+}
+
 /* ----------------------------------------------------------- events */
 
 /* Queue the low-watermark event on the IA's async EVD. */
 static void srq_post_lw(struct dapl_srq *srq)
 {
-	struct dapl_evd *evd = srq->obj.ia->async_evd;
-	DAT_EVENT ev;
-
-	if (!evd)
-		return;		/* DAT_EVD_ASYNC_EXISTS: nobody listens */
-	memset(&ev, 0, sizeof(ev));
-	ev.event_number = DAPL_SRQ_LW_EVENT;
-	ev.event_data.asynch_error_event_data.dat_handle = srq->obj.handle;
-	ev.event_data.asynch_error_event_data.reason =
-		DAT_SRQ_LOW_WATERMARK_EVENT;
-	(void)dapl_evd_post(evd, &ev);
+	dapl_evd_post_async(srq->obj.ia, DAPL_SRQ_LW_EVENT, srq->obj.handle,
+			    DAT_SRQ_LOW_WATERMARK_EVENT);
 }
 
 /* Engine handler: an EP took a buffer and the SRQ fell below its armed
@@ -170,31 +185,9 @@ static void srq_release(struct dapl_srq *srq)
 {
 	table_remove(srq);
 	(void)iwe_destroy_srq(srq->esrq);	/* no QP left: EPs are gone */
-	pthread_mutex_destroy(&srq->lock);
+	dapl_lock_destroy(&srq->lock);
 	free(srq->slots);
 	free(srq);
-}
-
-struct dapl_srq *dapl_srq_pin(struct dapl_ia *ia, DAT_SRQ_HANDLE h)
-{
-	struct dapl_srq *srq;
-
-	dapl_ia_lock(ia);
-	/* Under ia->lock, so dat_srq_free cannot win between look-up and
-	 * count. */
-	srq = dapl_obj_get(h, DAT_HANDLE_TYPE_SRQ);
-	if (srq && srq->obj.ia == ia)
-		srq->obj.users++;
-	else
-		srq = NULL;
-	dapl_ia_unlock(ia);
-	return srq;
-}
-
-void dapl_srq_unpin_locked(struct dapl_srq *srq)
-{
-	if (srq->obj.users > 0)
-		srq->obj.users--;
 }
 
 /* Abrupt IA close: the EPs went first; the PZ goes later. */
@@ -204,7 +197,7 @@ static void srq_destroy_cb(struct dapl_obj *obj)
 	struct dapl_ia *ia = obj->ia;
 
 	dapl_ia_lock(ia);
-	dapl_pz_unpin_locked(srq->pz);
+	dapl_obj_unpin_locked(&srq->pz->obj);
 	dapl_obj_fini_locked(obj);
 	dapl_ia_unlock(ia);
 	srq_release(srq);
@@ -232,8 +225,13 @@ static DAT_RETURN srq_engine_new(struct dapl_srq *srq, const DAT_SRQ_ATTR *a)
 		.event_handler = srq_engine_event,
 	};
 
-	pthread_mutex_init(&srq->lock, NULL);
-	if (slots_grow(srq, (uint32_t)a->max_recv_dtos))
+	int grown;
+
+	dapl_lock_init(&srq->lock);
+	dapl_lock(&srq->lock);
+	grown = slots_grow_locked(srq, (uint32_t)a->max_recv_dtos) == 0;
+	dapl_unlock(&srq->lock);
+	if (!grown)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	srq->esrq = iwe_create_srq(srq->pz->pd, &ea);
 	if (!srq->esrq)
@@ -245,7 +243,7 @@ static void srq_engine_free(struct dapl_srq *srq)
 {
 	if (srq->esrq)
 		iwe_destroy_srq(srq->esrq);
-	pthread_mutex_destroy(&srq->lock);
+	dapl_lock_destroy(&srq->lock);
 	free(srq->slots);
 }
 
@@ -281,7 +279,7 @@ DAT_RETURN dapl_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 				  DAT_HANDLE_TYPE_SRQ, srq_destroy_cb);
 	if (r != DAT_SUCCESS) {
 		srq_engine_free(srq);
-		dapl_pz_unpin(srq->pz);
+		dapl_obj_unpin(&srq->pz->obj);
 		free(srq);
 		return r;
 	}
@@ -292,23 +290,17 @@ DAT_RETURN dapl_srq_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 
 DAT_RETURN dapl_srq_free(DAT_SRQ_HANDLE srq_handle)
 {
-	struct dapl_srq *srq = dapl_obj_get(srq_handle, DAT_HANDLE_TYPE_SRQ);
+	struct dapl_srq *srq = dapl_obj_lock(srq_handle, DAT_HANDLE_TYPE_SRQ);
 	struct dapl_ia *ia;
 
 	if (!srq)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_SRQ;
 	ia = srq->obj.ia;
-	dapl_ia_lock(ia);
-	/* Re-check under the lock: a concurrent free may have won. */
-	if (dapl_obj_get(srq_handle, DAT_HANDLE_TYPE_SRQ) != srq) {
-		dapl_ia_unlock(ia);
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_SRQ;
-	}
 	if (srq->obj.users > 0) {	/* EPs take their receives from it */
 		dapl_ia_unlock(ia);
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_SRQ_IN_USE;
 	}
-	dapl_pz_unpin_locked(srq->pz);
+	dapl_obj_unpin_locked(&srq->pz->obj);
 	dapl_obj_fini_locked(&srq->obj);
 	dapl_ia_unlock(ia);
 	srq_release(srq);
@@ -318,14 +310,13 @@ DAT_RETURN dapl_srq_free(DAT_SRQ_HANDLE srq_handle)
 DAT_RETURN dapl_srq_query(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK mask,
 			  DAT_SRQ_PARAM *param)
 {
-	struct dapl_srq *srq = dapl_obj_get(srq_handle, DAT_HANDLE_TYPE_SRQ);
+	DAT_RETURN r;
+	struct dapl_srq *srq = dapl_obj_query_get(srq_handle, DAT_HANDLE_TYPE_SRQ,
+						  DAT_INVALID_HANDLE_SRQ, mask,
+						  DAT_SRQ_FIELD_ALL, !param, &r);
 
 	if (!srq)
-		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_SRQ;
-	if (mask & ~DAT_SRQ_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	/* The consumer knows its IA by the registry's index, not by ours. */
 	param->ia_handle = dapl_ia_consumer_handle(srq->obj.ia);
 	dapl_ia_lock(srq->obj.ia);
@@ -334,30 +325,30 @@ DAT_RETURN dapl_srq_query(DAT_SRQ_HANDLE srq_handle, DAT_SRQ_PARAM_MASK mask,
 	param->max_recv_dtos = srq->max_recv_dtos;
 	param->max_recv_iov = srq->max_recv_iov;
 	param->low_watermark = srq->low_watermark;
-	pthread_mutex_lock(&srq->lock);
+	dapl_lock(&srq->lock);
 	param->available_dto_count = (DAT_COUNT)iwe_srq_count(srq->esrq);
 	param->outstanding_dto_count = srq->outstanding;
-	pthread_mutex_unlock(&srq->lock);
+	dapl_unlock(&srq->lock);
 	dapl_ia_unlock(srq->obj.ia);
 	return DAT_SUCCESS;
 }
 
-/* ia->lock held. */
 static DAT_RETURN srq_resize_locked(struct dapl_srq *srq, DAT_COUNT n)
 {
 	struct iwe_srq_attr a = { .max_wr = (uint32_t)n };
 	DAT_RETURN r = DAT_SUCCESS;
 
-	pthread_mutex_lock(&srq->lock);
+	DAPL_ASSERT_IA_LOCKED(srq->obj.ia);
+	dapl_lock(&srq->lock);
 	/* Buffers already posted cannot be taken back. */
 	if (n < srq->outstanding)
 		r = DAT_INVALID_STATE | DAT_INVALID_STATE_SRQ_IN_USE;
-	else if (slots_grow(srq, (uint32_t)n) ||
+	else if (slots_grow_locked(srq, (uint32_t)n) ||
 		 iwe_modify_srq(srq->esrq, &a, IWE_SRQ_MAX_WR))
 		r = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	else
 		srq->max_recv_dtos = n;
-	pthread_mutex_unlock(&srq->lock);
+	dapl_unlock(&srq->lock);
 	return r;
 }
 
@@ -377,13 +368,14 @@ DAT_RETURN dapl_srq_resize(DAT_SRQ_HANDLE srq_handle, DAT_COUNT max_recv_dtos)
 	return r;
 }
 
-/* ia->lock held.  Arm the engine, or report at once when fewer buffers
- * than the new watermark are already waiting (DAT 2.0). */
+/* Arm the engine, or report at once when fewer buffers than the new
+ * watermark are already waiting (DAT 2.0). */
 static void srq_arm_locked(struct dapl_srq *srq, DAT_COUNT lw)
 {
 	struct iwe_srq_attr a = { .srq_limit = (uint32_t)lw };
 	int now = lw > 0 && (DAT_COUNT)iwe_srq_count(srq->esrq) < lw;
 
+	DAPL_ASSERT_IA_LOCKED(srq->obj.ia);
 	if (now)
 		a.srq_limit = 0;
 	(void)iwe_modify_srq(srq->esrq, &a, IWE_SRQ_LIMIT);
@@ -409,29 +401,6 @@ DAT_RETURN dapl_srq_set_lw(DAT_SRQ_HANDLE srq_handle, DAT_COUNT low_watermark)
 	return r;
 }
 
-/* srq->lock held.  A free slot for a cookie, or NULL. */
-static struct dapl_srq_slot *slot_take(struct dapl_srq *srq, uint32_t *idx)
-{
-	struct dapl_srq_slot *s;
-
-	if (!srq->free_head || srq->outstanding >= srq->max_recv_dtos)
-		return NULL;
-	*idx = srq->free_head - 1;
-	s = &srq->slots[*idx];
-	srq->free_head = s->next_free;
-	s->used = 1;
-	srq->outstanding++;
-	return s;
-}
-
-static void slot_give_back(struct dapl_srq *srq, uint32_t idx)
-{
-	srq->slots[idx].used = 0;
-	srq->slots[idx].next_free = srq->free_head;
-	srq->free_head = idx + 1;
-	srq->outstanding--;
-}
-
 /* Post the checked receive to the engine SRQ. */
 static DAT_RETURN srq_post_start(struct dapl_srq *srq, DAT_COUNT n,
 				 const DAT_LMR_TRIPLET *iov,
@@ -445,28 +414,24 @@ static DAT_RETURN srq_post_start(struct dapl_srq *srq, DAT_COUNT n,
 	int err;
 
 	memset(&wr, 0, sizeof(wr));
-	for (DAT_COUNT i = 0; i < n; i++) {
-		sge[i].addr = iov[i].virtual_address;
-		sge[i].length = (uint32_t)iov[i].segment_length;
-		sge[i].lkey = iov[i].lmr_context;
-	}
+	dapl_lmr_sge_fill(sge, iov, n);
 	wr.sg_list = sge;
 	wr.num_sge = (int)n;
-	pthread_mutex_lock(&srq->lock);
-	s = slot_take(srq, &idx);
+	dapl_lock(&srq->lock);
+	s = slot_take_locked(srq, &idx);
 	if (!s) {
-		pthread_mutex_unlock(&srq->lock);
+		dapl_unlock(&srq->lock);
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_SRQ;
 	}
 	s->cookie = cookie;
 	wr.wr_id = DAPL_WR_SRQ_BIT | (uint64_t)srq->id << 32 | idx;
 	err = iwe_post_srq_recv(srq->esrq, &wr, &bad);
 	if (err) {
-		slot_give_back(srq, idx);
+		slot_give_back_locked(srq, idx);
 		r = err == ENOMEM ? DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_SRQ
 				  : DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	}
-	pthread_mutex_unlock(&srq->lock);
+	dapl_unlock(&srq->lock);
 	return r;
 }
 
@@ -487,9 +452,9 @@ DAT_RETURN dapl_srq_post_recv(DAT_SRQ_HANDLE srq_handle, DAT_COUNT n,
 	if (n < 0 || n > srq->max_recv_iov)
 		r = DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	else
-		r = dapl_ep_iov_check_locked(ia, srq->pz, n, iov,
-					     DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
-					     DAT_INVALID_ARG3, &total);
+		r = dapl_lmr_iov_check_locked(ia, srq->pz, n, iov,
+					      DAT_MEM_PRIV_LOCAL_WRITE_FLAG,
+					      DAT_INVALID_ARG3, &total);
 	if (r == DAT_SUCCESS && total > DAPL_MAX_MESSAGE)
 		r = DAT_LENGTH_ERROR;
 	/* Posted under ia->lock: dat_srq_free cannot free it meanwhile. */

@@ -70,88 +70,52 @@ static DAT_CONN_QUAL local_port(const struct iwe_cm_event *ev)
 	return ntohs(ev->local.sin_port);
 }
 
-static DAT_RETURN post_request(struct dapl_ssp *ssp, struct dapl_cr *cr,
-			       DAT_CONN_QUAL qual)
+/* The consumer's EP if it is still reserved by this SSP. */
+static struct dapl_ep *reserved_ep_locked(struct dapl_ssp *ssp)
 {
-	struct dapl_ia *ia = ssp->obj.ia;
-	DAT_CR_ARRIVAL_EVENT_DATA *d;
-	DAT_EVENT ev;
+	struct dapl_ep *ep;
 
-	memset(&ev, 0, sizeof(ev));
-	ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
-	d = &ev.event_data.cr_arrival_event_data;
-	d->sp_handle.psp_handle = ssp->obj.handle;
-	d->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->ia_addr;
-	d->conn_qual = qual;
-	d->cr_handle = cr->obj.handle;
-	return dapl_evd_post(ssp->evd, &ev);
+	DAPL_ASSERT_IA_LOCKED(ssp->obj.ia);
+	ep = dapl_obj_get_locked(ssp->obj.ia, ssp->ep_handle,
+				 DAT_HANDLE_TYPE_EP);
+	return ep && ep->reserved_by == ssp ? ep : NULL;
 }
 
-/* The consumer's EP if it is still reserved by this SSP, else a
- * provider-created one (DAT_HANDLE_NULL at create).  ia->lock not held. */
-static DAT_RETURN request_ep(struct dapl_ssp *ssp, struct dapl_ep **ep)
-{
-	struct dapl_ia *ia = ssp->obj.ia;
-
-	if (!ssp->ep_handle)
-		return dapl_ep_create_internal(ia, ep);
-	dapl_ia_lock(ia);
-	*ep = dapl_obj_get(ssp->ep_handle, DAT_HANDLE_TYPE_EP);
-	if (*ep && (*ep)->reserved_by != ssp)
-		*ep = NULL;
-	dapl_ia_unlock(ia);
-	return *ep ? DAT_SUCCESS : DAT_INVALID_STATE;
-}
-
-/* A valid MPA request: the one Connection Request of this SSP. */
+/* A valid MPA request: the one Connection Request of this SSP, made as a
+ * PSP's or RSP's are (cr.c).  All of it happens under ia->lock: once the
+ * CR holds the conn, dat_iw_ssp_free no longer waits for this handler.
+ * A request that cannot become a CR is rejected; the conn stays the
+ * SSP's, destroyed at dat_iw_ssp_free. */
 static void on_request(struct dapl_ssp *ssp, const struct iwe_cm_event *ev)
 {
 	struct dapl_ia *ia = ssp->obj.ia;
-	struct dapl_cr_info info;
-	struct dapl_cr *cr = NULL;
-	struct dapl_ep *ep = NULL;
-	DAT_RETURN r;
+	DAT_RETURN r = DAT_INVALID_STATE;
+	struct dapl_ep *pep = NULL;
+	struct dapl_sp_view v;
 
-	r = request_ep(ssp, &ep);
-	if (r == DAT_SUCCESS) {
-		memset(&info, 0, sizeof(info));
-		info.sp_handle = ssp->obj.handle;
-		info.conn_qual = local_port(ev);
-		info.ep = ep;
-		info.remote = (const struct sockaddr *)&ev->remote;
-		info.remote_port = ntohs(ev->remote.sin_port);
-		info.pd = ev->pdata;
-		info.pd_size = (DAT_COUNT)ev->pdata_len;
-		info.conn = ev->conn;
-		r = dapl_cr_create(ia, &info, &cr);
-	}
-	if (r == DAT_SUCCESS) {
-		dapl_ia_lock(ia);
-		ssp->conn = NULL;	/* the CR owns the socket now */
-		ssp->conn_given = 1;
-		ssp->fd = -1;
-		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
-		dapl_ia_unlock(ia);
-		if (post_request(ssp, cr, info.conn_qual) == DAT_SUCCESS)
-			return;
-		/* Nobody will see the CR: refuse it, the socket closes
-		 * with the CR (ssp no longer owns it). */
-		iwe_cm_reject(cr->conn, NULL, 0);
-		dapl_ia_lock(ia);
-		ssp->conn = cr->conn;	/* destroyed at dat_iw_ssp_free */
-		cr->conn = NULL;
-		if (cr->ep && !cr->ep->provider_created)
-			dapl_ep_set_state(cr->ep, DAT_EP_STATE_RESERVED);
-		dapl_ia_unlock(ia);
-		dapl_cr_free(cr);
-	} else if (ep && ep->provider_created) {
-		dapl_ep_destroy(ep);
-	}
-	/* Out of resources: the request stays unanswered on the socket the
-	 * SSP still holds; the consumer learns nothing more from it. */
+	if (ssp->provider_ep && dapl_ep_create_internal(ia, &pep) != DAT_SUCCESS)
+		pep = NULL;
 	dapl_ia_lock(ia);
-	ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+	if (!ssp->dead) {
+		v = (struct dapl_sp_view){ .handle = ssp->obj.handle,
+					   .qual = local_port(ev),
+					   .evd = ssp->evd,
+					   .ep = ssp->provider_ep
+						 ? pep : reserved_ep_locked(ssp) };
+		if (v.ep)
+			r = dapl_cr_arrive_locked(ia, &v, ev);
+		if (r == DAT_SUCCESS) {
+			ssp->conn = NULL;	/* the CR owns the socket now */
+			ssp->conn_given = 1;
+			ssp->fd = -1;
+		} else {
+			(void)iwe_cm_reject(ev->conn, NULL, 0);
+		}
+		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
+	}
 	dapl_ia_unlock(ia);
+	if (r != DAT_SUCCESS && pep)
+		dapl_ep_destroy(pep);
 }
 
 static void ssp_handler(const struct iwe_cm_event *ev, void *ctx)
@@ -196,14 +160,16 @@ static void ssp_release_locked(struct dapl_ssp *ssp)
 {
 	struct dapl_ep *ep;
 
+	DAPL_ASSERT_IA_LOCKED(ssp->obj.ia);
 	if (ssp->ep_handle) {
-		ep = dapl_obj_get(ssp->ep_handle, DAT_HANDLE_TYPE_EP);
+		ep = dapl_obj_get_locked(ssp->obj.ia, ssp->ep_handle,
+					 DAT_HANDLE_TYPE_EP);
 		if (ep)
-			dapl_ep_unreserve(ep, ssp);
+			dapl_ep_unreserve_locked(ep, ssp);
 		ssp->ep_handle = DAT_HANDLE_NULL;
 	}
 	if (ssp->evd)
-		dapl_ep_unpin_evd_locked(ssp->evd);
+		dapl_evd_unpin_locked(ssp->evd);
 	ssp->evd = NULL;
 	dapl_obj_fini_locked(&ssp->obj);
 }
@@ -243,17 +209,15 @@ static DAT_RETURN ssp_link(struct dapl_ssp *ssp, DAT_EP_HANDLE ep_handle,
 	struct dapl_ep *ep;
 	DAT_RETURN r = DAT_SUCCESS;
 
-	ssp->evd = dapl_ep_pin_evd(ia, evd_handle, DAT_EVD_CR_FLAG);
+	ssp->evd = dapl_evd_pin(ia, evd_handle, DAT_EVD_CR_FLAG);
 	if (!ssp->evd)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_CR;
 	if (!ep_handle)
 		return DAT_SUCCESS;
 	dapl_ia_lock(ia);
-	ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	if (!ep || ep->obj.ia != ia)
-		r = DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
-	else
-		r = dapl_ep_reserve(ep, ssp);
+	ep = dapl_obj_get_locked(ia, ep_handle, DAT_HANDLE_TYPE_EP);
+	r = ep ? dapl_ep_reserve_locked(ep, ssp, NULL)
+	       : DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (r == DAT_SUCCESS)
 		ssp->ep_handle = ep_handle;
 	dapl_ia_unlock(ia);
@@ -315,6 +279,7 @@ DAT_RETURN dapl_ssp_create(struct dapl_ia *ia, int fd, DAT_EP_HANDLE ep,
 	if (!ssp)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	ssp->fd = ssp->consumer_fd = fd;
+	ssp->provider_ep = ep == DAT_HANDLE_NULL;
 	ssp->state = DAT_IW_SSP_STATE_OPERATIONAL;
 	r = dapl_obj_init(&ssp->obj, ia, DAPL_K_SSP, DAT_IW_HANDLE_TYPE_SSP,
 			  ssp_destroy_cb);
@@ -343,20 +308,16 @@ DAT_RETURN dapl_ssp_create(struct dapl_ia *ia, int fd, DAT_EP_HANDLE ep,
 
 DAT_RETURN dapl_ssp_free(DAT_IW_SSP_HANDLE handle)
 {
-	struct dapl_ssp *ssp = dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP);
-	struct dapl_ia *ia;
+	struct dapl_ssp *ssp = dapl_obj_lock(handle, DAT_IW_HANDLE_TYPE_SSP);
 
 	if (!ssp)
 		return DAT_INVALID_HANDLE;
-	ia = ssp->obj.ia;
-	dapl_ia_lock(ia);
-	/* Re-check under the lock: a concurrent free may have won. */
-	if (dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP) != ssp || ssp->dead) {
-		dapl_ia_unlock(ia);
+	if (ssp->dead) {	/* a concurrent free won */
+		dapl_ia_unlock(ssp->obj.ia);
 		return DAT_INVALID_HANDLE;
 	}
 	ssp->dead = 1;
-	dapl_ia_unlock(ia);
+	dapl_ia_unlock(ssp->obj.ia);
 	ssp_destroy(ssp);
 	return DAT_SUCCESS;
 }
@@ -364,15 +325,15 @@ DAT_RETURN dapl_ssp_free(DAT_IW_SSP_HANDLE handle)
 DAT_RETURN dapl_ssp_query(DAT_IW_SSP_HANDLE handle, int mask,
 			  DAT_IW_SSP_PARAM *param)
 {
-	struct dapl_ssp *ssp = dapl_obj_get(handle, DAT_IW_HANDLE_TYPE_SSP);
+	DAT_RETURN r;
+	struct dapl_ssp *ssp = dapl_obj_query_get(handle, DAT_IW_HANDLE_TYPE_SSP,
+						  0, mask,
+						  DAT_IW_SSP_FIELD_ALL, !param,
+						  &r);
 	struct dapl_ia *ia;
 
 	if (!ssp)
-		return DAT_INVALID_HANDLE;
-	if (mask & ~DAT_IW_SSP_FIELD_ALL)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	if (!param)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
+		return r;
 	ia = ssp->obj.ia;
 	dapl_ia_lock(ia);
 	param->ia_handle = dapl_ia_consumer_handle(ia);

@@ -19,6 +19,8 @@ struct dapl_ssp {
 	struct dapl_evd *evd;		/* pinned: CR and SOCKET_DOWN events */
 	DAT_EP_HANDLE ep_handle;	/* the consumer's EP (reserved), or NULL:
 					 * kept as a handle, the EP may go */
+	int provider_ep;		/* no EP given: the request gets a
+					 * provider-created one */
 	int fd;				/* the socket while associated, else -1 */
 	int consumer_fd;		/* the socket given at create */
 	struct iwe_conn *conn;		/* adoption, owned until a CR takes it */

@@ -25,11 +25,9 @@ DAT_RETURN dapl_ssp_socket_connect(DAT_EP_HANDLE ep_handle, int fd,
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EP;
 	if (!timeout_ok(timeout))
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
-	if (!dapl_pd_size_ok(pd_size))
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG4;
-	if (pd_size > 0 && !pd)
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG5;
-	r = dapl_ssp_check_socket(ep->obj.ia, fd, &connected);
+	r = dapl_pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5);
+	if (r == DAT_SUCCESS)
+		r = dapl_ssp_check_socket(ep->obj.ia, fd, &connected);
 	if (r != DAT_SUCCESS)
 		return r;
 	/* An unconnected socket is not refused (seed 002 3.1.4.2): sending
