@@ -252,18 +252,25 @@ enum expect { EXP_CLOSE, EXP_CM_REJECT, EXP_CONSUMER };
 static enum expect expected(const uint8_t *d, size_t n, int hashed,
 			    struct iw_mpa_frame *f)
 {
-	int rc = iw_mpa_parse(d, n, IW_MPA_EXPECT_REQ, f, NULL);
+	int rc = iw_mpa_parse(d, n, IW_MPA_EXPECT_REQ, f, NULL), has_hdr;
 
 	if (rc == IW_MPA_NEED_MORE || rc == IW_MPA_ERR_BAD_KEY ||
 	    rc == IW_MPA_ERR_WRONG_KEY)
 		return EXP_CLOSE;
 	if (rc != IW_MPA_OK)
 		return EXP_CM_REJECT;
+	has_hdr = f->pdata_len >= IWE_CM_SERVICE_HDR_LEN &&
+		  !memcmp(f->pdata, g_magic, FUZZ_SVC_MAGIC_LEN);
+	/* A plain port inside the shared range refuses the header. */
+	if (!hashed && has_hdr &&
+	    service_port(g_plain_svc) >= IWE_CM_SERVICE_PORT_BASE &&
+	    service_port(g_plain_svc) <
+		    IWE_CM_SERVICE_PORT_BASE + IWE_CM_SERVICE_PORTS)
+		return EXP_CLOSE;
 	if (hashed) {
 		uint64_t svc_be;
 
-		if (f->pdata_len < IWE_CM_SERVICE_HDR_LEN ||
-		    memcmp(f->pdata, g_magic, FUZZ_SVC_MAGIC_LEN))
+		if (!has_hdr)
 			return EXP_CLOSE;
 		memcpy(&svc_be, f->pdata + FUZZ_SVC_MAGIC_LEN, 8);
 		if (iw_be64(svc_be) != g_hashed_svc)

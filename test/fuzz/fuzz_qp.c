@@ -29,6 +29,7 @@ void fq_cfg_decode(const uint8_t *h, struct fq_cfg *c)
 	c->post_read = !!(h[0] & 2);
 	c->close_at_end = !!(h[0] & 4);
 	c->srq = !!(h[0] & 8);
+	c->fix_crc = c->crc && (h[0] & 0x40);
 	c->mulpdu = mulpdus[(h[0] >> 4) & 3];
 	c->nrecv = h[1] & 7;
 	c->ird = 1 + ((h[1] >> 3) & 7);
@@ -55,6 +56,7 @@ void fq_cfg_encode(const struct fq_cfg *c, uint8_t *h)
 		lg++;
 	h[0] = (uint8_t)((c->crc ? 1 : 0) | (c->post_read ? 2 : 0) |
 			 (c->close_at_end ? 4 : 0) | (c->srq ? 8 : 0) |
+			 (c->fix_crc ? 0x40 : 0) |
 			 index_of(mulpdus, 4, c->mulpdu) << 4);
 	h[1] = (uint8_t)((c->nrecv & 7) | ((c->ird - 1) & 7) << 3 | lg << 6);
 	h[2] = (uint8_t)(index_of(cm, 4, c->chunk_max) | (c->chunk_seed & 63) << 2);
@@ -373,9 +375,35 @@ static size_t next_chunk(struct fq *q, size_t left)
 	return n < left ? n : left;
 }
 
-void fq_feed(struct fq *q, const uint8_t *data, size_t n)
+/* Walk the bytes as FPDUs and give each whole one a good CRC. */
+static void fix_crcs(uint8_t *b, size_t n)
 {
 	size_t off = 0;
+
+	while (n - off >= IW_FPDU_LEN_FIELD) {
+		uint16_t len_be;
+		size_t body, total;
+
+		memcpy(&len_be, b + off, 2);
+		body = IW_FPDU_LEN_FIELD + iw_be16(len_be) +
+		       iw_fpdu_pad(iw_be16(len_be));
+		total = body + IW_FPDU_CRC_LEN;
+		if (n - off < total)
+			return;
+		iw_fpdu_put_crc(b + off + body, iw_crc32c(0, b + off, body));
+		off += total;
+	}
+}
+
+void fq_feed(struct fq *q, const uint8_t *in, size_t n)
+{
+	uint8_t *data = malloc(n ? n : 1);
+	size_t off = 0;
+
+	FUZZ_CHECK(data != NULL, "malloc");
+	memcpy(data, in, n);
+	if (q->cfg.fix_crc)
+		fix_crcs(data, n);
 
 	while (off < n) {
 		size_t k = next_chunk(q, n - off);
@@ -386,6 +414,7 @@ void fq_feed(struct fq *q, const uint8_t *data, size_t n)
 		off += (size_t)w;
 		step(q);
 	}
+	free(data);
 }
 
 /* ---------------------------------------------------------------- checks */

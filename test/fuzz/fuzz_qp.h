@@ -18,7 +18,9 @@
  * An input starts with FQ_HDR_LEN bytes of configuration:
  *   h[0] bit 0: CRC; bit 1: post an RDMA Read first; bit 2: close the
  *        peer's sending side after the input (EOF); bit 3: receives come
- *        from an SRQ; bits 4-5: MULPDU 0 (default) / 128 / 1024 / 4096
+ *        from an SRQ; bits 4-5: MULPDU 0 (default) / 128 / 1024 / 4096;
+ *        bit 6: with CRC, rewrite the CRC of every FPDU of the input
+ *        (so mutated FPDUs get past the CRC check)
  *   h[1] bits 0-2: receives posted (0..7); bits 3-5: IRD - 1;
  *        bits 6-7: log2 ORD
  *   h[2] bits 0-1: largest write into the stream 1 / 7 / 64 bytes / all
@@ -68,6 +70,7 @@ struct fq_cfg {
 	int post_read;
 	int close_at_end;
 	int srq;
+	int fix_crc;
 	uint32_t mulpdu;
 	unsigned nrecv;
 	uint32_t ird, ord;
@@ -107,7 +110,8 @@ uint8_t *fq_region(enum fq_region r);
 /* Everything up to an established QP with its receives, window and
  * Read posted; aborts (a setup failure is no finding) with a reason. */
 void fq_open(struct fq *q, const struct fq_cfg *c);
-/* Write data into the stream in chunks, driving the QP after each. */
+/* Write data into the stream in chunks, driving the QP after each
+ * (after fixing its CRCs if the configuration says so). */
 void fq_feed(struct fq *q, const uint8_t *data, size_t n);
 /* EOF if configured, drive the QP to rest, check every invariant. */
 void fq_finish(struct fq *q);

@@ -282,11 +282,13 @@ static void rx_corpus(const struct stags *t)
 
 		for (c.crc = 0; c.crc <= 1; c.crc++)
 			rx_variant(r, t, &c, "");
-		/* Cut into 1..7-byte writes, EOF after, small MULPDU. */
+		/* CRC, cut into 1..7-byte writes, EOF after, small MULPDU. */
+		c.crc = 1;
 		c.chunk_max = 7;
 		c.chunk_seed = (unsigned)i;
 		c.close_at_end = 1;
 		c.mulpdu = 128;
+		c.fix_crc = 1;
 		rx_variant(r, t, &c, "_cut");
 	}
 }

@@ -114,8 +114,10 @@ for t in $targets; do
 	bin=$out/fuzz_$t
 	log=$out/fuzz_$t.log
 	# New inputs go to the first directory, kept between runs.
-	corpora="$out/corpus/$t $out/seeds/fuzz_$t"
-	[ -d "$src/corpus/fuzz_$t" ] && corpora="$corpora $src/corpus/fuzz_$t"
+	corpora=$out/corpus/$t
+	for d in "$out/seeds/fuzz_$t" "$src/corpus/fuzz_$t"; do
+		[ -d "$d" ] && corpora="$corpora $d"
+	done
 	mkdir -p "$out/corpus/$t" "$out/findings"
 	FUZZ_ALLOW=$allow "$bin" -max_total_time="$seconds" -timeout=20 \
 		-rss_limit_mb=2048 -print_final_stats=1 \
