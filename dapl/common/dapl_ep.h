@@ -9,11 +9,15 @@
  * cr.c (Connection Requests: a request's arrival, accept, reject), sp.c
  * (PSPs and RSPs); dapl/ssp/ssp.c (SSPs) sits beside sp.c.
  *
- * Dependencies are counted in obj.users under ia->lock, as everywhere:
+ * Dependencies are counted in obj.users, under ia->lock as everywhere
+ * except on EVDs, whose counts may come from other IAs (evd_queue.c):
  *   - an EP counts one user on its PZ, on each of its EVDs (once per role,
  *     so an EVD serving two roles is counted twice) and on its SRQ;
- *   - a PSP or RSP counts one user on its CR EVD;
+ *   - a PSP, RSP or SSP counts one user on its CR EVD;
  *   - an SRQ counts one user on its PZ.
+ * The connect EVD of an EP and the CR EVD of a Service Point may belong
+ * to another IA of the provider instance; everything else an object
+ * names belongs to its own IA (doc/semantics.md, "Sharing across IAs").
  * EP state and the EP <-> RSP/CR/conn links also change under ia->lock.
  *
  * Threading with the engine (cm.c): connection manager handlers run on the

@@ -21,8 +21,8 @@
  * dat_cno_fd_create hands it to the consumer, so completions the engine
  * produces make it readable without any provider thread.
  *
- * Lock order: ia->lock, then evd->lock, then cno->lock; engine locks are
- * leaves.  The CNO reads an attached EVD's 'enabled' and 'waiting' flags
+ * Lock order: ia->lock, then the EVD share lock (evd_queue.c), then
+ * evd->lock, then cno->lock; engine locks are leaves.  The CNO reads an attached EVD's 'enabled' and 'waiting' flags
  * without the EVD lock (they are atomic) because it cannot take the EVD
  * lock while holding its own.
  */
@@ -161,12 +161,36 @@ void dapl_evd_ring_get_locked(struct dapl_evd *evd, DAT_EVENT *event);
 void dapl_evd_ring_move_locked(struct dapl_evd *evd, DAT_EVENT *ring,
 			       DAT_COUNT qlen);
 
-/* Look up an EVD that carries stream 'flag' for an object of 'ia' and
- * count one more user of it, atomically with dat_evd_free.  NULL when the
- * handle is bad, not an EVD, of another IA or without the flag. */
+/* Look up an EVD for one role ('role': the stream it must carry,
+ * DAT_EVD_DTO_FLAG for recv/request, _CONNECTION_FLAG for connect,
+ * _CR_FLAG for a Service Point) of an object of 'ia', and count one more
+ * user of it, atomically with dat_evd_free.  The connect and CR roles
+ * accept an EVD of any IA of the same provider instance, the DTO role only
+ * one of 'ia' (see evd_queue.c).  NULL when the handle is bad, not an
+ * EVD, out of scope or without the stream. */
 struct dapl_evd *dapl_evd_pin(struct dapl_ia *ia, DAT_EVD_HANDLE h,
-			      DAT_EVD_FLAGS flag);
-void dapl_evd_unpin_locked(struct dapl_evd *evd);
+			      DAT_EVD_FLAGS role);
+/* Drop that count (any lock of the user's IA may be held); the last user
+ * of an orphan frees it. */
+void dapl_evd_unpin(struct dapl_evd *evd);
+/* Whether objects count on the EVD. */
+int dapl_evd_in_use(struct dapl_evd *evd);
+/* dat_evd_free, ia->lock held: refuse while objects count on the EVD or
+ * may_go_locked (called with evd->lock held) refuses; otherwise mark it
+ * dead, detach it from its CNO and release its handle. */
+DAT_RETURN dapl_evd_unlink_locked(struct dapl_evd *evd,
+				  DAT_RETURN (*may_go_locked)(struct dapl_evd *));
+/* Abrupt IA close, ia->lock held: detach and release the handle whatever
+ * the state.  Returns 1 when objects of another IA still count on the
+ * EVD: it is an orphan then (obj.ia NULL), and its last dapl_evd_unpin
+ * frees its ring. */
+int dapl_evd_orphan_locked(struct dapl_evd *evd);
+
+/* The EVD's memory, lock, wake fd and ring of qlen events; NULL when out
+ * of memory.  dapl_evd_ring_free frees all of it (release the CQ first). */
+struct dapl_evd *dapl_evd_ring_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
+				     DAT_EVD_FLAGS flags);
+void dapl_evd_ring_free(struct dapl_evd *evd);
 
 /* ---- completions (dto_event.c) ---- */
 

@@ -69,11 +69,11 @@ static void links_unpin_locked(struct dapl_ia *ia, const struct ep_links *l)
 	if (l->pz)
 		dapl_obj_unpin_locked(&l->pz->obj);
 	if (l->recv)
-		dapl_evd_unpin_locked(l->recv);
+		dapl_evd_unpin(l->recv);
 	if (l->request)
-		dapl_evd_unpin_locked(l->request);
+		dapl_evd_unpin(l->request);
 	if (l->connect)
-		dapl_evd_unpin_locked(l->connect);
+		dapl_evd_unpin(l->connect);
 	if (l->srq)
 		dapl_obj_unpin_locked(&l->srq->obj);
 }

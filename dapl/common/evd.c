@@ -42,7 +42,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 
 #include "dapl.h"
 #include "dapl_evd.h"
@@ -110,36 +109,18 @@ DAT_RETURN dapl_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)
 static void evd_release(struct dapl_evd *evd)
 {
 	dapl_evd_cq_release(evd);
-	if (evd->wake_fd >= 0)
-		close(evd->wake_fd);
-	pthread_cond_destroy(&evd->idle);
-	dapl_lock_destroy(&evd->lock);
-	free(evd->ring);
-	free(evd);
+	dapl_evd_ring_free(evd);
 }
 
 static DAT_RETURN evd_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
 			    DAT_EVD_FLAGS flags, struct dapl_evd **out)
 {
-	struct dapl_evd *evd = calloc(1, sizeof(*evd));
+	struct dapl_evd *evd = dapl_evd_ring_alloc(ia, qlen, flags);
 	DAT_RETURN ret = DAT_SUCCESS;
 
 	if (!evd)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	dapl_lock_init(&evd->lock);
-	pthread_cond_init(&evd->idle, NULL);
-	evd->obj.ia = ia;
-	evd->flags = flags;
-	atomic_init(&evd->enabled, 1);
-	atomic_init(&evd->waiting, 0);
-	evd->waitable = 1;
-	evd->qlen = qlen;
-	evd->threshold = 1;
-	evd->ring = calloc((size_t)qlen, sizeof(*evd->ring));
-	evd->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!evd->ring || evd->wake_fd < 0)
-		ret = DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
-	else if (flags & EVD_CQ_FLAGS)
+	if (flags & EVD_CQ_FLAGS)
 		ret = dapl_evd_cq_create(evd, ia);
 	if (ret != DAT_SUCCESS) {
 		evd_release(evd);
@@ -150,11 +131,13 @@ static DAT_RETURN evd_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
 }
 
 /* Abrupt IA close: free whatever the state, waking a waiter with
- * DAT_ABORT and waiting until it has left the EVD. */
+ * DAT_ABORT and waiting until it has left the EVD.  An EVD that objects
+ * of another IA still count on keeps its ring for them (an orphan). */
 static void evd_destroy(struct dapl_obj *obj)
 {
 	struct dapl_evd *evd = (struct dapl_evd *)obj;
 	struct dapl_ia *ia = obj->ia;
+	int orphan;
 
 	dapl_lock(&evd->lock);
 	evd->dead = 1;
@@ -164,15 +147,14 @@ static void evd_destroy(struct dapl_obj *obj)
 	dapl_unlock(&evd->lock);
 
 	dapl_ia_lock(ia);
-	dapl_lock(&evd->lock);
-	if (evd->cno)
-		dapl_cno_detach_locked(evd->cno, evd);
-	dapl_unlock(&evd->lock);
 	if (ia->async_evd == evd)
 		ia->async_evd = NULL;	/* late async posts become no-ops */
-	dapl_obj_fini_locked(obj);
+	orphan = dapl_evd_orphan_locked(evd);
 	dapl_ia_unlock(ia);
-	evd_release(evd);
+	/* The objects of this IA went first: no QP completes into the CQ. */
+	dapl_evd_cq_release(evd);
+	if (!orphan)
+		dapl_evd_ring_free(evd);
 }
 
 DAT_RETURN dapl_evd_create_internal(struct dapl_ia *ia, DAT_COUNT qlen,
@@ -196,36 +178,25 @@ DAT_RETURN dapl_evd_create_internal(struct dapl_ia *ia, DAT_COUNT qlen,
 	return DAT_SUCCESS;
 }
 
-/* Returns the DAT code for 'not freed'. */
-static DAT_RETURN evd_unlink_locked(struct dapl_ia *ia, struct dapl_evd *evd)
+/* The checks of dat_evd_free beyond the dependents' count (evd->lock
+ * held, and ia->lock): not the IA's async EVD, no waiter, and the CQ can
+ * go (EBUSY: a QP still completes into it). */
+static DAT_RETURN evd_may_go_locked(struct dapl_evd *evd)
 {
-	DAT_RETURN ret = DAT_SUCCESS;
-
-	DAPL_ASSERT_IA_LOCKED(ia);
-	if (evd->obj.users > 0)
-		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
-	if (evd == ia->async_evd)
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	if (evd == evd->obj.ia->async_evd)
 		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_ASYNC;
-	dapl_lock(&evd->lock);
 	if (atomic_load(&evd->waiting))
-		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER;
-	else if (evd->cq && dapl_evd_cq_destroy_locked(evd) != 0)
-		ret = DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
-	if (ret == DAT_SUCCESS) {
-		evd->dead = 1;
-		if (evd->cno)
-			dapl_cno_detach_locked(evd->cno, evd);
-	}
-	dapl_unlock(&evd->lock);
-	if (ret == DAT_SUCCESS)
-		dapl_obj_fini_locked(&evd->obj);
-	return ret;
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_WAITER;
+	if (evd->cq && dapl_evd_cq_destroy_locked(evd) != 0)
+		return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_IN_USE;
+	return DAT_SUCCESS;
 }
 
 /* ia->lock held, and released here: unlink and free, or say why not. */
 static DAT_RETURN evd_free_unlock(struct dapl_ia *ia, struct dapl_evd *evd)
 {
-	DAT_RETURN ret = evd_unlink_locked(ia, evd);
+	DAT_RETURN ret = dapl_evd_unlink_locked(evd, evd_may_go_locked);
 
 	dapl_ia_unlock(ia);
 	if (ret == DAT_SUCCESS)

@@ -115,7 +115,8 @@ static int ia_in_use_locked(struct dapl_ia *ia)
 	for (int k = 0; k < DAPL_K_COUNT; k++)
 		for (struct dapl_obj *o = ia->objs[k]; o; o = o->next)
 			if (!(ia->async_evd_ours &&
-			      o == &ia->async_evd->obj && o->users == 0))
+			      o == &ia->async_evd->obj &&
+			      !dapl_evd_in_use(ia->async_evd)))
 				return 1;
 	return 0;
 }

@@ -228,7 +228,7 @@ static void sp_release_locked(struct dapl_sp *sp)
 	if (sp->ep)
 		dapl_ep_unreserve_locked(sp->ep, sp);
 	sp->ep = NULL;
-	dapl_evd_unpin_locked(sp->evd);
+	dapl_evd_unpin(sp->evd);
 }
 
 /* The same and unregister it. */

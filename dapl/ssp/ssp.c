@@ -169,7 +169,7 @@ static void ssp_release_locked(struct dapl_ssp *ssp)
 		ssp->ep_handle = DAT_HANDLE_NULL;
 	}
 	if (ssp->evd)
-		dapl_evd_unpin_locked(ssp->evd);
+		dapl_evd_unpin(ssp->evd);
 	ssp->evd = NULL;
 	dapl_obj_fini_locked(&ssp->obj);
 }

@@ -33,6 +33,37 @@ static DAT_RETURN try_open(const char *name, DAT_IA_ATTR *attr,
 	return r;
 }
 
+/* EVDs are shared only inside one provider instance (one dat.conf line):
+ * a connect EVD of another IA of the same line will do, one of another
+ * line, even on the same device, will not. */
+static void test_evd_scope(void)
+{
+	DAT_IA_HANDLE ia = test_open_ia(NULL), same = test_open_ia(NULL), other;
+	DAT_EVD_HANDLE async = DAT_HANDLE_NULL, c_same, c_other;
+	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+	DAT_PZ_HANDLE pz = DAT_HANDLE_NULL;
+
+	if (dat_ia_open((DAT_NAME_PTR)"iw-lo-opts", 4, &async, &other) !=
+	    DAT_SUCCESS)
+		BAIL("dat_ia_open(iw-lo-opts)");
+	if (dat_pz_create(ia, &pz) != DAT_SUCCESS ||
+	    dat_evd_create(same, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+			   &c_same) != DAT_SUCCESS ||
+	    dat_evd_create(other, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+			   &c_other) != DAT_SUCCESS)
+		BAIL("dat_pz_create / dat_evd_create");
+	CHECK_RET(dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL,
+				c_same, NULL, &ep), DAT_SUCCESS,
+		  "connect EVD of another IA of the same instance");
+	dat_ep_free(ep);
+	CHECK_RET(dat_ep_create(ia, pz, DAT_HANDLE_NULL, DAT_HANDLE_NULL,
+				c_other, NULL, &ep), DAT_INVALID_HANDLE,
+		  "connect EVD of another instance (iw-lo-opts) -> DAT_INVALID_HANDLE");
+	dat_ia_close(other, DAT_CLOSE_ABRUPT_FLAG);
+	dat_ia_close(same, DAT_CLOSE_ABRUPT_FLAG);
+	dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+}
+
 int main(int argc, char **argv)
 {
 	DAT_IA_ATTR a;
@@ -65,5 +96,6 @@ int main(int argc, char **argv)
 		  "out-of-range option value -> DAT_INVALID_PARAMETER");
 	CHECK_RET(try_open("iw-bad-short", NULL, NULL), DAT_INVALID_PARAMETER,
 		  "missing transport -> DAT_INVALID_PARAMETER");
+	test_evd_scope();
 	return tap_done();
 }
