@@ -23,18 +23,16 @@
  * mode connect_psp | connect_ssp (msgs_per_s: setups per second, lat_*:
  * cycle time) and ssp_upgrade, ssp_upgrade_active, ssp_upgrade_passive.
  * Exit status 0 when every cycle connected, 1 otherwise, 2 on usage. */
-#include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc_io.h"
 #include "dtest/dat_util.h"
-#include "dtest/lat_stats.h"
+#include "dtest/result_row.h"
 
 #define DEFAULT_QUAL 63950	/* above the ephemeral port range */
 #define WARMUP_MAX 100
@@ -54,22 +52,6 @@ struct cm_times {
 };
 
 static const struct du_ep_sizes ep_sizes = { .max_recv = 16, .max_req = 16, .rdma_read = 4 };
-
-static int io_full(int fd, void *p, size_t len, int wr)
-{
-	char *c = p;
-
-	while (len) {
-		ssize_t k = wr ? write(fd, c, len) : read(fd, c, len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		c += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
 
 static int wait_disconnected(struct du *d)
 {
@@ -182,33 +164,23 @@ static int connect_one(struct du *d, const struct cm_opts *o, struct cm_times *t
 	return 0;
 }
 
-static void print_row(const struct cm_opts *o, const char *what, long n, double secs,
-		      double rate, const struct lat_stats *l, double mean_us, int ok)
-{
-	char r[32] = "";
-
-	if (rate > 0)
-		snprintf(r, sizeof r, "%.0f", rate);
-	if (o->csv)
-		printf("%s,0,%ld,%.6f,,%.3f,%s,1,%s,%.3f,%.3f,%.3f\n", what, n, secs, mean_us,
-		       ok ? "OK" : "FAIL", r, l->median_us, l->p99_us, l->max_us);
-	else
-		printf("%-20s %8ld %10s %10.1f %10.1f %10.1f %10.1f  %s\n", what, n, *r ? r : "-",
-		       mean_us, l->median_us, l->p99_us, l->max_us, ok ? "OK" : "FAIL");
-}
-
-/* Summarises samples[0..n) (nanoseconds) as one output row. */
+/* Summarises samples[0..n) (nanoseconds) as one output row; rate < 0:
+ * none. */
 static void report(const struct cm_opts *o, const char *what, uint64_t *samples, long n,
 		   double rate, int ok)
 {
 	struct lat_stats l;
+	struct result_row row = { .mode = what, .iters = n, .window = 1, .mbps = -1,
+				  .rate = rate, .lat = &l, .ok = ok };
 	double sum = 0;
 	long k;
 
 	for (k = 0; k < n; k++)
 		sum += (double)samples[k];
 	lat_summarize(samples, n, 1.0, &l);
-	print_row(o, what, n, sum / 1e9, rate, &l, n ? sum / (double)n / 1e3 : 0, ok);
+	row.secs = sum / 1e9;
+	row.lat_mean_us = n ? sum / (double)n / 1e3 : 0;
+	row_print(o->csv, &row);
 }
 
 /* The upgrade rows from both sides' times of the measured cycles. */
@@ -228,9 +200,9 @@ static void report_upgrades(const struct cm_opts *o, const struct cm_times *c,
 		act[k] = c[k].est - c[k].call;
 		pas[k] = s[k].est - s[k].call;
 	}
-	report(o, "ssp_upgrade", span, n, 0, ok);
-	report(o, "ssp_upgrade_active", act, n, 0, ok);
-	report(o, "ssp_upgrade_passive", pas, n, 0, ok);
+	report(o, "ssp_upgrade", span, n, -1, ok);
+	report(o, "ssp_upgrade_active", act, n, -1, ok);
+	report(o, "ssp_upgrade_passive", pas, n, -1, ok);
 	free(span);
 }
 
@@ -306,7 +278,7 @@ static int parse(struct cm_opts *o, int argc, char **argv)
 int main(int argc, char **argv)
 {
 	struct cm_opts o;
-	int ready[2], res[2], rc, st;
+	int ready[2], res[2], rc;
 	long warm;
 	char r;
 	pid_t pid;
@@ -337,18 +309,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "iwcm: the server did not start\n");
 		rc = 1;
 	} else {
-		if (o.csv)
-			printf("mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,"
-			       "lat_median_us,lat_p99_us,lat_max_us\n");
-		else
-			printf("%-20s %8s %10s %10s %10s %10s %10s  %s\n", "what", "cycles",
-			       "per sec", "mean(us)", "median", "p99", "max", "valid");
+		row_header(o.csv);
 		rc = client(&o, warm, res[0]);
 	}
-	if (rc)		/* a server still waiting for us would wait for nothing */
-		kill(pid, SIGTERM);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		rc = 1;
+	rc |= reap_child(pid, rc);
 	close(ready[0]);
 	close(res[0]);
 	return rc;

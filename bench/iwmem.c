@@ -19,17 +19,15 @@
  * is OK when all `eps` EPs were made (and connected), else FAIL.
  * Exit status 0 when they all were, 1 otherwise, 2 on usage. */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "proc_io.h"
 #include "dtest/dat_util.h"
 
 #define DEFAULT_QUAL 63955	/* above the ephemeral port range */
@@ -75,22 +73,6 @@ static struct usage usage_since(struct usage before)
 	now.rss -= before.rss;
 	now.heap -= before.heap;
 	return now;
-}
-
-static int io_full(int fd, void *p, size_t len, int wr)
-{
-	char *c = p;
-
-	while (len) {
-		ssize_t k = wr ? write(fd, c, len) : read(fd, c, len);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		c += k;
-		len -= (size_t)k;
-	}
-	return 0;
 }
 
 /* An EP with the provider's default attributes. */
@@ -160,7 +142,7 @@ static int measure_idle_apart(const struct mem_opts *o, DAT_EP_HANDLE *eps)
 		free(eps);
 		_exit(st);
 	}
-	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	return reap_child(pid, 0);
 }
 
 /* --------------------------------------------------------- connected */
@@ -274,7 +256,7 @@ static int client(const struct mem_opts *o, DAT_EP_HANDLE *eps, int in_fd, int g
 
 static int measure_connected(const struct mem_opts *o, DAT_EP_HANDLE *eps)
 {
-	int ready[2], res[2], go[2], rc = 1, st;
+	int ready[2], res[2], go[2], rc = 1;
 	char c;
 	pid_t pid;
 
@@ -303,10 +285,7 @@ static int measure_connected(const struct mem_opts *o, DAT_EP_HANDLE *eps)
 	else
 		fprintf(stderr, "iwmem: the server did not start\n");
 	close(go[1]);
-	if (rc)
-		kill(pid, SIGTERM);
-	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
-		rc = 1;
+	rc |= reap_child(pid, rc);
 	close(ready[0]);
 	close(res[0]);
 	return rc;

@@ -5,6 +5,7 @@
 #
 # Every cell is "median [min-max]" over the rounds; a ratio divides the
 # medians.  Latencies are one way (half a round trip), in microseconds.
+# Large numbers are shortened: k = x 1000, M = x 10^6.
 
 NR == 1 {
 	for (i = 1; i <= NF; i++)
@@ -36,10 +37,14 @@ function fmt(v) {
 	return sprintf("%.2f", v)
 }
 
-function cell(k, metric) {
+function cell(k, metric) { return cell_div(k, metric, 1) }
+
+# The cell of metric divided by div (1024: bytes as KiB).
+function cell_div(k, metric, div) {
 	if (!(k in have) || S[k, metric "_med"] == "")
 		return "n/a"
-	return fmt(S[k, metric "_med"]) " [" fmt(S[k, metric "_min"]) "-" fmt(S[k, metric "_max"]) "]"
+	return fmt(S[k, metric "_med"] / div) " [" fmt(S[k, metric "_min"] / div) "-" \
+		fmt(S[k, metric "_max"] / div) "]"
 }
 
 function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "n/a" : sprintf("%.2f", a / b) }
@@ -81,7 +86,7 @@ function lat_row(s, mode, tmode, metric, label,    k0, k1, kt, kf) {
 }
 
 function lat_table(    i, s, m, nm, modes, tm) {
-	printf "\nPing-pong latency, one way (half a round trip), us: median [min-max] of %d round(s)\n", rounds
+	printf "\nPing-pong latency, one way (half a round trip), us (k = x1000): median [min-max] of %d round(s)\n", rounds
 	printf "(libfabric: fi_pingpong -p tcp, which reports only a mean; polling modes are\n"
 	printf " compared with busy-polling TCP, blocking with blocking TCP)\n"
 	printf "%-8s %-11s %-7s %-20s %-20s %-20s %-20s %7s %7s %7s\n", "size", "mode", "stat",
@@ -116,7 +121,7 @@ function cm_row(op, label, rate,    k) {
 }
 
 function mem_table() {
-	printf "\nMemory per endpoint, bytes: median [min-max] of %d round(s)\n", rounds
+	printf "\nMemory per endpoint, KiB: median [min-max] of %d round(s)\n", rounds
 	printf "(RSS: resident pages the EPs made the process touch; heap: malloc'ed bytes)\n"
 	printf "%-40s %6s %-24s %-24s\n", "what", "EPs", "RSS per EP", "heap per EP"
 	mem_row("mem_ep_idle", "idle EP (created, never connected)")
@@ -127,7 +132,7 @@ function mem_table() {
 function mem_row(op, label,    k) {
 	k = key("iwdapl", 0, "block", op, 0)
 	printf "%-40s %6s %-24s %-24s\n", label, (k in have) ? S[k, "iterations"] : "n/a",
-		cell(k, "rss_per_ep"), cell(k, "heap_per_ep")
+		cell_div(k, "rss_per_ep", 1024), cell_div(k, "heap_per_ep", 1024)
 }
 
 # target TEXT VALUE LIMIT LOWER_IS_BETTER MEASURED: one target line.
@@ -139,11 +144,11 @@ function target(text, v, limit, lower, measured,    verdict) {
 	} else {
 		verdict = "MISS"; nmiss++
 	}
-	printf "%-4s  %-66s %-32s %s\n", verdict, text, measured,
-		v == "" || v == "n/a" ? "" : sprintf("%s %s %s", v, lower ? "<=" : ">=", limit)
+	printf "%-4s  %-68s %-16s %s\n", verdict, text,
+		v == "" || v == "n/a" ? "n/a" : sprintf("%s %s %s", v, lower ? "<=" : ">=", limit), measured
 }
 
-function us(v) { return v == "" ? "n/a" : fmt(v) " us" }
+function us(v) { return v == "" ? "n/a" : v >= 10000 ? sprintf("%.1f ms", v / 1000) : fmt(v) " us" }
 
 function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 	printf "\nTargets (ratios of medians over the rounds of this run)\n"
@@ -158,7 +163,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 			ratio(med(k, "lat_p99_us"), med(k, "lat_median_us")), 2, 1,
 			us(med(k, "lat_p99_us")) " vs " us(med(k, "lat_median_us")))
 		v = (k in have) ? S[k, "lat_max_us_max"] : ""
-		target("8 B ping-pong, polling, " cs ": no iteration over 1 ms (one way)",
+		target("8 B ping-pong, polling, " cs ": max one-way time < 1 ms (in ms)",
 			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "max " us(v))
 	}
 	for (c = 0; c <= 1; c++) {
@@ -177,7 +182,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 			ratio(med(k, "msgs_per_s"), med(kt, "msgs_per_s")), 1.0, 0,
 			fmt(med(k, "msgs_per_s")) "/s vs " fmt(med(kt, "msgs_per_s")) "/s")
 		v = med(k, "msgs_per_s")
-		target("64 B RDMA Write rate, " cs ": >= 400,000 /s (x 1000)",
+		target("64 B RDMA Write rate, " cs ": >= 400,000 /s (in 1000/s)",
 			v == "" ? "" : sprintf("%.1f", v / 1000), 400, 0, fmt(v) "/s")
 	}
 	for (i = 1; i <= 2; i++) {
@@ -192,7 +197,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 	}
 	kp = key("iwdapl", 0, "block", "connect_psp", 0)
 	v = med(kp, "msgs_per_s")
-	target("connection setups per second (PSP, loopback) >= 10,000 (x 1000)",
+	target("connection setups per second (PSP, loopback) >= 10,000 (in 1000/s)",
 		v == "" ? "" : sprintf("%.2f", v / 1000), 10, 0, fmt(v) "/s")
 	ks = key("iwdapl", 0, "block", "ssp_upgrade", 0)
 	target("SSP upgrade (median, first call -> both ESTABLISHED) < 100 us",
@@ -207,7 +212,7 @@ function mem_target(op, label,    k, v) {
 	k = key("iwdapl", 0, "block", op, 0)
 	v = med(k, "rss_per_ep")
 	target("memory per " label " < 64 KiB (RSS, KiB)", v == "" ? "" : sprintf("%.1f", v / 1024),
-		64, 1, "heap " fmt(med(k, "heap_per_ep")) " B")
+		64, 1, v == "" ? "" : sprintf("heap %.1f KiB", med(k, "heap_per_ep") / 1024))
 }
 
 END {

@@ -8,7 +8,8 @@
 #     blocking in dat_evd_wait;
 #   - ping-pong latency, one way (half a round trip): mean, median, 99th
 #     percentile and max over N iterations, blocking (dat_evd_wait),
-#     polling (spinning dat_evd_dequeue) and polling with dat_evd_wait and
+#     polling (spinning dat_evd_dequeue) and, at the first latency size
+#     and for BENCH_WAIT0_ITERS iterations, polling with dat_evd_wait and
 #     timeout 0;
 #   - plain TCP (bench/tcp_baseline: one send() per message, TCP_NODELAY,
 #     the same window rule; ping-pong blocking and busy-polling);
@@ -31,6 +32,7 @@
 # 20 s that also validates every transfer), --rounds N, --sizes LIST,
 # --lat-sizes LIST, --seconds S (budget per bandwidth point).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
+# BENCH_WAIT0_ITERS (1000; --quick: 200),
 # BENCH_CYCLES (connection cycles, 1000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
@@ -84,6 +86,11 @@ bytes() {
 }
 size_bytes=$(bytes "$sizes")
 lat_bytes=$(bytes "$lat_sizes")
+# Polling with dat_evd_wait(timeout 0): the first latency size only, and
+# fewer iterations, as a provider whose timeout-0 wait does not drive
+# progress can take milliseconds per round trip there.
+wait0_size=${lat_bytes%%,*}
+wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
 
 out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/logs" || exit 1
@@ -154,11 +161,16 @@ fi_pp() {
 		echo "run.sh: fi_pingpong -S $1 failed (log: $l.err); libfabric TCP is n/a" >&2
 		return
 	fi
+	# Its sizes read "8", "4k", "64k", "1m"; times "2.84s" or "842ms".
 	awk -v r="$round" -v n="$lat_iters" '
-	$1 ~ /^[0-9]+$/ && NF >= 8 {
+	$1 ~ /^[0-9]+[kmg]?$/ && NF >= 8 {
+		b = $1 + 0
+		if ($1 ~ /k$/) b *= 1024; else if ($1 ~ /m$/) b *= 1048576; else if ($1 ~ /g$/) b *= 1073741824
 		t = $5; s = t + 0
 		if (t ~ /ms$/) s /= 1e3; else if (t ~ /us$/) s /= 1e6
-		printf "%s,fi_tcp,-,poll,pingpong,%s,1,%s,%.6f,%s,%.0f,%s,,,,,,1\n", r, $1, n, s, $6, n / s, $7
+		# MB/s one way, as the other ping-pongs count it (its own counts both)
+		printf "%s,fi_tcp,-,poll,pingpong,%d,1,%s,%.6f,%.2f,%.0f,%s,,,,,,1\n", r, b, n, s,
+			b * n / s / 1e6, n / s, $7
 	}' "$l" >>"$raw"
 }
 
@@ -195,9 +207,10 @@ while [ $round -lt "$rounds" ]; do
 		for m in $bw_modes; do
 			iw $crc "$m" "-m write,read,send -S $sizes -t $secs --window $window"
 		done
-		for m in block poll poll_wait0; do
+		for m in block poll; do
 			iw $crc $m "-m pingpong -S $lat_sizes -n $lat_iters"
 		done
+		iw $crc poll_wait0 "-m pingpong -S $wait0_size -n $wait0_iters"
 	done
 	tcp block "-m stream -S $sizes -t $secs --window $window"
 	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"

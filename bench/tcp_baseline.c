@@ -34,6 +34,7 @@
 
 #include "dtest/lat_stats.h"
 #include "dtest/pattern.h"
+#include "dtest/result_row.h"
 #include "dtest/window.h"
 
 #define MAX_SIZES 32
@@ -228,24 +229,17 @@ static int run_budget(int fd, const struct opts *o, int mode, size_t size, struc
 
 static void print_row(const struct opts *o, int mode, size_t size, const struct result *r)
 {
-	double mbps = (double)size * (double)r->n / r->secs / 1e6, rate = (double)r->n / r->secs;
-	const char *name = mode == T_STREAM ? "stream" : "pingpong";
-	char lat[4][32] = { "", "", "", "" };
+	int pp = mode == T_PINGPONG;
+	struct result_row row = {
+		.mode = pp ? "pingpong" : "stream", .size = size, .iters = r->n,
+		.window = r->window, .secs = r->secs,
+		.mbps = (double)size * (double)r->n / r->secs / 1e6,
+		.rate = (double)r->n / r->secs,
+		.lat_mean_us = pp ? r->secs * 1e6 / (double)r->n / 2 : -1,
+		.lat = pp ? &r->lat : NULL, .ok = !r->errs,
+	};
 
-	if (mode == T_PINGPONG) {
-		snprintf(lat[0], sizeof lat[0], "%.3f", r->secs * 1e6 / (double)r->n / 2);
-		snprintf(lat[1], sizeof lat[1], "%.3f", r->lat.median_us);
-		snprintf(lat[2], sizeof lat[2], "%.3f", r->lat.p99_us);
-		snprintf(lat[3], sizeof lat[3], "%.3f", r->lat.max_us);
-	}
-	if (o->csv)
-		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s,%ld,%.0f,%s,%s,%s\n", name, size, r->n, r->secs,
-		       mbps, lat[0], r->errs ? "FAIL" : "OK", r->window, rate, lat[1], lat[2], lat[3]);
-	else
-		printf("%-9s %10zu %10ld %12.2f %10s  %-5s %6ld %12.0f %9s %9s\n", name, size, r->n,
-		       mbps, *lat[0] ? lat[0] : "-", r->errs ? "FAIL" : "OK", r->window, rate,
-		       *lat[1] ? lat[1] : "-", *lat[2] ? lat[2] : "-");
-	fflush(stdout);
+	row_print(o->csv, &row);
 }
 
 static int client(const struct opts *o, struct sockaddr_in *sin)
@@ -260,12 +254,7 @@ static int client(const struct opts *o, struct sockaddr_in *sin)
 		return 1;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	if (o->csv)
-		printf("mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,"
-		       "lat_median_us,lat_p99_us,lat_max_us\n");
-	else
-		printf("%-9s %10s %10s %12s %10s  %-5s %6s %12s %9s %9s\n", "mode", "size",
-		       "iters", "MB/s", "lat(us)", "valid", "window", "msgs/s", "median", "p99");
+	row_header(o->csv);
 	for (mode = T_STREAM; mode <= T_PINGPONG; mode++) {
 		if (!(mode == T_STREAM ? o->stream : o->pingpong))
 			continue;

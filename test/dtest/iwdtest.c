@@ -10,6 +10,7 @@
  * exits.  Exit status: 0 when every test ran and validated, 1 otherwise,
  * 2 for a usage error. */
 #include "iwdtest.h"
+#include "result_row.h"
 #include "window.h"
 
 #include <getopt.h>
@@ -212,41 +213,28 @@ static int run_budget(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 static void print_row(const struct iwd_opts *o, int mode, size_t size,
 		      const struct iwd_result *r)
 {
-	double mbps = (double)size * (double)r->iters / r->secs / 1e6;
-	double rate = (double)r->iters / r->secs;
-	char lat[32] = "", med[32] = "", p99[32] = "", max[32] = "";
+	int pp = mode == M_PINGPONG;
+	struct result_row row = {
+		.mode = iwd_mode_name(mode), .size = size, .iters = r->iters,
+		.window = pp ? 1 : r->window, .secs = r->secs,
+		.mbps = (double)size * (double)r->iters / r->secs / 1e6,
+		.rate = (double)r->iters / r->secs,
+		/* one way: half a round trip */
+		.lat_mean_us = pp ? r->secs * 1e6 / (double)r->iters / 2 : -1,
+		.lat = pp ? &r->lat : NULL, .ok = !r->errors,
+	};
 
-	if (mode == M_PINGPONG) {	/* one way: half a round trip */
-		snprintf(lat, sizeof lat, "%.3f", r->secs * 1e6 / (double)r->iters / 2);
-		snprintf(med, sizeof med, "%.3f", r->lat.median_us);
-		snprintf(p99, sizeof p99, "%.3f", r->lat.p99_us);
-		snprintf(max, sizeof max, "%.3f", r->lat.max_us);
-	}
-	if (o->csv)
-		printf("%s,%zu,%ld,%.6f,%.2f,%s,%s,%ld,%.0f,%s,%s,%s\n", iwd_mode_name(mode),
-		       size, r->iters, r->secs, mbps, lat, r->errors ? "FAIL" : "OK",
-		       mode == M_PINGPONG ? 1 : r->window, rate, med, p99, max);
-	else
-		printf("%-9s %10zu %10ld %12.2f %10s  %-5s %6ld %12.0f %9s %9s\n",
-		       iwd_mode_name(mode), size, r->iters, mbps, *lat ? lat : "-",
-		       r->errors ? "FAIL" : "OK", mode == M_PINGPONG ? 1 : r->window, rate,
-		       *med ? med : "-", *p99 ? p99 : "-");
+	row_print(o->csv, &row);
 	if (r->errors)
 		fprintf(stderr, "iwdtest: %s size %zu: %ld transfers failed validation\n",
 			iwd_mode_name(mode), size, r->errors);
-	fflush(stdout);
 }
 
 static int run_client(struct iwd_sess *s, const struct iwd_opts *o)
 {
 	int mode, k, fails = 0;
 
-	if (o->csv)
-		printf("mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,"
-		       "lat_median_us,lat_p99_us,lat_max_us\n");
-	else
-		printf("%-9s %10s %10s %12s %10s  %-5s %6s %12s %9s %9s\n", "mode", "size",
-		       "iters", "MB/s", "lat(us)", "valid", "window", "msgs/s", "median", "p99");
+	row_header(o->csv);
 	for (mode = 0; mode < M_COUNT; mode++) {
 		if (!(o->modes & (1u << mode)))
 			continue;
