@@ -1,7 +1,7 @@
 #!/bin/sh
-# spdx.sh [--check] [FILE...]: puts the line
-#   SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# in the comment form of each file's type as its first line (second after a
+# spdx.sh [--check] [FILE...]: puts the project's SPDX license line (the
+# expression "GPL-2.0-only OR BSD-2-Clause", see COPYING), in the comment
+# form of each file's type, as its first line (second after a
 # "#!" line) in every tracked file where a comment fits: C and C++ sources
 # and headers, linker maps, shell and other "#!" scripts, Makefile.am,
 # configure.ac, valgrind suppressions, Lua, Markdown and man pages.  Other
@@ -65,7 +65,7 @@ list_files "$@" | {
 		pos=$(spdx_pos "$f")
 		have=$(sed -n "${pos}p" "$f")
 		[ "$have" != "$want" ] || continue
-		if head -n 5 "$f" | grep -q 'SPDX-License-Identifier'; then
+		if head -n 5 "$f" | grep -q '^[^[:alnum:]]*SPDX-License-Identifier:'; then
 			echo "${f#"$top"/}: has another SPDX line; left as it is" >&2
 			bad=$((bad + 1))
 			continue
