@@ -60,7 +60,8 @@ function human(s) {
 function xfer_table(op, label, mode, metric, unit,    i, s, k0, k1, kt) {
 	if (!((key("iwdapl", 0, mode, op, sz[1])) in have))
 		return
-	printf "\n%s, %s (%s): median [min-max] of %d round(s)\n", label, unit, mode, rounds
+	printf "\n%s, %s (%s): median [min-max] of %d round(s)\n", label, unit,
+		mode == "block" ? "blocking" : "polling", rounds
 	printf "%-8s %4s  %-22s %-22s %-22s %-14s %7s %7s\n", "size", "win", "iwdapl CRC off",
 		"iwdapl CRC on", "plain TCP", "libfabric TCP", "off/TCP", "on/TCP"
 	for (i = 1; i <= nsz; i++) {
@@ -218,14 +219,14 @@ function mem_target(op, label,    k, v) {
 END {
 	nsz = split(sizes, sz, ",")
 	nlat = split(lat_sizes, lat, ",")
-	xfer_table("write", "RDMA Write bandwidth", "block", "MBps", "MB/s")
-	xfer_table("write", "RDMA Write message rate", "block", "msgs_per_s", "messages/s")
-	xfer_table("read", "RDMA Read bandwidth", "block", "MBps", "MB/s")
-	xfer_table("read", "RDMA Read message rate", "block", "msgs_per_s", "messages/s")
-	xfer_table("send", "Send bandwidth", "block", "MBps", "MB/s")
-	xfer_table("send", "Send message rate", "block", "msgs_per_s", "messages/s")
-	xfer_table("write", "RDMA Write bandwidth", "poll", "MBps", "MB/s")
-	xfer_table("write", "RDMA Write message rate", "poll", "msgs_per_s", "messages/s")
+	split("write read send", ops, " ")
+	split("RDMA Write|RDMA Read|Send", labels, "|")
+	for (m = 1; m <= 2; m++)	# poll: with BENCH_BW_POLL=1 only
+		for (i = 1; i <= 3; i++) {
+			xfer_table(ops[i], labels[i] " bandwidth", m == 1 ? "block" : "poll", "MBps", "MB/s")
+			xfer_table(ops[i], labels[i] " message rate", m == 1 ? "block" : "poll",
+				"msgs_per_s", "messages/s")
+		}
 	lat_table()
 	cm_table()
 	mem_table()
