@@ -91,4 +91,4 @@ list_files "$@" | {
 		echo "spdx: added the SPDX line to $added file(s); $bad with another left alone"
 	fi
 	[ "$missing" -eq 0 ] && [ "$bad" -eq 0 ]
-}
+}; exit	# on the same line: this file may have just been edited under the shell
