@@ -27,9 +27,6 @@
 #include "dapl_lock.h"
 #include "iw_engine.h"
 
-#define DAPL_PROVIDER_VERSION_MAJOR 0
-#define DAPL_PROVIDER_VERSION_MINOR 1
-
 /* What a consumer may send in connection private data: MPA allows 512
  * bytes; the engine keeps the rest for IRD/ORD and qualifier mapping. */
 #define DAPL_MAX_PRIVATE_DATA 256

@@ -9,8 +9,19 @@
 #include "dapl_evd.h"
 #include <dat2/dat_iw_extensions.h>
 
-#define STR_(x) #x
-#define STR(x) STR_(x)
+/* The provider's version is the package's (configure.ac's AC_INIT, as
+ * config.h's PACKAGE_VERSION "major.minor.patch"); the engine is software,
+ * so the firmware version is the same.  A part that is not a number
+ * reads as 0. */
+static void package_version(DAT_UINT32 *major, DAT_UINT32 *minor)
+{
+	unsigned int ma = 0, mi = 0;
+
+	if (sscanf(PACKAGE_VERSION, "%u.%u", &ma, &mi) < 1)
+		ma = 0;
+	*major = ma;
+	*minor = mi;
+}
 
 static void fill_ia_attr(struct dapl_ia *ia, DAT_IA_ATTR *a)
 {
@@ -21,8 +32,8 @@ static void fill_ia_attr(struct dapl_ia *ia, DAT_IA_ATTR *a)
 		 d->ifname, d->transport == IWE_TRANSPORT_UDP ? "udp" : "tcp");
 	snprintf(a->vendor_name, sizeof(a->vendor_name), "iwdapl soft-iWARP");
 	a->hardware_version_major = 1;
-	a->firmware_version_major = DAPL_PROVIDER_VERSION_MAJOR;
-	a->firmware_version_minor = DAPL_PROVIDER_VERSION_MINOR;
+	package_version(&a->firmware_version_major,
+			&a->firmware_version_minor);
 	a->ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->ia_addr;
 	a->max_eps = (DAT_COUNT)d->max_qp;
 	a->max_dto_per_ep = (DAT_COUNT)d->max_qp_wr;
@@ -85,8 +96,8 @@ static void fill_provider_attr(struct dapl_ia *ia, DAT_PROVIDER_ATTR *a)
 	memset(a, 0, sizeof(*a));
 	snprintf(a->provider_name, sizeof(a->provider_name), "%s",
 		 ia->prov->ia_name);
-	a->provider_version_major = DAPL_PROVIDER_VERSION_MAJOR;
-	a->provider_version_minor = DAPL_PROVIDER_VERSION_MINOR;
+	package_version(&a->provider_version_major,
+			&a->provider_version_minor);
 	/* The registry finds our dat.conf entry again at close by these. */
 	a->dapl_version_major = 2;
 	a->dapl_version_minor = 0;

@@ -1,4 +1,6 @@
 /* IA open/query/close through Debian's libdat2, as a consumer sees them. */
+#include "config.h"	/* PACKAGE_VERSION */
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -50,7 +52,17 @@ static void test_query(void)
 	CHECK(a.max_lmr_block_size >= a.max_message_size,
 	      "max_lmr_block_size (0x%x) covers the largest message",
 	      (unsigned)a.max_lmr_block_size);
-	CHECK(p.provider_version_major == 0 || p.provider_version_major > 0, "provider version present");
+	/* The package's version, from configure.ac's AC_INIT. */
+	char *end;
+	unsigned long vmaj = strtoul(PACKAGE_VERSION, &end, 10);
+	unsigned long vmin = *end == '.' ? strtoul(end + 1, NULL, 10) : 0;
+
+	CHECK(p.provider_version_major == vmaj && p.provider_version_minor == vmin,
+	      "provider_version %u.%u is the package's (%s)",
+	      p.provider_version_major, p.provider_version_minor, PACKAGE_VERSION);
+	CHECK(a.firmware_version_major == vmaj && a.firmware_version_minor == vmin,
+	      "firmware_version %u.%u is the package's too",
+	      a.firmware_version_major, a.firmware_version_minor);
 	CHECK(p.dapl_version_major == 2 && p.dapl_version_minor == 0, "provider reports DAPL version 2.0");
 	CHECK(p.is_thread_safe == DAT_FALSE, "provider reports thread-safe FALSE (matches dat.conf)");
 	CHECK(p.max_private_data_size >= 64 && p.max_private_data_size <= 512,
