@@ -213,7 +213,7 @@ static int client(const struct cm_opts *o, long warm, int in_fd)
 	long total = warm + o->cycles, done = 0, sdone = -1;
 	struct du d = { .tmo_us = (DAT_TIMEOUT)(o->wait_s * 1e6) };
 	struct cm_times *c = calloc((size_t)total, sizeof *c), *s = calloc((size_t)total, sizeof *s);
-	uint64_t *cycle = calloc((size_t)total, sizeof *cycle), t0 = 0;
+	uint64_t *cycle = calloc((size_t)total, sizeof *cycle), t0 = 0, t1 = 0;
 	int ok;
 
 	if (c && s && cycle && !du_open(&d, o->ia, 64)) {
@@ -223,7 +223,8 @@ static int client(const struct cm_opts *o, long warm, int in_fd)
 				t0 = start;
 			if (connect_one(&d, o, &c[done]))
 				break;
-			cycle[done] = lat_now_ns() - start;
+			t1 = lat_now_ns();
+			cycle[done] = t1 - start;
 		}
 	}
 	ep_drop(&d);
@@ -236,7 +237,7 @@ static int client(const struct cm_opts *o, long warm, int in_fd)
 	ok = done == total && sdone == total;
 	if (done > warm) {
 		long n = done - warm;
-		double secs = (double)(lat_now_ns() - t0) / 1e9;
+		double secs = (double)(t1 - t0) / 1e9;
 
 		report(o, o->ssp ? "connect_ssp" : "connect_psp", cycle + warm, n,
 		       (double)n / secs, ok);

@@ -187,9 +187,13 @@ static int run_test(int fd, const struct opts *o, int mode, size_t size, long n,
 		h.window = (uint64_t)win_for_size(size, o->window);
 	pat_fill(src, size + PAT_SLACK, h.seed, 0);
 	t0 = lat_now_ns();
-	if (io_all(fd, &h, sizeof h, 1) ||
-	    (mode == T_STREAM ? client_stream(fd, &h) : (errs = client_pingpong(fd, &h, lat, cap))) < 0 ||
-	    io_all(fd, &perrs, sizeof perrs, 0)) {
+	if (io_all(fd, &h, sizeof h, 1))
+		errs = -1;
+	else if (mode == T_STREAM)
+		errs = client_stream(fd, &h);
+	else
+		errs = client_pingpong(fd, &h, lat, cap);
+	if (errs < 0 || io_all(fd, &perrs, sizeof perrs, 0)) {
 		free(lat);
 		return -1;
 	}
