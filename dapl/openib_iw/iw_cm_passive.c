@@ -1,6 +1,6 @@
 /* The connection manager's passive side: listeners and their ports, the
- * MPA request of each accepted TCP connection, CONNECT_REQUEST, accept
- * and reject.
+ * MPA request of each accepted TCP connection, and the replies.  Each
+ * conn handler returns the state to enter (iw_cm_priv.h).
  *
  * Services and ports: a service up to 65535 is its own port, listened on
  * by exactly one listener, and its requests carry only the consumer's
@@ -16,6 +16,15 @@
  * data; not MPA at all, an unknown service, max_requests reached, no
  * request within the timeout -> the socket is closed (the initiator sees
  * NON_PEER_REJECTED or its timeout).
+ *
+ * Hostile peers: at most CM_HALF_OPEN_MAX accepted connections per port
+ * may still be sending their request (see iw_cm_priv.h for what happens
+ * at the cap).  When
+ * the process is out of descriptors (EMFILE, ENFILE) or memory, the port
+ * stops being watched for CM_ACCEPT_RETRY_MS at a time: connections wait
+ * in the kernel's backlog and are served once descriptors are free again,
+ * and the progress thread does not spin on a socket it cannot accept
+ * from.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -23,6 +32,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/epoll.h>
@@ -32,7 +42,6 @@
 #include "iw_qp.h"
 
 #define LISTEN_BACKLOG 1024
-#define ACCEPT_BURST   64
 
 /* ------------------------------------------------------------- lookup */
 
@@ -64,13 +73,82 @@ static int in_hashed_range(uint16_t port)
 	       port < IWE_CM_SERVICE_PORT_BASE + IWE_CM_SERVICE_PORTS;
 }
 
+/* ------------------------------------------------------- accepting */
+
+static void retry_cb(struct iwe_prog_timer *t)
+{
+	struct cm_port *p = IWE_CONTAINER_OF(t, struct cm_port, retry);
+
+	iwe_prog_watch_mod(p->prog, &p->watch, EPOLLIN);
+}
+
+static void pause_accepting(struct cm_port *p, int ms)
+{
+	iwe_prog_watch_mod(p->prog, &p->watch, 0);
+	iwe_prog_timer_arm(p->prog, &p->retry, ms);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Room for one more half-open connection: drop the oldest if it has
+ * waited long enough, else pause.  0 when the caller must not accept. */
+static int half_open_room(struct cm_port *p)
+{
+	if (p->nhalf_open < CM_HALF_OPEN_MAX)
+		return 1;
+	if (mono_ns() - p->half_open->born_ns >=
+	    CM_HALF_OPEN_MIN_AGE_MS * 1000000ull) {
+		cm_conn_drop(p->half_open);
+		return 1;
+	}
+	pause_accepting(p, CM_HALF_OPEN_PAUSE_MS);
+	return 0;
+}
+
+/* One accepted socket, or -1 when there is none (or no room or no
+ * descriptor for it: then the port pauses). */
+int cm_passive_accept_fd(struct cm_port *p)
+{
+	int fd;
+
+	if (!half_open_room(p))
+		return -1;
+	fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+	    errno == ENOMEM)
+		pause_accepting(p, CM_ACCEPT_RETRY_MS);
+	return -1;	/* EAGAIN, or the peer already gave up */
+}
+
+/* A conn for an accepted socket: it waits for the request, as the
+ * newest of the port's half-open connections. */
+void cm_passive_setup(struct iwe_conn *c, struct cm_port *p)
+{
+	struct iwe_listener *l;
+
+	c->born_ns = mono_ns();
+	cm_half_open_add(p, c);
+	c->orphan = 1;
+	c->timeout_ms = 0;
+	for (l = p->listeners; l; l = l->next)
+		if (cm_mpa_timeout(&l->params) > c->timeout_ms)
+			c->timeout_ms = cm_mpa_timeout(&l->params);
+	cm_set_nodelay(c->fd);
+	cm_fill_addrs(c);
+}
+
 /* --------------------------------------------------------- requests */
 
-static void reply_io(struct iwe_conn *c, uint32_t revents);
-static void reply_timeout(struct iwe_conn *c);
-
 /* Reject reply with the reason as private data, then close. */
-void cm_refuse(struct iwe_conn *c, int rev, const char *reason)
+static int refuse(struct iwe_conn *c, int rev, const char *reason)
 {
 	struct iw_mpa_params rp = {
 		.rev = rev == IW_MPA_REV_ENHANCED ? rev : IW_MPA_REV_BASIC,
@@ -83,14 +161,12 @@ void cm_refuse(struct iwe_conn *c, int rev, const char *reason)
 
 	if (n < 0 || cm_out_set(c, frame, (size_t)n)) {
 		cm_conn_drop(c);
-		return;
+		return CS_DROPPED;
 	}
+	cm_half_open_del(c);
 	c->orphan = 1;
-	c->state = CS_REJECTING;
-	c->io = reply_io;
-	c->on_timer = reply_timeout;
-	iwe_prog_timer_arm(c->prog, &c->timer, CM_DEFAULT_MPA_TIMEOUT_MS);
-	reply_io(c, EPOLLOUT);
+	c->timeout_ms = CM_DEFAULT_MPA_TIMEOUT_MS;
+	return CS_REJECTING;
 }
 
 /* Which listener a parsed request is for; strips the service header.
@@ -124,23 +200,7 @@ static struct iwe_listener *route_request(struct iwe_conn *c,
 	return NULL;
 }
 
-static void deliver_request(struct iwe_conn *c, struct iwe_listener *l,
-			    const struct iw_mpa_frame *f)
-{
-	l->delivered++;
-	c->port = NULL;		/* the listener may go; this conn stays */
-	c->orphan = 0;
-	c->params = l->params;
-	c->handler = l->handler;
-	c->ctx = l->ctx;
-	c->state = CS_REQ_RCVD;
-	/* Not watched until accept: the bytes behind the request are
-	 * FPDUs for the QP. */
-	cm_quiesce(c);
-	cm_event(c, IWE_CM_CONNECT_REQUEST, 0, NULL, f->pdata, f->pdata_len);
-}
-
-static void handle_request(struct iwe_conn *c, struct iw_mpa_frame *f)
+static int on_request(struct iwe_conn *c, struct iw_mpa_frame *f)
 {
 	struct iwe_listener *l = route_request(c, f);
 	struct iw_mpa_local loc;
@@ -148,138 +208,110 @@ static void handle_request(struct iwe_conn *c, struct iw_mpa_frame *f)
 
 	if (!l || (l->max_requests && l->delivered >= l->max_requests)) {
 		cm_conn_drop(c);
-		return;
+		return CS_DROPPED;
 	}
 	cm_local_from_params(&l->params, &loc);
 	st = iw_mpa_negotiate(&loc, f, &c->rep, &c->neg);
-	if (st == IW_MPA_ERR_NO_RTR) {
-		cm_refuse(c, f->rev, iw_mpa_strerror(st));
-		return;
-	}
+	if (st == IW_MPA_ERR_NO_RTR)
+		return refuse(c, f->rev, iw_mpa_strerror(st));
 	if (st != IW_MPA_OK) {
 		cm_conn_drop(c);
-		return;
+		return CS_DROPPED;
 	}
-	deliver_request(c, l, f);
+	l->delivered++;
+	cm_half_open_del(c);	/* the listener may go; this conn stays */
+	c->orphan = 0;
+	c->params = l->params;
+	c->handler = l->handler;
+	c->ctx = l->ctx;
+	c->pend = (struct cm_pend){ IWE_CM_CONNECT_REQUEST, 0, NULL, f->pdata,
+				    f->pdata_len };
+	return CS_REQ_RCVD;
 }
 
-static void passive_io(struct iwe_conn *c, uint32_t revents)
+int cm_passive_io(struct iwe_conn *c)
 {
 	struct iw_mpa_frame f;
-	int st, r;
+	int st, r = cm_read_frame(c, IW_MPA_EXPECT_REQ, &f, &st);
 
-	(void)revents;
-	r = cm_read_frame(c, IW_MPA_EXPECT_REQ, &f, &st);
 	if (r == 0)
-		return;
-	if (r < 0 || st == IW_MPA_ERR_BAD_KEY || st == IW_MPA_ERR_WRONG_KEY)
+		return CS_REQ_WAIT;
+	if (r < 0 || st == IW_MPA_ERR_BAD_KEY || st == IW_MPA_ERR_WRONG_KEY) {
 		cm_conn_drop(c);	/* gone, or not speaking MPA */
-	else if (st != IW_MPA_OK)
-		cm_refuse(c, c->in_len > 17 ? c->in[17] : 1,
-			  iw_mpa_strerror(st));
-	else
-		handle_request(c, &f);
+		return CS_DROPPED;
+	}
+	if (st != IW_MPA_OK)
+		return refuse(c, c->in_len > 17 ? c->in[17] : 1,
+			      iw_mpa_strerror(st));
+	return on_request(c, &f);
 }
 
-static void passive_timeout(struct iwe_conn *c)
+int cm_passive_timeout(struct iwe_conn *c)
 {
 	cm_conn_drop(c);	/* no request in time: close, no event */
+	return CS_DROPPED;
+}
+
+/* ---------------------------------------------------------- replies */
+
+int cm_passive_answer(struct iwe_conn *c, const void *pdata, size_t len,
+		      int reject)
+{
+	struct iw_mpa_params rp = c->rep;
+	uint8_t frame[IW_MPA_MAX_RR_LEN];
+	ssize_t n;
+
+	rp.reject = reject;
+	rp.pdata = pdata;
+	rp.pdata_len = len;
+	n = iw_mpa_build(frame, sizeof(frame), 1, &rp);
+	if (n < 0)
+		return EINVAL;
+	if (cm_out_set(c, frame, (size_t)n))
+		return ENOMEM;
+	c->timeout_ms = cm_mpa_timeout(&c->params);
+	return 0;
+}
+
+static int accept_failed(struct iwe_conn *c, int err, const char *why)
+{
+	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
+	cm_reset_socket(c->fd);
+	return cm_end(c, IWE_CM_BROKEN, err, why, NULL, 0);
 }
 
 /* Writing a reply: accept goes on to FPDU mode, reject to close. */
-static void reply_io(struct iwe_conn *c, uint32_t revents)
+int cm_passive_reply_io(struct iwe_conn *c)
 {
 	int err = cm_out_flush(c);
 
-	(void)revents;
-	if (err == EAGAIN) {
-		cm_watch(c, EPOLLOUT);
-		return;
-	}
+	if (err == EAGAIN)
+		return c->state;
 	if (c->state == CS_ACCEPTING) {
-		iwe_prog_timer_cancel(c->prog, &c->timer);
-		if (err || cm_attach(c, 1)) {
-			iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-			cm_reset_socket(c->fd);
-			cm_finish(c, IWE_CM_BROKEN, err ? err : EINVAL,
-				  "accept reply could not be sent", NULL, 0);
-			return;
-		}
-		cm_passive_established(c);
-		return;
+		if (err)
+			return accept_failed(c, err,
+					     "accept reply could not be sent");
+		if (c->neg.rtr)
+			return CS_RTR_WAIT;
+		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL,
+					    NULL, 0 };
+		return CS_ESTABLISHED;
 	}
 	/* Rejected: an orderly close after the reply (an adopted socket
 	 * stays open for the consumer to release). */
 	if (!c->adopted)
 		shutdown(c->fd, SHUT_WR);
-	cm_quiesce(c);
-	c->state = CS_IDLE;
 	c->final = 1;
-	if (c->orphan)
-		cm_conn_drop(c);
+	return CS_IDLE;
 }
 
-static void reply_timeout(struct iwe_conn *c)
+int cm_passive_reply_timeout(struct iwe_conn *c)
 {
 	/* The peer does not read its reply. */
-	if (c->state == CS_ACCEPTING) {
-		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-		cm_reset_socket(c->fd);
-		cm_finish(c, IWE_CM_BROKEN, ETIMEDOUT,
-			  "accept reply not taken", NULL, 0);
-		return;
-	}
-	c->state = CS_IDLE;
+	if (c->state == CS_ACCEPTING)
+		return accept_failed(c, ETIMEDOUT, "accept reply not taken");
 	c->final = 1;
-	cm_quiesce(c);
-	if (c->orphan)
-		cm_conn_drop(c);
-}
-
-/* ------------------------------------------------------------ accept */
-
-static int mpa_timeout(const struct iwe_cm_params *p)
-{
-	return p->mpa_timeout_ms > 0 ? p->mpa_timeout_ms
-				     : CM_DEFAULT_MPA_TIMEOUT_MS;
-}
-
-static void accept_one(struct cm_port *p, int fd)
-{
-	struct iwe_conn *c = cm_conn_new(p->dev, p->prog, fd);
-	struct iwe_listener *l;
-	int ms = 0;
-
-	if (!c) {
-		close(fd);
-		return;
-	}
-	c->port = p;
-	c->orphan = 1;
-	c->state = CS_REQ_WAIT;
-	c->io = passive_io;
-	c->on_timer = passive_timeout;
-	cm_set_nodelay(fd);
-	cm_fill_addrs(c);
-	for (l = p->listeners; l; l = l->next)
-		if (mpa_timeout(&l->params) > ms)
-			ms = mpa_timeout(&l->params);
-	cm_watch(c, EPOLLIN);
-	iwe_prog_timer_arm(c->prog, &c->timer, ms);
-}
-
-static void port_io(struct iwe_prog_watch *w, uint32_t revents)
-{
-	struct cm_port *p = IWE_CONTAINER_OF(w, struct cm_port, watch);
-	int i, fd;
-
-	(void)revents;
-	for (i = 0; i < ACCEPT_BURST; i++) {
-		fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd < 0)
-			return;	/* EAGAIN, or the peer already gave up */
-		accept_one(p, fd);
-	}
+	return CS_IDLE;
 }
 
 /* ------------------------------------------------------------ listen */
@@ -320,10 +352,10 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 	return 0;
 }
 
-static int port_open(struct iwe_device *dev, struct iwe_prog *prog,
-		     uint16_t port, int hashed, struct cm_port **out)
+static int port_open(const struct cm_listen_args *a, uint16_t port,
+		     int hashed, struct cm_port **out)
 {
-	struct iwe_cm_dev *cm = cm_dev(dev);
+	struct iwe_cm_dev *cm = cm_dev(a->dev);
 	struct cm_port *p = calloc(1, sizeof(*p));
 	int err;
 
@@ -331,18 +363,19 @@ static int port_open(struct iwe_device *dev, struct iwe_prog *prog,
 		free(p);
 		return ENOMEM;
 	}
-	err = port_socket(dev, port, &p->fd, &p->port);
+	err = port_socket(a->dev, port, &p->fd, &p->port);
 	if (err) {
 		free(p);
 		return err;
 	}
-	p->dev = dev;
-	p->prog = prog;
+	p->dev = a->dev;
+	p->prog = a->prog;
 	p->hashed = hashed;
 	p->watch.fd = -1;
-	p->watch.cb = port_io;
+	p->watch.cb = a->port_cb;
+	p->retry.cb = retry_cb;
 	p->free_task.fn = port_free_task;
-	err = iwe_prog_watch_add(prog, &p->watch, p->fd, EPOLLIN);
+	err = iwe_prog_watch_add(a->prog, &p->watch, p->fd, EPOLLIN);
 	if (err) {
 		close(p->fd);
 		free(p);
@@ -359,7 +392,6 @@ static int port_open(struct iwe_device *dev, struct iwe_prog *prog,
 static void port_close(struct iwe_cm_dev *cm, struct cm_port *p)
 {
 	struct cm_port **pp;
-	struct iwe_conn *c, *next;
 
 	for (pp = &cm->ports; *pp; pp = &(*pp)->next) {
 		if (*pp == p) {
@@ -367,35 +399,19 @@ static void port_close(struct iwe_cm_dev *cm, struct cm_port *p)
 			break;
 		}
 	}
-	for (c = cm->conns; c; c = next) {
-		next = c->next;
-		if (c->port == p)
-			cm_conn_drop(c);
-	}
+	while (p->half_open)
+		cm_conn_drop(p->half_open);
 	iwe_prog_watch_del(p->prog, &p->watch);
+	iwe_prog_timer_cancel(p->prog, &p->retry);
 	close(p->fd);
 	iwe_prog_post(p->prog, &p->free_task);
 }
 
-struct listen_args {
-	struct iwe_device *dev;
-	struct iwe_prog *prog;
-	uint64_t service;		/* 0: any port */
-	const struct iwe_cm_params *params;
-	unsigned max_requests;
-	iwe_cm_handler handler;
-	void *ctx;
-	struct iwe_listener *out;
-	int err;
-};
-
-static int listen_port(struct listen_args *a, struct cm_port **pp)
+static int listen_port(const struct cm_listen_args *a, struct cm_port **pp)
 {
 	struct iwe_cm_dev *cm = cm_dev(a->dev);
 	int hashed = a->service > 65535;
-	uint16_t port = hashed ? (uint16_t)(IWE_CM_SERVICE_PORT_BASE +
-			a->service % IWE_CM_SERVICE_PORTS) :
-			(uint16_t)a->service;
+	uint16_t port = cm_service_port(a->service);
 
 	if (!cm)
 		return ENOMEM;
@@ -404,19 +420,18 @@ static int listen_port(struct listen_args *a, struct cm_port **pp)
 	*pp = a->service ? find_port(cm, port) : NULL;
 	if (*pp)
 		return (hashed && (*pp)->hashed) ? 0 : EADDRINUSE;
-	return port_open(a->dev, a->prog, port, hashed, pp);
+	return port_open(a, port, hashed, pp);
 }
 
-static void do_listen(void *arg)
+int cm_listen(const struct cm_listen_args *a, struct iwe_listener **out)
 {
-	struct listen_args *a = arg;
 	struct iwe_listener *l = calloc(1, sizeof(*l));
 	struct cm_port *p = NULL;
+	int err = l ? listen_port(a, &p) : ENOMEM;
 
-	a->err = l ? listen_port(a, &p) : ENOMEM;
-	if (a->err) {
+	if (err) {
 		free(l);
-		return;
+		return err;
 	}
 	l->port = p;
 	l->service = a->service ? a->service : p->port;
@@ -427,54 +442,11 @@ static void do_listen(void *arg)
 	l->free_task.fn = listener_free_task;
 	l->next = p->listeners;
 	p->listeners = l;
-	a->out = l;
+	*out = l;
+	return 0;
 }
 
-static int listen_common(struct listen_args *a, struct iwe_listener **out)
-{
-	if (!a->dev || !a->handler || !out || !cm_params_valid(a->params))
-		return EINVAL;
-	a->prog = iwe_prog_get(a->dev);
-	if (!a->prog)
-		return errno;
-	iwe_prog_call(a->prog, do_listen, a);
-	if (!a->err)
-		*out = a->out;
-	return a->err;
-}
-
-int iwe_cm_listen(struct iwe_device *dev, uint64_t service,
-		  const struct iwe_cm_params *params, unsigned max_requests,
-		  iwe_cm_handler handler, void *ctx, struct iwe_listener **out)
-{
-	struct listen_args a = { .dev = dev, .service = service,
-				 .params = params,
-				 .max_requests = max_requests,
-				 .handler = handler, .ctx = ctx };
-
-	if (service == 0)
-		return EINVAL;
-	return listen_common(&a, out);
-}
-
-int iwe_cm_listen_any(struct iwe_device *dev, uint64_t *service,
-		      const struct iwe_cm_params *params,
-		      iwe_cm_handler handler, void *ctx,
-		      struct iwe_listener **out)
-{
-	struct listen_args a = { .dev = dev, .params = params,
-				 .handler = handler, .ctx = ctx };
-	int err;
-
-	if (!service)
-		return EINVAL;
-	err = listen_common(&a, out);
-	if (!err)
-		*service = a.out->service;
-	return err;
-}
-
-static void listener_remove(struct iwe_cm_dev *cm, struct iwe_listener *l)
+void cm_listener_remove(struct iwe_cm_dev *cm, struct iwe_listener *l)
 {
 	struct cm_port *p = l->port;
 	struct iwe_listener **pp;
@@ -490,112 +462,8 @@ static void listener_remove(struct iwe_cm_dev *cm, struct iwe_listener *l)
 		port_close(cm, p);
 }
 
-static void do_listen_destroy(void *arg)
-{
-	struct iwe_listener *l = arg;
-
-	listener_remove(l->port->dev->cm, l);
-}
-
-void iwe_cm_listen_destroy(struct iwe_listener *l)
-{
-	if (l)
-		iwe_prog_call(l->port->prog, do_listen_destroy, l);
-}
-
 void cm_ports_fini(struct iwe_cm_dev *cm)
 {
 	while (cm->ports)
-		listener_remove(cm, cm->ports->listeners);
-}
-
-/* ------------------------------------------------- accept and reject */
-
-struct answer_args {
-	struct iwe_conn *c;
-	struct iwe_qp *qp;
-	const void *pdata;
-	size_t pdata_len;
-	iwe_cm_handler handler;
-	void *ctx;
-	int err;
-};
-
-/* Build the reply (accepting or rejecting) and start writing it. */
-static int answer(struct iwe_conn *c, const struct answer_args *a,
-		  int reject)
-{
-	struct iw_mpa_params rp = c->rep;
-	uint8_t frame[IW_MPA_MAX_RR_LEN];
-	ssize_t n;
-
-	rp.reject = reject;
-	rp.pdata = a->pdata;
-	rp.pdata_len = a->pdata_len;
-	n = iw_mpa_build(frame, sizeof(frame), 1, &rp);
-	if (n < 0)
-		return EINVAL;
-	if (cm_out_set(c, frame, (size_t)n))
-		return ENOMEM;
-	c->state = reject ? CS_REJECTING : CS_ACCEPTING;
-	c->io = reply_io;
-	c->on_timer = reply_timeout;
-	iwe_prog_timer_arm(c->prog, &c->timer, mpa_timeout(&c->params));
-	/* Written from the loop: no handler runs inside the API call. */
-	cm_watch(c, EPOLLOUT);
-	return 0;
-}
-
-static void do_accept(void *arg)
-{
-	struct answer_args *a = arg;
-	struct iwe_conn *c = a->c;
-
-	if (c->dead || c->state != CS_REQ_RCVD ||
-	    iwe_qp_get_state(a->qp) != IWE_QPS_INIT) {
-		a->err = EINVAL;
-		return;
-	}
-	c->qp = a->qp;
-	c->handler = a->handler;
-	c->ctx = a->ctx;
-	if (c->adopted)
-		cm_set_nodelay(c->fd);	/* it carries FPDUs from now on */
-	a->err = answer(c, a, 0);
-	if (a->err)
-		c->qp = NULL;
-}
-
-static void do_reject(void *arg)
-{
-	struct answer_args *a = arg;
-	struct iwe_conn *c = a->c;
-
-	if (c->dead || c->state != CS_REQ_RCVD) {
-		a->err = EINVAL;
-		return;
-	}
-	a->err = answer(c, a, 1);
-}
-
-int iwe_cm_accept(struct iwe_conn *c, struct iwe_qp *qp, const void *pdata,
-		  size_t pdata_len, iwe_cm_handler handler, void *ctx)
-{
-	struct answer_args a = { c, qp, pdata, pdata_len, handler, ctx, 0 };
-
-	if (!c || !qp || !handler || (pdata_len && !pdata) ||
-	    pdata_len > IWE_MAX_PRIVATE_DATA)
-		return EINVAL;
-	iwe_prog_call(c->prog, do_accept, &a);
-	return a.err;
-}
-
-int iwe_cm_reject(struct iwe_conn *c, const void *pdata, size_t pdata_len)
-{
-	struct answer_args a = { c, NULL, pdata, pdata_len, NULL, NULL, 0 };
-
-	if (!c || (pdata_len && !pdata) || pdata_len > IWE_MAX_PRIVATE_DATA)
-		return EINVAL;
-	iwe_prog_call(c->prog, do_reject, &a);
-	return a.err;
+		cm_listener_remove(cm, cm->ports->listeners);
 }

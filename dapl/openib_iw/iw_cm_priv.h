@@ -1,17 +1,31 @@
-/* Connection manager internals shared by iw_cm.c (core, active side,
- * established connections, disconnect, destroy), iw_cm_passive.c
- * (listeners, requests, accept, reject) and iw_cm_ssp.c (adopted
- * sockets).
+/* Connection manager internals.
+ *
+ * Floors, bottom up (no file calls into a floor above it, and the parts
+ * of the middle floor do not call each other):
+ *   iw_cm_conn.c     the conn object, events, socket helpers, parameters
+ *   iw_cm_active.c   active side: TCP connect, MPA request, the reply
+ *   iw_cm_passive.c  listeners, accepted sockets, the request, replies
+ *   iw_cm_ssp.c      adopted sockets (Socket Service Points)
+ *   iw_cm_est.c      established connections: the QP takes the stream;
+ *                    its end, disconnects, timeouts
+ *   iw_cm.c          one conn state, changed only in cm_enter(), the
+ *                    dispatch of socket, timer and QP events by state,
+ *                    and the public API (iw_engine.h)
+ * A middle-floor handler never changes the state: it does its work and
+ * returns the state to enter (and may leave one event in c->pend for
+ * cm_enter to deliver once the state is set, so a consumer's handler
+ * that calls back into the CM finds the conn consistent).
  *
  * Threading: every field below is touched on the device's progress
  * thread only (API calls run their body there through iwe_prog_call), so
- * there is no CM lock.  The one cross-thread path is the QP's TX hook,
- * which only posts conn->kick_task.
+ * there is no CM lock.  The one cross-thread path is the QP's notify,
+ * which only posts conn->qp_task.
  */
 #ifndef IW_CM_PRIV_H
 #define IW_CM_PRIV_H
 
 #include <netinet/in.h>
+#include <sys/epoll.h>
 
 #include "iw_engine.h"
 #include "iw_mpa.h"
@@ -26,8 +40,21 @@
  * the peer's FIN before resetting. */
 #define CM_DISC_TIMEOUT_MS 3000
 #define CM_DEFAULT_MPA_TIMEOUT_MS 5000
+/* Connections accepted whose MPA request is not complete yet, per
+ * listening port.  At the cap, the oldest is dropped if it has waited
+ * CM_HALF_OPEN_MIN_AGE_MS (so a flood of idle connections cannot starve
+ * clients that do send their request); a burst of young ones instead
+ * pauses accepting for CM_HALF_OPEN_PAUSE_MS (they wait in the kernel's
+ * backlog). */
+#define CM_HALF_OPEN_MAX 256
+#define CM_HALF_OPEN_MIN_AGE_MS 1000
+#define CM_HALF_OPEN_PAUSE_MS 10
+/* Out of descriptors: the listener pauses this long between retries
+ * instead of spinning on a socket it cannot accept from. */
+#define CM_ACCEPT_RETRY_MS 100
 
 enum cm_state {
+	CS_NEW,			/* just created, nothing watched */
 	CS_CONNECTING,		/* active: TCP connect in progress */
 	CS_MPA_SENT,		/* active: request sent, reading the reply */
 	CS_REQ_WAIT,		/* passive: reading (or peeking) the request */
@@ -40,6 +67,7 @@ enum cm_state {
 	CS_DISC_WAIT,		/* graceful: FIN sent, waiting for the peer's */
 	CS_IDLE,		/* nothing watched: after the final event, or
 				 * an adopted socket parked for release */
+	CS_DROPPED,		/* freed by the handler: touch it no more */
 };
 
 struct cm_port;
@@ -50,11 +78,21 @@ struct cm_pending_ev {
 };
 #define CM_MAX_PENDING_EV 4
 
+/* The event a handler leaves for cm_enter to deliver. */
+struct cm_pend {
+	int type;			/* -1: none */
+	int status;
+	const char *reason;
+	const void *pdata;		/* into c->in, valid until delivered */
+	size_t pdata_len;
+};
+
 struct iwe_conn {
 	struct iwe_device *dev;
 	struct iwe_prog *prog;
 	struct iwe_conn *next, *prev;	/* the device's conn list */
-	int state;			/* enum cm_state */
+	struct iwe_conn *pnext, *pprev;	/* the port's half-open list */
+	int state;			/* enum cm_state: cm_enter only */
 	int fd;
 	int active;			/* MPA initiator */
 	int adopted;			/* SSP: the consumer's socket */
@@ -64,12 +102,14 @@ struct iwe_conn {
 	int orphan;			/* no consumer: freed when done */
 	int final;			/* no further events will come */
 	int dead;			/* destroyed; free_task pending */
-	void (*io)(struct iwe_conn *c, uint32_t revents);
-	void (*on_timer)(struct iwe_conn *c);
+	int timeout_ms;			/* the timer of the current phase
+					 * (<= 0: none) */
+	uint64_t born_ns;		/* passive: when accepted */
+	struct cm_pend pend;
 	struct iwe_prog_watch watch;
 	struct iwe_prog_timer timer;
 	struct iwe_prog_task ev_task;	/* delivers evq from the loop */
-	struct iwe_prog_task kick_task;	/* TX blocked: watch EPOLLOUT */
+	struct iwe_prog_task qp_task;	/* the QP notified */
 	struct iwe_prog_task free_task;
 	struct cm_pending_ev evq[CM_MAX_PENDING_EV];
 	int nev;
@@ -112,7 +152,11 @@ struct cm_port {
 	int hashed;			/* requests carry the service header */
 	int fd;
 	struct iwe_prog_watch watch;
+	struct iwe_prog_timer retry;	/* accept paused: out of fds */
 	struct iwe_listener *listeners;
+	struct iwe_conn *half_open;	/* oldest first */
+	struct iwe_conn *half_open_tail;
+	unsigned nhalf_open;
 	struct iwe_prog_task free_task;
 };
 
@@ -121,46 +165,96 @@ struct iwe_cm_dev {
 	struct cm_port *ports;
 };
 
-/* ---- iw_cm.c */
+/* ---- iw_cm_conn.c: the conn object, events, socket helpers */
 struct iwe_cm_dev *cm_dev(struct iwe_device *dev);
 int cm_params_valid(const struct iwe_cm_params *p);
+unsigned cm_clamp_rd(uint32_t v, unsigned max);
 void cm_local_from_params(const struct iwe_cm_params *p,
 			  struct iw_mpa_local *l);
+int cm_mpa_timeout(const struct iwe_cm_params *p);
+uint16_t cm_service_port(uint64_t service);
 struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
-			     int fd);
-void cm_conn_drop(struct iwe_conn *c);	/* free a conn nobody owns */
+			     int fd, void (*io)(struct iwe_prog_watch *,
+						uint32_t),
+			     void (*on_timer)(struct iwe_prog_timer *),
+			     void (*on_qp)(struct iwe_prog_task *));
+void cm_conn_drop(struct iwe_conn *c);	/* close (unless released), free */
+void cm_half_open_add(struct cm_port *p, struct iwe_conn *c);
+void cm_half_open_del(struct iwe_conn *c);	/* no-op when not on one */
 void cm_quiesce(struct iwe_conn *c);	/* stop watching and timing */
 void cm_watch(struct iwe_conn *c, uint32_t events);
 void cm_event(struct iwe_conn *c, int type, int status, const char *reason,
 	      const void *pdata, size_t pdata_len);
 void cm_queue_event(struct iwe_conn *c, int type, int status,
 		    const char *reason);
-void cm_finish(struct iwe_conn *c, int type, int status, const char *reason,
-	       const void *pdata, size_t pdata_len);
+/* Leave the final event for cm_enter (c->final set); returns CS_IDLE. */
+int cm_end(struct iwe_conn *c, int type, int status, const char *reason,
+	   const void *pdata, size_t pdata_len);
 int cm_out_set(struct iwe_conn *c, const void *buf, size_t len);
 int cm_out_flush(struct iwe_conn *c);
 int cm_read_frame(struct iwe_conn *c, enum iw_mpa_expect expect,
 		  struct iw_mpa_frame *f, int *st);
 void cm_fill_addrs(struct iwe_conn *c);
-int cm_attach(struct iwe_conn *c, int responder);
-void cm_est_start(struct iwe_conn *c);
-void cm_passive_established(struct iwe_conn *c);
-int cm_active_start(struct iwe_conn *c, const void *pdata, size_t len,
-		    int with_svc_hdr);
-void cm_active_io(struct iwe_conn *c, uint32_t revents);
-void cm_active_timeout(struct iwe_conn *c);
 void cm_reset_socket(int fd);
 void cm_skip_time_wait(int fd);
 void cm_close_ended(int fd);
 void cm_set_nodelay(int fd);
+/* IWDAPL_DEBUG=1: why a connection ended, on stderr. */
+void cm_log_end(struct iwe_conn *c, int err);
+
+/* ---- iw_cm_active.c (the int handlers return the state to enter) */
+int cm_active_socket(struct iwe_device *dev, int *fdp);	/* 0 or errno */
+int cm_active_request(struct iwe_conn *c, const void *pdata, size_t len,
+		      int with_svc_hdr);		/* 0 or errno */
+int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst);
+int cm_active_connected(struct iwe_conn *c);
+int cm_active_io(struct iwe_conn *c, uint32_t revents);
+int cm_active_timeout(struct iwe_conn *c);
 
 /* ---- iw_cm_passive.c */
+struct cm_listen_args {
+	struct iwe_device *dev;
+	struct iwe_prog *prog;
+	uint64_t service;		/* 0: a port the kernel picks */
+	const struct iwe_cm_params *params;
+	unsigned max_requests;
+	iwe_cm_handler handler;
+	void *ctx;
+	void (*port_cb)(struct iwe_prog_watch *w, uint32_t revents);
+};
+int cm_listen(const struct cm_listen_args *a, struct iwe_listener **out);
+void cm_listener_remove(struct iwe_cm_dev *cm, struct iwe_listener *l);
 void cm_ports_fini(struct iwe_cm_dev *cm);
-/* Answer a request the CM refuses on its own: a reject reply carrying
- * the reason as private data, then close. */
-void cm_refuse(struct iwe_conn *c, int rev, const char *reason);
+int cm_passive_accept_fd(struct cm_port *p);
+void cm_passive_setup(struct iwe_conn *c, struct cm_port *p);
+int cm_passive_io(struct iwe_conn *c);
+int cm_passive_timeout(struct iwe_conn *c);
+/* Build the accept (reject = 0) or reject reply into c->out. */
+int cm_passive_answer(struct iwe_conn *c, const void *pdata, size_t len,
+		      int reject);
+int cm_passive_reply_io(struct iwe_conn *c);
+int cm_passive_reply_timeout(struct iwe_conn *c);
 
 /* ---- iw_cm_ssp.c */
-void cm_ssp_passive_io(struct iwe_conn *c, uint32_t revents);
+int cm_ssp_adopt_fd(int fd, int *saved);
+int cm_ssp_io(struct iwe_conn *c, uint32_t revents);
+/* Stop watching and restore the socket's flags: 0, or EBUSY once it
+ * carries (or is about to carry) a connection. */
+int cm_ssp_release(struct iwe_conn *c);
+#define CM_SSP_PEEK_EVENTS (EPOLLIN | EPOLLRDHUP | EPOLLET)
+
+/* ---- iw_cm_est.c */
+/* Attach the QP to the stream (responder with RTR: held after the RTR;
+ * otherwise held until ESTABLISHED is delivered).  0 or an errno. */
+int cm_est_attach(struct iwe_conn *c, int responder);
+/* The QP notified: the state to enter. */
+int cm_est_qp_changed(struct iwe_conn *c);
+int cm_est_timeout(struct iwe_conn *c);
+/* An abrupt disconnect: QP to ERROR, FIN after what was sent or a
+ * reset; the caller queues the event. */
+void cm_est_abort(struct iwe_conn *c);
+
+/* ---- iw_cm.c: the listening port's accept loop (cm_listen_args) */
+void cm_port_io(struct iwe_prog_watch *w, uint32_t revents);
 
 #endif

@@ -251,7 +251,7 @@ struct iwe_cq *iwe_create_cq(struct iwe_device *dev, int cqe,
 	q->pub = (struct iwe_cq){ .dev = dev, .cq_context = cq_context,
 				  .channel = channel, .cqe = cqe };
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_mutex_init(&q->qps_lock, NULL);
+	pthread_mutex_init(&q->hooks_lock, NULL);
 	if (channel)
 		channel_attach(channel);
 	return &q->pub;
@@ -300,8 +300,8 @@ int iwe_destroy_cq(struct iwe_cq *cq)
 		return err;
 	cq_unreserve(cq->dev);
 	pthread_mutex_destroy(&q->lock);
-	pthread_mutex_destroy(&q->qps_lock);
-	free(q->qps);
+	pthread_mutex_destroy(&q->hooks_lock);
+	free(q->hooks);
 	free(q->ring);
 	free(q);
 	return 0;
@@ -326,49 +326,56 @@ void iwe_cq_put(struct iwe_cq *cq)
 	pthread_mutex_unlock(&q->lock);
 }
 
-void iwe_cq_add_qp(struct iwe_cq *cq, struct iwe_qp *qp)
+void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 {
 	struct iwe_cq_priv *q = cq_priv(cq);
 
-	pthread_mutex_lock(&q->qps_lock);
-	if (q->nqps == q->qps_cap) {
-		uint32_t cap = q->qps_cap ? 2 * q->qps_cap : 4;
-		struct iwe_qp **v = realloc(q->qps, cap * sizeof(*v));
+	pthread_mutex_lock(&q->hooks_lock);
+	if (q->nhooks == q->hooks_cap) {
+		uint32_t cap = q->hooks_cap ? 2 * q->hooks_cap : 4;
+		struct iwe_cq_hook **v = realloc(q->hooks, cap * sizeof(*v));
 
 		if (v) {
-			q->qps = v;
-			q->qps_cap = cap;
+			q->hooks = v;
+			q->hooks_cap = cap;
 		}
 	}
 	/* Without memory the QP is only progressed by its thread. */
-	if (q->nqps < q->qps_cap)
-		q->qps[q->nqps++] = qp;
-	pthread_mutex_unlock(&q->qps_lock);
+	if (q->nhooks < q->hooks_cap)
+		q->hooks[q->nhooks++] = h;
+	pthread_mutex_unlock(&q->hooks_lock);
 }
 
-void iwe_cq_del_qp(struct iwe_cq *cq, struct iwe_qp *qp)
+void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 {
 	struct iwe_cq_priv *q = cq_priv(cq);
 
-	/* Waits for a poller that may be progressing qp. */
-	pthread_mutex_lock(&q->qps_lock);
-	for (uint32_t i = 0; i < q->nqps; i++)
-		if (q->qps[i] == qp) {
-			q->qps[i] = q->qps[--q->nqps];
+	pthread_mutex_lock(&q->hooks_lock);
+	for (uint32_t i = 0; i < q->nhooks; i++)
+		if (q->hooks[i] == h) {
+			q->hooks[i] = q->hooks[--q->nhooks];
 			break;
 		}
-	pthread_mutex_unlock(&q->qps_lock);
+	pthread_mutex_unlock(&q->hooks_lock);
 }
 
-/* The CQ is empty: let the consumer's thread drive the receive side of
- * the QPs feeding it.  One poller at a time; the others just look. */
-static void cq_progress_qps(struct iwe_cq_priv *q)
+/* The CQ is empty: let the consumer's thread drive the QPs feeding it.
+ * One poller at a time; the others just look. */
+static void cq_run_poll_hooks(struct iwe_cq_priv *q)
 {
-	if (pthread_mutex_trylock(&q->qps_lock))
+	if (pthread_mutex_trylock(&q->hooks_lock))
 		return;
-	for (uint32_t i = 0; i < q->nqps; i++)
-		iwe_qp_try_progress(q->qps[i]);
-	pthread_mutex_unlock(&q->qps_lock);
+	for (uint32_t i = 0; i < q->nhooks; i++)
+		q->hooks[i]->poll(q->hooks[i]);
+	pthread_mutex_unlock(&q->hooks_lock);
+}
+
+static void cq_run_arm_hooks(struct iwe_cq_priv *q)
+{
+	pthread_mutex_lock(&q->hooks_lock);
+	for (uint32_t i = 0; i < q->nhooks; i++)
+		q->hooks[i]->arm(q->hooks[i]);
+	pthread_mutex_unlock(&q->hooks_lock);
 }
 
 /* Copy the queued completions, oldest first, into a new ring. */
@@ -419,7 +426,7 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	q = cq_priv(cq);
 	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
-		cq_progress_qps(q);
+		cq_run_poll_hooks(q);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];
@@ -445,6 +452,9 @@ int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only)
 	if (want > q->armed)
 		q->armed = want;
 	pthread_mutex_unlock(&q->lock);
+	/* Whoever arms is about to sleep: the progress thread takes over
+	 * the QPs a poller may have been driving. */
+	cq_run_arm_hooks(q);
 	return 0;
 }
 

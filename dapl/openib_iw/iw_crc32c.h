@@ -12,8 +12,9 @@
  * ~0): iw_crc32c(0, "123456789", 9) == 0xE3069283.  Put it on the wire
  * with iw_fpdu_put_crc() (least significant byte first).
  *
- * iw_crc32c uses the SSE4.2 crc32 instruction when the CPU has it, else a
- * portable slicing-by-8 table.  Both are thread-safe; the tables are built
+ * iw_crc32c uses ISA-L's crc32_iscsi for long buffers when the library was
+ * found at build time, the SSE4.2 crc32 instruction when the CPU has it,
+ * else a portable slicing-by-8 table.  Both are thread-safe; the tables are built
  * once, on first use.
  */
 #ifndef IW_CRC32C_H
@@ -50,6 +51,9 @@ uint32_t iw_crc32c_portable(uint32_t crc, const void *buf, size_t len);
 
 /* Whether iw_crc32c uses the crc32 instruction. */
 int iw_crc32c_hw_available(void);
+
+/* What iw_crc32c runs on this machine, for tools ("sse4.2", ...). */
+const char *iw_crc32c_impl_name(void);
 
 /* The instruction-based implementation; falls back to the portable one
  * when the CPU lacks SSE4.2 (so it is always safe to call). */

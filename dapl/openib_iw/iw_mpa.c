@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "iw_crc32c.h"
+
 static int one_bit(unsigned v)
 {
 	return v != 0 && (v & (v - 1)) == 0;
@@ -388,4 +390,35 @@ unsigned iw_mpa_term_ecode(int status)
 	default:
 		return IW_TERM_LLP_BAD_RR;
 	}
+}
+
+/* RFC 6581 section 7: an initiator that cannot use the reply it got
+ * (not enough IRD, no RTR it can send) is already in FPDU mode and says
+ * why with a Terminate of layer LLP before closing. */
+ssize_t iw_mpa_build_llp_terminate(void *buf, size_t size, int crc,
+				   unsigned ecode)
+{
+	struct iw_terminate_hdr t = {
+		.hdr = {
+			.ctrl_be = iw_be16(iw_ctrl_make(0, 1, IW_OP_TERMINATE)),
+			.qn_be = iw_be32(IW_QN_TERMINATE),
+			.msn_be = iw_be32(1),
+		},
+		.term_ctrl_be = iw_be32(iw_term_ctrl(IW_TERM_LAYER_LLP,
+						     IW_TERM_LLP_ETYPE_MPA,
+						     ecode, 0)),
+	};
+	unsigned ulpdu = sizeof(t), len = iw_fpdu_len(ulpdu);
+	uint8_t *p = buf;
+	uint16_t len_be = iw_be16((uint16_t)ulpdu);
+	unsigned pad = iw_fpdu_pad(ulpdu);
+
+	if (size < len)
+		return -ENOBUFS;
+	memcpy(p, &len_be, IW_FPDU_LEN_FIELD);
+	memcpy(p + IW_FPDU_LEN_FIELD, &t, ulpdu);
+	memset(p + IW_FPDU_LEN_FIELD + ulpdu, 0, pad);
+	iw_fpdu_put_crc(p + len - IW_FPDU_CRC_LEN,
+			crc ? iw_crc32c(0, p, len - IW_FPDU_CRC_LEN) : 0);
+	return (ssize_t)len;
 }

@@ -173,6 +173,12 @@ const char *iw_mpa_strerror(int status);
  * IW_TERM_LLP_INSUFF_IRD, IW_TERM_LLP_NO_RTR or IW_TERM_LLP_BAD_RR. */
 unsigned iw_mpa_term_ecode(int status);
 
+/* The FPDU of a Terminate with layer LLP, type MPA and code ecode, no
+ * header echoed (what an initiator sends when it cannot use a reply),
+ * with the CRC if crc.  Bytes written, or -ENOBUFS. */
+ssize_t iw_mpa_build_llp_terminate(void *buf, size_t size, int crc,
+				   unsigned ecode);
+
 #ifdef __cplusplus
 }
 #endif

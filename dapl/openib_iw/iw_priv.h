@@ -177,12 +177,11 @@ struct iwe_cq_priv {
 	int overflow;			/* sticky */
 	int armed;			/* enum iwe_cq_arm */
 	uint32_t users;			/* QPs using it; under lock */
-	/* The QPs completing into it, for polling progress (iwe_poll_cq on
-	 * an empty CQ drives their receive side).  Under qps_lock, which
-	 * comes before any QP lock (only ever try-locked under it). */
-	pthread_mutex_t qps_lock;
-	struct iwe_qp **qps;
-	uint32_t nqps, qps_cap;
+	/* Hooks of the QPs completing into it (iwe_cq_add_hook), under
+	 * hooks_lock, which comes before any QP lock. */
+	pthread_mutex_t hooks_lock;
+	struct iwe_cq_hook **hooks;
+	uint32_t nhooks, hooks_cap;
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
 	int queued;			/* on the channel's fired list */
@@ -193,14 +192,16 @@ struct iwe_cq_priv {
 /* Take and drop a use of a CQ (QPs do, so destroy returns EBUSY). */
 void iwe_cq_get(struct iwe_cq *cq);
 void iwe_cq_put(struct iwe_cq *cq);
-/* A QP joins / leaves the CQ's list of QPs progressed when the CQ is
- * polled empty.  Leaving waits for a poller that may be progressing it. */
-void iwe_cq_add_qp(struct iwe_cq *cq, struct iwe_qp *qp);
-void iwe_cq_del_qp(struct iwe_cq *cq, struct iwe_qp *qp);
-
-/* Polling progress (iw_qp.c): if nobody else holds the QP, receive what
- * its socket has (and send what that queues), without blocking.  Returns
- * 1 when it ran. */
-int iwe_qp_try_progress(struct iwe_qp *qp);
+/* What a CQ lets the QPs completing into it know: a consumer polled it
+ * empty (poll: the consumer drives their receive side itself, so it does
+ * not wait for the progress thread) or armed it before sleeping (arm: the
+ * progress thread must take over).  The CQ knows no QP. */
+struct iwe_cq_hook {
+	void (*poll)(struct iwe_cq_hook *h);
+	void (*arm)(struct iwe_cq_hook *h);
+};
+/* Add / remove a hook; removing waits for a poller running it. */
+void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
+void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
 
 #endif

@@ -2,7 +2,8 @@
  *
  * One loop iteration: run synchronous calls and posted tasks, wait in
  * epoll_wait until the next timer deadline (0 when tasks are queued),
- * dispatch the events, fire the expired timers.  Other threads reach the
+ * dispatch the events, fire the expired timers (epoll_pwait2: timers
+ * have nanosecond resolution).  Other threads reach the
  * loop through an eventfd.  Timers live in a binary min-heap ordered by
  * CLOCK_MONOTONIC deadline, so arming and cancelling are O(log n) even
  * with thousands of pending connections.
@@ -125,6 +126,12 @@ void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t)
 
 void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
 {
+	iwe_prog_timer_arm_ns(p, t, (uint64_t)(ms > 0 ? ms : 0) * 1000000u);
+}
+
+void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
+			   uint64_t ns)
+{
 	iwe_prog_timer_cancel(p, t);
 	if (p->nheap == p->heap_cap) {
 		size_t cap = p->heap_cap ? p->heap_cap * 2 : 64;
@@ -135,7 +142,7 @@ void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
 		p->heap = h;
 		p->heap_cap = cap;
 	}
-	t->when = now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000u;
+	t->when = now_ns() + ns;
 	heap_set(p, p->nheap++, t);
 	heap_up(p, p->nheap - 1);
 }
@@ -152,18 +159,21 @@ static void run_timers(struct iwe_prog *p)
 	}
 }
 
-/* epoll_wait timeout: up to the next deadline, rounded up. */
-static int next_timeout(const struct iwe_prog *p)
+/* How long epoll may sleep: until the next deadline (NULL: no timer). */
+static struct timespec *next_timeout(const struct iwe_prog *p,
+				     struct timespec *ts)
 {
 	uint64_t now, d;
 
 	if (!p->nheap)
-		return -1;
+		return NULL;
 	now = now_ns();
-	if (p->heap[0]->when <= now)
-		return 0;
-	d = (p->heap[0]->when - now + 999999u) / 1000000u;
-	return d > 60000 ? 60000 : (int)d;
+	d = p->heap[0]->when > now ? p->heap[0]->when - now : 0;
+	if (d > 60000000000ull)
+		d = 60000000000ull;
+	ts->tv_sec = (time_t)(d / 1000000000u);
+	ts->tv_nsec = (long)(d % 1000000000u);
+	return ts;
 }
 
 /* ----------------------------------------------------------- watches */
@@ -307,15 +317,22 @@ void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 
 /* -------------------------------------------------------------- loop */
 
-static int prog_idle_timeout(struct iwe_prog *p, int *stop)
+/* The epoll timeout: none when work is queued, else the next timer. */
+static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
+					  struct timespec *ts)
 {
+	static const struct timespec zero;
 	int busy;
 
 	pthread_mutex_lock(&p->lock);
 	busy = p->tasks != NULL || p->calls != NULL;
 	*stop = p->stop;
 	pthread_mutex_unlock(&p->lock);
-	return busy ? 0 : next_timeout(p);
+	if (busy) {
+		*ts = zero;
+		return ts;
+	}
+	return next_timeout(p, ts);
 }
 
 static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
@@ -337,19 +354,34 @@ static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 	}
 }
 
+/* Nanosecond deadlines (a poller's lease is microseconds); kernels
+ * before 5.11 lack epoll_pwait2 and get millisecond ones. */
+static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
+		     const struct timespec *ts)
+{
+	int n = epoll_pwait2(p->epfd, ev, PROG_MAX_EVENTS, ts, NULL);
+
+	if (n < 0 && errno == ENOSYS)
+		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS,
+			       !ts ? -1 : (int)(ts->tv_sec * 1000 +
+						(ts->tv_nsec + 999999) / 1000000));
+	return n;
+}
+
 static void *prog_main(void *arg)
 {
 	struct iwe_prog *p = arg;
 	struct epoll_event ev[PROG_MAX_EVENTS];
-	int n, timeout, stop = 0;
+	struct timespec ts, *timeout;
+	int n, stop = 0;
 
 	for (;;) {
 		run_calls(p);
 		run_tasks(p);
-		timeout = prog_idle_timeout(p, &stop);
+		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
-		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, timeout);
+		n = prog_wait(p, ev, timeout);
 		if (n < 0 && errno != EINTR)
 			abort();
 		if (n > 0)

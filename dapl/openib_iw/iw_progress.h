@@ -58,8 +58,10 @@ void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);
 /* Take a task off the queue if it is there; any thread. */
 void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t);
 
-/* Watches and timers: progress thread only.  Level-triggered unless
- * EPOLLET is in events.  0 or an errno. */
+/* Watches and timers: progress thread only (a QP changes the interest
+ * of its own watch under its lock from any thread: epoll_ctl is
+ * thread-safe).  Level-triggered unless EPOLLET is in events.  0 or an
+ * errno. */
 int iwe_prog_watch_add(struct iwe_prog *p, struct iwe_prog_watch *w, int fd,
 		       uint32_t events);
 int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
@@ -68,6 +70,8 @@ void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w);
 
 /* Fire cb once, ms milliseconds from now (re-arming moves it). */
 void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms);
+void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
+			   uint64_t ns);
 void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t);
 
 #endif

@@ -1,20 +1,51 @@
-/* Queue pair internals shared by iw_qp.c (object, queues, state machine),
- * iw_tx.c (transmit state machine) and iw_rx.c (receive state machine).
+/* Queue pair internals.
  *
- * Locking: one mutex per QP protects everything below: the queues, the
- * state, and both state machines.  Posting threads take it briefly; the
- * progress functions hold it across non-blocking socket calls, so a post
- * waits at most for one sendmsg/recv round.  Lock order: QP, then CQ (and
- * CQ, then channel), then device (iwe_mr_check).
+ * Floors, bottom up (no file calls into a floor above it):
+ *   iw_wq.c      work queues: WQE slots, completions, flushing, the SRQ
+ *                receive being filled, Terminate-to-WR matching
+ *   iw_tx.c      RDMAP/DDP transmit: chooses the next message and cuts it
+ *                into DDP segments for the transport
+ *   iw_rx.c      RDMAP/DDP receive: checks each arriving segment, tells the
+ *                transport where its payload goes, acts at its end; holds
+ *                the per-opcode table (iwe_rdmap_ops)
+ *   iw_mpa_tx.c  the MPA/TCP transport (iw_llp.h): FPDU framing, CRC,
+ *   iw_mpa_rx.c  batched sendmsg, and FPDUs taken off the byte stream
+ *   iw_qp.c      the object: create/destroy, verbs state machine, posting,
+ *                the progress driver that runs RX, TX and the transport and
+ *                turns their results into errors and Terminates, and the
+ *                socket watch of an attached connection
+ * RX and TX never fail the QP themselves: they return an errno and leave
+ * what to report (a Terminate to send, one received) in their state; the
+ * driver in iw_qp.c acts on it.
+ *
+ * Locking: one mutex per QP protects everything below.  Posting threads
+ * take it briefly; progress holds it across non-blocking socket calls, so
+ * a post waits at most for one sendmsg/recvmsg round.  The progress
+ * thread never blocks on it: it try-locks and, when busy, leaves a kick
+ * that the holder handles before it lets go (iwe_qp_unlock).  Lock order:
+ * QP, then SRQ, then CQ (then channel), then device (iwe_mr_check).
  */
 #ifndef IW_QP_H
 #define IW_QP_H
 
+#include <assert.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/uio.h>
 
 #include "iw_priv.h"
+#include "iw_progress.h"
 #include "iw_wire.h"
+
+/* Debug assertion that the QP lock is held by this thread. */
+#ifdef NDEBUG
+#define IWE_QP_ASSERT_LOCKED(q) ((void)(q))
+#else
+#define IWE_QP_ASSERT_LOCKED(q) \
+	assert(pthread_equal((q)->owner, pthread_self()))
+#endif
+
+struct iwe_llp_ops;
 
 /* An SGE resolved against the STag table when it was posted. */
 struct iwe_sge_res {
@@ -34,9 +65,11 @@ struct iwe_swqe {
 	uint8_t signaled;
 	uint8_t fence;
 	uint8_t solicited;
-	uint8_t tx_done;		/* every FPDU / Read Request sent */
+	uint8_t tx_done;		/* every segment / Read Request handed
+					 * to the transport and done there */
 	uint16_t rd_issued;		/* Read Requests sent (one per SGE) */
 	uint16_t rd_pending;		/* of those, responses still due */
+	uint16_t rd_done_reqs;		/* of those, done in the transport */
 	struct iwe_sge_res *sg;		/* num_sge entries */
 	/* IBV_WR_BIND_MW: reserved at post (iwe_mw_bind_reserve); done
 	 * once executed or cancelled. */
@@ -75,7 +108,8 @@ struct iwe_irq_ent {
 	char *src;			/* validated source memory */
 };
 
-/* A Terminate to send (filled from the offending segment). */
+/* A Terminate (sent or received): the error, and the offending segment's
+ * headers when known. */
 struct iwe_term {
 	uint8_t layer, etype, ecode;
 	uint8_t has_hdr;		/* offending DDP header known */
@@ -85,6 +119,12 @@ struct iwe_term {
 	uint8_t hdr_len;		/* DDP header bytes in hdr */
 };
 
+/* Header bytes of the longest segment header: an untagged header and the
+ * longest RDMAP body we act on (a Terminate's). */
+#define IWE_SEG_HDR_MAX IW_TERM_MAX_ULPDU
+
+/* ------------------------------------------------------------- TX */
+
 enum iwe_tx_kind {
 	IWE_TX_IDLE = 0,
 	IWE_TX_SQ,			/* a Send / Write / Read Request */
@@ -93,104 +133,72 @@ enum iwe_tx_kind {
 	IWE_TX_RTR,			/* the initiator's zero-length RTR */
 };
 
-#define IWE_TX_HDR_MAX (IW_FPDU_LEN_FIELD + IW_TERM_MAX_ULPDU)
-/* One sendmsg carries up to IWE_TX_BATCH FPDUs of one message and at
- * most IWE_TX_BATCH_BYTES of payload (the size of the CRC staging
- * buffer). */
-#define IWE_TX_BATCH 8
-#define IWE_TX_BATCH_BYTES (256u << 10)
-#define IWE_TX_IOV_MAX (IWE_TX_BATCH * (IWE_MAX_SGE + 2))
-
-/* Per FPDU of a batch: its header and trailer, and where it ends. */
-struct iwe_tx_seg {
-	uint8_t hdr[IWE_TX_HDR_MAX];	/* length field + DDP/RDMAP header */
-	uint8_t trailer[3 + IW_FPDU_CRC_LEN];
-	size_t end;			/* batch offset just past it */
+/* What to do when the transport is done with a segment. */
+struct iwe_tx_tok {
+	uint8_t kind;			/* enum iwe_tx_kind; IDLE: nothing */
+	uint8_t last;			/* last segment of its message */
+	uint32_t wqe_idx;		/* IWE_TX_SQ */
 };
 
 struct iwe_tx {
-	/* The message being sent. */
+	/* The message being cut into segments. */
 	int kind;
 	uint32_t wqe_idx;		/* IWE_TX_SQ */
 	uint8_t opcode;			/* enum iw_opcode */
-	uint8_t last_sent;		/* the L segment is framed */
 	uint32_t stag;			/* tagged: sink STag */
 	uint64_t to;			/* tagged: sink TO of byte 0 */
 	uint32_t qn, msn, inv_stag;	/* untagged */
-	uint64_t msg_len, msg_off;	/* payload bytes, bytes framed */
+	uint64_t msg_len, msg_off;	/* payload bytes, bytes cut */
 	uint32_t seg_len;		/* payload per segment: the message is
 					 * cut into equal segments */
+	uint8_t body[IWE_SEG_HDR_MAX];	/* RDMAP body after the DDP header
+					 * (Read Request, Terminate) */
+	uint8_t body_len;
 	const struct iwe_sge_res *src;	/* payload gather list */
 	uint32_t nsrc, src_idx, src_off;
 	struct iwe_sge_res one_src;	/* single-buffer payloads */
-	/* The batch of FPDUs being written: iov[iov_first..iovcnt) is
-	 * what is left (advanced in place as the socket takes bytes). */
-	struct iwe_tx_seg seg[IWE_TX_BATCH];
-	int nseg;
-	struct iovec iov[IWE_TX_IOV_MAX];
-	int iovcnt, iov_first;
-	size_t fpdu_len, fpdu_sent;	/* batch bytes; 0/0: none in flight */
-	char *bounce;			/* payload copied when WRs flush */
-	/* With CRC the payload is copied here first and the CRC computed
-	 * over the copy, so it covers exactly the bytes on the wire even
-	 * if the consumer writes to its buffer meanwhile. */
-	char *stage;			/* IWE_TX_BATCH_BYTES, on first use */
-	size_t stage_used;
+	/* Segments handed to the transport and not done there yet. */
+	struct iwe_tx_tok *tok;
+	uint32_t tok_cap, tok_head, tok_count;
 	/* Sequence numbers, per untagged queue (RFC 5041: start at 1). */
 	uint32_t msn_send, msn_rreq;
-	/* Pending Terminate; goes out at the next FPDU boundary. */
+	/* Pending Terminate; goes out at the next message boundary. */
 	int term_pending, term_sent;
 	struct iwe_term term;
-	/* Initiator: IW_RTR_* still to send as the very first FPDU. */
+	/* Initiator: IW_RTR_* still to send as the very first segment. */
 	unsigned rtr_pending;
 };
 
-enum iwe_rx_stage {
-	IWE_RX_HDR = 0,			/* length field + DDP header (+ body) */
-	IWE_RX_PAYLOAD,
-	IWE_RX_TRAILER,			/* pad + CRC */
-	IWE_RX_DEAD,			/* stream given up */
-};
+/* ------------------------------------------------------------- RX */
 
-#define IWE_RX_HDR_MAX (IW_FPDU_LEN_FIELD + IW_TERM_MAX_ULPDU)
-/* Read-ahead: the bytes that follow the current FPDU's tail are read in
- * the same system call, up to this many (the next FPDU's header, or
- * whole small FPDUs). */
-#define IWE_RX_RA 2048
-
+/* The segment being received, as RDMAP/DDP sees it. */
 struct iwe_rx {
-	int stage;
-	uint8_t hdr[IWE_RX_HDR_MAX];
-	uint32_t hdr_have, hdr_need;	/* need grows as the header tells */
-	uint16_t ulpdu_len;
 	uint16_t ctrl;
 	uint8_t opcode;
-	uint32_t payload_len, payload_have;
-	uint8_t trailer[3 + IW_FPDU_CRC_LEN];
-	uint32_t trailer_have, trailer_need;
-	uint32_t crc;			/* running CRC of this FPDU */
-	/* Where the payload goes: a gather list of host ranges, or
-	 * discard (an error waits for the CRC before it is reported). */
+	uint32_t ulpdu_len;
+	uint8_t hdr[IWE_SEG_HDR_MAX];	/* DDP header + RDMAP body */
+	uint32_t hdr_len;
+	uint32_t payload_len;
+	/* Where the payload goes: host ranges in order; none to drop it. */
 	struct iovec place[IWE_MAX_SGE];
 	int nplace;
-	int discard;
-	int err_pending;		/* term holds the error to report */
-	int bad_read_resp;		/* ...about a Read Response */
-	struct iwe_term term;
+	uint32_t inv_stag;		/* Send with Invalidate, this segment */
+	int rtr_send;			/* this segment is the zero-length Send
+					 * RTR: consumed without a receive */
+	struct iwe_irq_ent rreq;	/* Read Request, queued at its end */
 	/* Untagged Send reassembly. */
 	uint32_t msn_send;		/* MSN of the next/current Send */
 	uint32_t msn_rreq;		/* MSN of the next Read Request */
 	uint32_t send_mo;		/* bytes of the current Send so far */
-	int send_active;
-	uint32_t inv_stag;		/* Send with Invalidate, this FPDU */
-	int rtr_send;			/* this FPDU is the zero-length Send
-					 * RTR: consumed without a receive */
-	struct iwe_irq_ent rreq;	/* Read Request, acted on at its end */
-	/* Read-ahead bytes not consumed yet: ra[ra_off..ra_len). */
-	uint32_t ra_off, ra_len;
-	uint8_t ra[IWE_RX_RA];
-	char scratch[4096];		/* discard sink */
+	/* What went wrong, for the driver (iw_qp.c): */
+	int term_out;			/* term: a Terminate to send */
+	int bad_read_resp;		/* ...about our oldest Read */
+	struct iwe_term term;
+	int term_in;			/* term_rcvd: the peer terminated */
+	struct iwe_term term_rcvd;
 };
+
+/* ------------------------------------------------------------ SRQ */
 
 /* Shared receive queue (iw_srq.c).  Its lock comes after a QP's lock and
  * before the CQ and device locks. */
@@ -211,13 +219,24 @@ static inline struct iwe_srq_priv *iwe_srq_priv(struct iwe_srq *srq)
 	return IWE_CONTAINER_OF(srq, struct iwe_srq_priv, pub);
 }
 
+/* ------------------------------------------------------------- QP */
+
 /* Events a QP call noticed under its lock, delivered after unlocking. */
 #define IWE_QP_EV_LAST_WQE  0x1u
 #define IWE_QP_EV_SRQ_LIMIT 0x2u
 
+/* Receive hold (iwe_qp_attach_cm): the CM delivers ESTABLISHED before any
+ * completion of the connection can be seen. */
+enum iwe_rx_hold {
+	IWE_RX_OPEN = 0,
+	IWE_RX_HOLD,			/* take nothing off the wire */
+	IWE_RX_HOLD_AFTER_FIRST,	/* take the first segment (the RTR) */
+};
+
 struct iwe_qp_priv {
 	struct iwe_qp pub;
 	pthread_mutex_t lock;
+	pthread_t owner;		/* holder of lock (debug checks) */
 	/* SRQ: the receive taken for the Send being placed, copied out of
 	 * the SRQ (which may be resized meanwhile). */
 	struct iwe_srq_priv *srq;
@@ -227,7 +246,10 @@ struct iwe_qp_priv {
 	unsigned ev_pending;		/* IWE_QP_EV_* */
 	int state;			/* enum iwe_qp_state */
 	int sq_sig_all;
+	/* The transport, once attached. */
 	int fd;				/* -1 while detached */
+	const struct iwe_llp_ops *llp;
+	void *llp_tx, *llp_rx;		/* the transport's state */
 	int crc;
 	uint32_t mulpdu, ird, ord;
 	/* Send queue: slots [head, tail) in use; [head, tx) sent or being
@@ -248,14 +270,33 @@ struct iwe_qp_priv {
 	struct iwe_rx rx;
 	struct iwe_term_info term_sent, term_rcvd;
 	int stream_err;			/* errno the progress calls report */
-	/* Set by the connection manager (iwe_qp_attach_cm). */
-	void (*tx_hook)(void *arg);	/* TX hit EAGAIN: the progress thread
-					 * must watch for writability */
-	void *tx_hook_arg;
+	int rx_dead;			/* the receive side gave up */
+	int want_drain;			/* notify when TX goes idle */
+	/* MPA roles (iwe_qp_attach_cm). */
 	int tx_gate;			/* responder: transmit nothing until
-					 * the first FPDU has arrived */
-	int first_rx;			/* the first FPDU has arrived */
+					 * the first segment has arrived */
+	int first_rx;			/* the first segment has arrived */
 	unsigned rtr_expect;		/* responder: the negotiated RTR */
+	int rx_hold;			/* enum iwe_rx_hold */
+	/* Attached by the connection manager: the QP watches its socket on
+	 * the device's progress thread and tells the CM (notify) when the
+	 * stream ends or the first segment arrives. */
+	struct iwe_prog *prog;
+	struct iwe_prog_watch watch;	/* EPOLLET; its interest changes
+					 * under the QP lock, any thread */
+	struct iwe_prog_timer lease_timer;
+	void (*notify)(void *arg);
+	void *notify_arg;
+	/* Polling: until this CLOCK_MONOTONIC time (ns) a consumer drives
+	 * the receive side itself and the progress thread stays out. */
+	_Atomic uint64_t poll_until;
+	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
+					 * (only with the lease timer armed) */
+	atomic_int kick;		/* progress asked for while locked */
+	atomic_int rx_hup;		/* the peer closed (or the socket
+					 * failed): read up to the end */
+	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
+	struct iwe_cq_hook send_hook, recv_hook;
 };
 
 static inline struct iwe_qp_priv *iwe_qp_priv(struct iwe_qp *qp)
@@ -275,14 +316,18 @@ static inline struct iwe_rwqe *iwe_rq_slot(struct iwe_qp_priv *q,
 	return &q->rq[ctr % q->pub.cap.max_recv_wr];
 }
 
-/* ---- iw_qp.c: connection-manager attachment (take q->lock) */
+/* ---- iw_qp.c: connection-manager attachment */
 
 struct iwe_qp_cm_opts {
-	int responder;			/* stay silent until the first FPDU */
+	int responder;			/* stay silent until the first segment */
 	unsigned rtr;			/* IW_RTR_*: initiator sends it first;
 					 * responder consumes it */
-	void (*tx_hook)(void *arg);	/* see iwe_qp_priv.tx_hook */
-	void *tx_hook_arg;
+	int hold;			/* enum iwe_rx_hold until released */
+	struct iwe_prog *prog;		/* watch the socket on this thread */
+	void (*notify)(void *arg);	/* the stream ended, or the first
+					 * segment arrived; any thread, under
+					 * the QP lock: just post a task */
+	void *notify_arg;
 };
 
 /* iwe_qp_attach_stream with the MPA roles: NULL opts is the initiator
@@ -290,36 +335,67 @@ struct iwe_qp_cm_opts {
 int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
 		     const struct iwe_stream_params *p,
 		     const struct iwe_qp_cm_opts *o);
-/* Forget the TX hook: after return it is not called any more. */
-void iwe_qp_clear_tx_hook(struct iwe_qp *qp);
-/* An FPDU waits for the socket to become writable. */
-int iwe_qp_tx_blocked(struct iwe_qp *qp);
-/* The first FPDU from the peer has been received (responder's RTR). */
+/* Progress thread: the CM delivered ESTABLISHED; take the stream. */
+void iwe_qp_release_hold(struct iwe_qp *qp);
+/* Progress thread: stop watching the socket and forget notify; after
+ * return the QP calls notify no more. */
+void iwe_qp_detach_cm(struct iwe_qp *qp);
+/* The first segment from the peer has been received (responder's RTR). */
 int iwe_qp_first_rx(struct iwe_qp *qp);
 /* Nothing left that the transmit side could still send on its own. */
 int iwe_qp_tx_drained(struct iwe_qp *qp);
+/* Notify also when the transmit side goes idle (graceful disconnect). */
+void iwe_qp_want_drain(struct iwe_qp *qp);
+/* What the connection manager looks at after a notify (taking the lock
+ * also delivers the QP's pending asynchronous events). */
+struct iwe_qp_io_status {
+	int state;			/* enum iwe_qp_state */
+	int stream_err;			/* why the stream ended, or 0 */
+	int first_rx;
+	int tx_drained;			/* as iwe_qp_tx_drained */
+};
+void iwe_qp_io_status(struct iwe_qp *qp, struct iwe_qp_io_status *st);
 
-/* ---- iw_qp.c (all with q->lock held) */
+/* ---- iw_qp.c, for iw_post.c */
 
+void iwe_qp_lock_for_post(struct iwe_qp_priv *q);
+/* Transmit what was just posted, inline, unless the socket is full. */
+void iwe_qp_post_kick(struct iwe_qp_priv *q);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
-/* Complete, in order, the send WRs at the head that are finished. */
-void iwe_qp_sq_retire(struct iwe_qp_priv *q);
-/* Complete the head receive WR with byte_len bytes received. */
-void iwe_qp_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
-			int solicited, uint32_t inv_stag);
-/* A Terminate arrived: find the WR it names and fail it with 'status'. */
-void iwe_qp_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
-			  enum ibv_wc_status status);
-void iwe_qp_fail_oldest_read(struct iwe_qp_priv *q);
-/* Unlock q, then deliver the events noticed meanwhile (no lock held). */
+/* Unlock; run progress a kick asked for; deliver asynchronous events. */
 void iwe_qp_unlock(struct iwe_qp_priv *q);
+
+/* ---- iw_wq.c (all with q->lock held) */
+
+/* Complete, in order, the send WRs at the head that are finished. */
+void iwe_wq_sq_retire(struct iwe_qp_priv *q);
+/* Complete the head receive WR with byte_len bytes received. */
+void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
+			int solicited, uint32_t inv_stag);
 /* The receive WR for a Send segment at message offset mo: the RQ's head,
  * or with an SRQ the one taken for this message (taken now when mo and
  * the message so far are 0).  NULL: none posted. */
-const struct iwe_rwqe *iwe_qp_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,
+const struct iwe_rwqe *iwe_wq_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,
 				       uint32_t msg_so_far);
+/* A WR leaves the send queue with status (signaled rules apply to
+ * successes). */
+void iwe_wq_push_send_wc(struct iwe_qp_priv *q, struct iwe_swqe *w,
+			 enum ibv_wc_status status);
+/* Flush every outstanding WR (send, receive, ORD/IRD) with FLUSH_ERR. */
+void iwe_wq_flush_sq(struct iwe_qp_priv *q);
+void iwe_wq_flush_rq(struct iwe_qp_priv *q);
+/* Discard the send queue silently (reset, destroy). */
+void iwe_wq_drop_sq(struct iwe_qp_priv *q);
+/* The peer's Terminate names a WR still outstanding, among the send
+ * WRs before counter end: complete the SQ in order up to it (finished
+ * ones succeed, the rest flush) and fail it with status.  Returns 1 if
+ * one matched. */
+int iwe_wq_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
+			 enum ibv_wc_status status, uint32_t end);
+/* Our oldest Read got a response that does not fit it: BAD_RESP_ERR. */
+void iwe_wq_fail_oldest_read(struct iwe_qp_priv *q);
 
 /* How an SGE list is resolved against the STag table. */
 enum iwe_sge_use {
@@ -346,17 +422,70 @@ void iwe_srq_report_limit(struct iwe_srq_priv *s);
 
 void iwe_tx_init(struct iwe_qp_priv *q);
 void iwe_tx_fini(struct iwe_qp_priv *q);
+/* Cut messages into segments and hand them to the transport while it has
+ * room, write, act on the segments done.  0, EAGAIN (the socket is full:
+ * watch for room), or the transport's errno. */
 int iwe_tx_progress_locked(struct iwe_qp_priv *q);
-/* Queue a Terminate; it goes out once the FPDU in flight is finished. */
+/* Queue a Terminate; it goes out once the message in flight is done. */
 void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *t);
-/* The WRs are about to be flushed: stop reading their memory (the rest
- * of an FPDU in flight is copied aside) and forget unsent messages. */
+/* The WRs are about to be flushed: the transport stops reading their
+ * memory, unsent messages are forgotten. */
 void iwe_tx_detach_wrs(struct iwe_qp_priv *q);
+/* A message is being cut, or segments wait in the transport. */
 int iwe_tx_busy(const struct iwe_qp_priv *q);
 
-/* ---- iw_rx.c */
+/* ---- iw_rx.c: the receive side of RDMAP/DDP, for the transports */
 
 void iwe_rx_init(struct iwe_qp_priv *q);
-int iwe_rx_progress_locked(struct iwe_qp_priv *q);
+/* Header bytes (DDP header and RDMAP body) a segment whose first two
+ * ULPDU bytes are the control word ctrl and whose ULPDU is ulpdu_len
+ * bytes needs before it can be placed; never more than ulpdu_len. */
+uint32_t iwe_rx_hdr_need(uint16_t ctrl, uint32_t ulpdu_len);
+/* The header of a segment of ulpdu_len bytes arrived (hdr_len bytes,
+ * exactly iwe_rx_hdr_need).  Checks it and sets rx.place/nplace and
+ * rx.payload_len.  0, or EPROTO with rx.term_out set. */
+int iwe_rx_begin(struct iwe_qp_priv *q, const uint8_t *hdr,
+		 uint32_t hdr_len, uint32_t ulpdu_len);
+/* Place len payload bytes at payload offset off (ordered, iw_place.h). */
+void iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
+		  uint32_t len);
+/* The whole segment arrived intact.  0, or EPROTO (rx.term_out: a
+ * Terminate to send; rx.term_in: the peer's Terminate was received). */
+int iwe_rx_end(struct iwe_qp_priv *q);
+/* A segment whose ULPDU is too short for any DDP header. */
+int iwe_rx_short_segment(struct iwe_qp_priv *q, const uint8_t *ulpdu,
+			 uint32_t ulpdu_len);
+/* The transport's own error (bad CRC...): a Terminate of layer LLP. */
+int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode);
+/* Whether the transport may take the next segment off the wire now. */
+static inline int iwe_rx_may_take(const struct iwe_qp_priv *q)
+{
+	return q->rx_hold == IWE_RX_OPEN ||
+	       (q->rx_hold == IWE_RX_HOLD_AFTER_FIRST && !q->first_rx);
+}
+
+/* One entry per RDMAP opcode (RFC 5040 section 4; siw's iwarp_pktinfo
+ * plays the same part).  Opcodes without rx_begin are refused. */
+struct iwe_rdmap_op {
+	const char *name;
+	uint8_t tagged;			/* DDP tagged buffer model */
+	uint8_t qn;			/* untagged: queue number */
+	uint8_t body_len;		/* RDMAP body after the DDP header that
+					 * the header stage needs (Read
+					 * Request 28; Terminate: see rx) */
+	uint8_t se;			/* Send with Solicited Event */
+	uint8_t inv;			/* Send with Invalidate */
+	void (*rx_begin)(struct iwe_qp_priv *q);
+	void (*rx_end)(struct iwe_qp_priv *q);
+};
+extern const struct iwe_rdmap_op iwe_rdmap_ops[16];
+
+/* The DDP header bytes for a segment (tagged or untagged, from the
+ * opcode's entry). */
+static inline unsigned iwe_rdmap_hdr_len(unsigned opcode)
+{
+	return iwe_rdmap_ops[opcode & 15].tagged ? IW_TAGGED_HDR_LEN
+						: IW_UNTAGGED_HDR_LEN;
+}
 
 #endif

@@ -1,32 +1,18 @@
-/* The receive state machine of a QP: takes FPDUs off the stream.
+/* RDMAP/DDP receive: what a segment means, wherever it came from.
  *
- * Stages: HDR (length field, DDP header and the fixed RDMAP body of Read
- * Requests and Terminates), PAYLOAD (straight into its destination),
- * TRAILER (pad and CRC).  Any split of the stream -- down to one byte per
- * read -- is handled.
+ * A transport (iw_llp.h) delivers each segment in three steps: its header
+ * (iwe_rx_begin: checks, and where the payload goes), its payload
+ * (iwe_rx_place, or straight into rx.place by the transport), and its end
+ * (iwe_rx_end: completions, queued Read Responses, a received Terminate).
+ * Only intact segments get here -- the transport checks its own integrity
+ * (MPA's CRC) first -- so an error found in a header is reported at once
+ * and nothing of that segment is placed.  Errors are recorded in rx.term
+ * (rx.term_out) and returned as EPROTO; the driver in iw_qp.c sends the
+ * Terminate and fails the QP.
  *
- * System calls: once the header has told where the payload goes, one
- * recvmsg takes the rest of the payload (into its destination: zero
- * copy), the trailer, and up to IWE_RX_RA bytes that follow into a
- * read-ahead buffer: the next FPDU's header, or several whole small
- * FPDUs.  Bytes in the read-ahead buffer are consumed before the socket
- * is asked again.  A read that returns less than it asked for means the
- * socket is drained: the call returns without another recv that could
- * only say EAGAIN (epoll, or the next poll, reports new data).
- *
- * Errors found in a header are not reported at once: the segment is read
- * to its end into a scratch buffer so that its CRC decides first.  A
- * corrupted header then shows up as the CRC error it is, not as a bad
- * STag.  Side effects that must not happen on a corrupted segment (a Read
- * Response queued, a receive completed, a Terminate acted on) also wait
- * for the CRC.  Payload itself is placed as it arrives (zero copy), so a
- * bad CRC can leave garbage in the target buffer -- but the QP is then in
- * ERROR and the WR completes in error, never successfully.
- *
- * The Terminates it sends (layer/type/code, RFC 5040 7.1, 5041 7.2,
- * 5044 8; every one echoes M and the DDP header when it was read, and R
- * with the body for a Read Request):
- *   bad CRC                                   LLP   0 MPA     2
+ * The Terminates (layer/type/code, RFC 5040 7.1, 5041 7.2, 5044 8; every
+ * one echoes M and the DDP header when it was read, and R with the body
+ * for a Read Request):
  *   DDP version != 1                          DDP   1/2       4 / 6
  *   RDMAP version != 1                        RDMAP 2 op      5
  *   opcode unknown, T bit wrong, unexpected
@@ -42,120 +28,106 @@
  *   Read Request too short                    RDMAP 2 op      0xff
  *   Send with Invalidate of a non-window      RDMAP 2 op      9
  *   segment shorter than its DDP header       DDP   0 catastrophic 0
+ * (the transport adds its own: a bad CRC is LLP 0 MPA 2).
  *
  * Everything here runs with the QP lock held.
  */
 #include <errno.h>
 #include <string.h>
-#include <sys/socket.h>
 
-#include "iw_crc32c.h"
 #include "iw_mpa.h"
+#include "iw_place.h"
 #include "iw_qp.h"
-
-/* Length field plus the shortest DDP header: read before anything else
- * can be decided. */
-#define RX_FIRST_NEED (IW_FPDU_LEN_FIELD + IW_TAGGED_HDR_LEN)
-
-static void rx_next_fpdu(struct iwe_rx *r)
-{
-	r->stage = IWE_RX_HDR;
-	r->hdr_have = 0;
-	r->hdr_need = RX_FIRST_NEED;
-	r->payload_len = r->payload_have = 0;
-	r->trailer_have = r->trailer_need = 0;
-	r->crc = 0;
-	r->nplace = 0;
-	r->discard = 0;
-	r->err_pending = 0;
-	r->bad_read_resp = 0;
-	r->inv_stag = 0;
-	r->rtr_send = 0;
-}
 
 void iwe_rx_init(struct iwe_qp_priv *q)
 {
-	memset(&q->rx, 0, offsetof(struct iwe_rx, ra));
+	memset(&q->rx, 0, sizeof(q->rx));
 	q->rx.msn_send = 1;
 	q->rx.msn_rreq = 1;
-	rx_next_fpdu(&q->rx);
 }
 
 /* --------------------------------------------------------- errors */
 
-static unsigned rx_ddp_hdr_len(const struct iwe_rx *r)
-{
-	return iw_ddp_hdr_len(r->ctrl);
-}
-
-/* Record the first error of this segment; it is reported when the
- * segment has been read and its CRC checked. */
+/* Record the first error of this segment, with what of its header the
+ * Terminate may echo. */
 static void rx_error(struct iwe_qp_priv *q, unsigned layer, unsigned etype,
 		     unsigned ecode)
 {
 	struct iwe_rx *r = &q->rx;
 	struct iwe_term *t = &r->term;
-	unsigned hl = rx_ddp_hdr_len(r);
+	unsigned hl = iw_ddp_hdr_len(r->ctrl);
 
-	if (r->err_pending)
+	if (r->term_out)
 		return;
 	memset(t, 0, sizeof(*t));
 	t->layer = (uint8_t)layer;
 	t->etype = (uint8_t)etype;
 	t->ecode = (uint8_t)ecode;
-	if (r->hdr_have >= IW_FPDU_LEN_FIELD + hl) {
+	if (r->hdr_len >= hl) {
 		t->has_hdr = 1;
-		t->seglen = r->ulpdu_len;
+		t->seglen = (uint16_t)r->ulpdu_len;
 		t->hdr_len = (uint8_t)hl;
-		memcpy(t->hdr, r->hdr + IW_FPDU_LEN_FIELD, hl);
+		memcpy(t->hdr, r->hdr, hl);
 		if (r->opcode == IW_OP_READ_REQ && !iw_ctrl_tagged(r->ctrl) &&
-		    r->hdr_have >= IW_FPDU_LEN_FIELD + sizeof(struct iw_read_req)) {
+		    r->hdr_len >= sizeof(struct iw_read_req)) {
 			t->has_rdmap = 1;
-			memcpy(t->hdr + hl, r->hdr + IW_FPDU_LEN_FIELD + hl,
+			memcpy(t->hdr + hl, r->hdr + hl,
 			       sizeof(struct iw_read_req_body));
 		}
 	}
-	r->err_pending = 1;
-	r->discard = 1;
+	r->term_out = 1;
 }
 
-/* Report the recorded error: Terminate out, QP to ERROR, stream dead. */
-static int rx_fatal(struct iwe_qp_priv *q)
+static void untagged_error(struct iwe_qp_priv *q, unsigned ecode)
 {
-	q->tx_gate = 0;		/* the peer did send: it may hear why */
-	if (q->rx.bad_read_resp)
-		iwe_qp_fail_oldest_read(q);
-	iwe_tx_queue_terminate(q, &q->rx.term);
-	q->rx.stage = IWE_RX_DEAD;
-	iwe_qp_fail(q, EPROTO);
-	return EPROTO;
+	rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_UNTAGGED, ecode);
 }
-
-/* ----------------------------------------------- per-opcode checks */
 
 static void tagged_error(struct iwe_qp_priv *q, enum iwe_access_error e)
 {
-	switch (e) {
-	case IWE_ACCESS_BAD_PD:
-		rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_TAGGED,
-			 IW_TERM_DDP_TAG_STAG_NOT_ASSOC);
-		break;
-	case IWE_ACCESS_BAD_RIGHTS:
+	static const struct { uint8_t layer, etype, ecode; } map[] = {
+		[IWE_ACCESS_BAD_STAG] = { IW_TERM_LAYER_DDP,
+			IW_TERM_DDP_ETYPE_TAGGED, IW_TERM_DDP_TAG_INV_STAG },
+		[IWE_ACCESS_BAD_PD] = { IW_TERM_LAYER_DDP,
+			IW_TERM_DDP_ETYPE_TAGGED,
+			IW_TERM_DDP_TAG_STAG_NOT_ASSOC },
 		/* DDP knows no rights: RDMAP reports them. */
-		rx_error(q, IW_TERM_LAYER_RDMAP,
-			 IW_TERM_RDMAP_ETYPE_REMOTE_PROT,
-			 IW_TERM_RDMAP_ACCESS);
-		break;
-	case IWE_ACCESS_BAD_BOUNDS:
-		rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_TAGGED,
-			 IW_TERM_DDP_TAG_BASE_BOUNDS);
-		break;
-	default:
-		rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_TAGGED,
-			 IW_TERM_DDP_TAG_INV_STAG);
-		break;
-	}
+		[IWE_ACCESS_BAD_RIGHTS] = { IW_TERM_LAYER_RDMAP,
+			IW_TERM_RDMAP_ETYPE_REMOTE_PROT,
+			IW_TERM_RDMAP_ACCESS },
+		[IWE_ACCESS_BAD_BOUNDS] = { IW_TERM_LAYER_DDP,
+			IW_TERM_DDP_ETYPE_TAGGED,
+			IW_TERM_DDP_TAG_BASE_BOUNDS },
+	};
+
+	if (e == IWE_ACCESS_OK || e > IWE_ACCESS_BAD_BOUNDS)
+		e = IWE_ACCESS_BAD_STAG;
+	rx_error(q, map[e].layer, map[e].etype, map[e].ecode);
 }
+
+int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode)
+{
+	/* A damaged segment proves nothing about what it named. */
+	q->rx.term_out = 0;
+	q->rx.bad_read_resp = 0;
+	q->rx.hdr_len = 0;
+	rx_error(q, IW_TERM_LAYER_LLP, IW_TERM_LLP_ETYPE_MPA, ecode);
+	return EPROTO;
+}
+
+/* No telling what such a segment was: DDP catastrophic, no echo. */
+int iwe_rx_short_segment(struct iwe_qp_priv *q, const uint8_t *ulpdu,
+			 uint32_t ulpdu_len)
+{
+	(void)ulpdu;
+	(void)ulpdu_len;
+	q->rx.hdr_len = 0;
+	rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_CATASTROPHIC,
+		 IW_TERM_DDP_CATASTROPHIC);
+	return EPROTO;
+}
+
+/* ----------------------------------------------------- placement */
 
 static void place_one(struct iwe_rx *r, void *p, uint32_t len)
 {
@@ -164,14 +136,68 @@ static void place_one(struct iwe_rx *r, void *p, uint32_t len)
 	r->nplace = len ? 1 : 0;
 }
 
-static void rx_hdr_tagged(const struct iwe_rx *r, uint32_t *stag,
-			  uint64_t *to)
+/* Map [mo, mo+len) of the receive's gather list onto place[]. */
+static void place_rwqe(struct iwe_rx *r, const struct iwe_rwqe *w,
+		       uint32_t mo, uint32_t len)
+{
+	uint32_t i;
+
+	r->nplace = 0;
+	for (i = 0; i < w->num_sge && len; i++) {
+		uint32_t sl = w->sg[i].length, take;
+
+		if (mo >= sl) {
+			mo -= sl;
+			continue;
+		}
+		take = sl - mo < len ? sl - mo : len;
+		r->place[r->nplace].iov_base = w->sg[i].addr + mo;
+		r->place[r->nplace].iov_len = take;
+		r->nplace++;
+		len -= take;
+		mo = 0;
+	}
+}
+
+void iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
+		  uint32_t len)
+{
+	const char *s = src;
+	int i;
+
+	for (i = 0; i < q->rx.nplace && len; i++) {
+		struct iovec *v = &q->rx.place[i];
+		uint32_t take;
+
+		if (off >= v->iov_len) {
+			off -= (uint32_t)v->iov_len;
+			continue;
+		}
+		take = (uint32_t)v->iov_len - off;
+		if (take > len)
+			take = len;
+		iw_place_ordered((char *)v->iov_base + off, s, take);
+		s += take;
+		len -= take;
+		off = 0;
+	}
+	/* Bytes past the placement are dropped (a Terminate's tail). */
+}
+
+/* ------------------------------------------------ per-opcode begin */
+
+static void hdr_tagged(const struct iwe_rx *r, uint32_t *stag, uint64_t *to)
 {
 	struct iw_tagged_hdr h;
 
-	memcpy(&h, r->hdr + IW_FPDU_LEN_FIELD, sizeof(h));
+	memcpy(&h, r->hdr, sizeof(h));
 	*stag = iw_be32(h.stag_be);
 	*to = iw_be64(h.to_be);
+}
+
+static void hdr_untagged(const struct iwe_rx *r, struct iw_untagged_hdr *h)
+{
+	memcpy(h, r->hdr, sizeof(*h));
 }
 
 /* RDMA Write: any STag of our PD with remote write, within bounds.  A
@@ -185,7 +211,7 @@ static void rx_write(struct iwe_qp_priv *q)
 	enum iwe_access_error e;
 	void *p = NULL;
 
-	rx_hdr_tagged(r, &stag, &to);
+	hdr_tagged(r, &stag, &to);
 	if (len == 0)
 		return;
 	if (len > UINT64_MAX - to) {
@@ -217,7 +243,7 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 		return;
 	}
 	o = &q->orq[q->orq_head % IWE_MAX_ORD];
-	rx_hdr_tagged(r, &stag, &to);
+	hdr_tagged(r, &stag, &to);
 	if (stag != o->sink_stag) {
 		tagged_error(q, IWE_ACCESS_BAD_STAG);
 		r->bad_read_resp = 1;
@@ -237,39 +263,6 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 	place_one(r, p, len);
 }
 
-static void rx_hdr_untagged(const struct iwe_rx *r, struct iw_untagged_hdr *h)
-{
-	memcpy(h, r->hdr + IW_FPDU_LEN_FIELD, sizeof(*h));
-}
-
-/* Map [mo, mo+len) of the receive's gather list onto place[]. */
-static void place_rwqe(struct iwe_rx *r, const struct iwe_rwqe *w,
-		       uint32_t mo, uint32_t len)
-{
-	uint32_t i;
-
-	r->nplace = 0;
-	for (i = 0; i < w->num_sge && len; i++) {
-		uint32_t sl = w->sg[i].length, take;
-
-		if (mo >= sl) {
-			mo -= sl;
-			continue;
-		}
-		take = sl - mo < len ? sl - mo : len;
-		r->place[r->nplace].iov_base = w->sg[i].addr + mo;
-		r->place[r->nplace].iov_len = take;
-		r->nplace++;
-		len -= take;
-		mo = 0;
-	}
-}
-
-static void untagged_error(struct iwe_qp_priv *q, unsigned ecode)
-{
-	rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_UNTAGGED, ecode);
-}
-
 /* Send family: into the head posted receive (or the SRQ's), in MSN/MO
  * order.  iWARP has no receiver-not-ready retry: no receive posted is
  * fatal. */
@@ -280,7 +273,7 @@ static void rx_send(struct iwe_qp_priv *q)
 	const struct iwe_rwqe *w;
 	uint32_t msn, mo, len = r->payload_len;
 
-	rx_hdr_untagged(r, &h);
+	hdr_untagged(r, &h);
 	msn = iw_be32(h.msn_be);
 	mo = iw_be32(h.mo_be);
 	if (msn != r->msn_send) {
@@ -294,7 +287,7 @@ static void rx_send(struct iwe_qp_priv *q)
 		r->rtr_send = 1;
 		return;
 	}
-	w = iwe_qp_recv_wqe(q, mo, r->send_mo);
+	w = iwe_wq_recv_wqe(q, mo, r->send_mo);
 	if (!w) {
 		untagged_error(q, IW_TERM_DDP_UNTAG_NO_BUF);
 		return;
@@ -307,7 +300,7 @@ static void rx_send(struct iwe_qp_priv *q)
 		untagged_error(q, IW_TERM_DDP_UNTAG_TOO_LONG);
 		return;
 	}
-	if (r->opcode == IW_OP_SEND_INV || r->opcode == IW_OP_SEND_SE_INV)
+	if (iwe_rdmap_ops[r->opcode].inv)
 		r->inv_stag = iw_be32(h.inval_stag_be);
 	place_rwqe(r, w, mo, len);
 }
@@ -336,13 +329,13 @@ static void rx_read_req(struct iwe_qp_priv *q)
 	uint64_t src_to;
 	void *p = NULL;
 
-	if (r->hdr_have < IW_FPDU_LEN_FIELD + sizeof(rr)) {
+	if (r->hdr_len < sizeof(rr)) {
 		/* Too short to hold the Read Request body. */
 		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
 			 IW_TERM_RDMAP_UNSPECIFIED);
 		return;
 	}
-	memcpy(&rr, r->hdr + IW_FPDU_LEN_FIELD, sizeof(rr));
+	memcpy(&rr, r->hdr, sizeof(rr));
 	if (!iw_ctrl_last(r->ctrl) || iw_be32(rr.hdr.mo_be) != 0) {
 		untagged_error(q, IW_TERM_DDP_UNTAG_INV_MO);
 		return;
@@ -377,155 +370,18 @@ static void rx_read_req(struct iwe_qp_priv *q)
 	e->src = p;
 }
 
+/* Bytes beyond the longest Terminate we understand are dropped. */
 static void rx_terminate(struct iwe_qp_priv *q)
 {
-	struct iwe_rx *r = &q->rx;
-
-	/* Bytes beyond the longest Terminate we understand are skipped. */
-	r->discard = 1;
-	if (!iw_ctrl_last(r->ctrl))
+	if (!iw_ctrl_last(q->rx.ctrl))
 		untagged_error(q, IW_TERM_DDP_UNTAG_INV_MO);
 }
 
-/* ---------------------------------------------------- header stage */
-
-static int opcode_tagged(unsigned op)
-{
-	return op == IW_OP_WRITE || op == IW_OP_READ_RESP;
-}
-
-static uint32_t opcode_qn(unsigned op)
-{
-	if (op == IW_OP_READ_REQ)
-		return IW_QN_READ_REQ;
-	if (op == IW_OP_TERMINATE)
-		return IW_QN_TERMINATE;
-	return IW_QN_SEND;
-}
-
-static int opcode_known(unsigned op)
-{
-	return op <= IW_OP_TERMINATE;
-}
-
-/* Version, opcode and queue number: checks common to all segments. */
-static void rx_check_common(struct iwe_qp_priv *q)
-{
-	struct iwe_rx *r = &q->rx;
-	int tagged = iw_ctrl_tagged(r->ctrl);
-	struct iw_untagged_hdr h;
-
-	if (iw_ctrl_dv(r->ctrl) != IW_DDP_VERSION) {
-		rx_error(q, IW_TERM_LAYER_DDP,
-			 tagged ? IW_TERM_DDP_ETYPE_TAGGED :
-				  IW_TERM_DDP_ETYPE_UNTAGGED,
-			 tagged ? IW_TERM_DDP_TAG_INV_VERSION :
-				  IW_TERM_DDP_UNTAG_INV_VERSION);
-		return;
-	}
-	if (iw_ctrl_rv(r->ctrl) != IW_RDMAP_VERSION) {
-		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
-			 IW_TERM_RDMAP_INV_VERSION);
-		return;
-	}
-	if (!opcode_known(r->opcode) || opcode_tagged(r->opcode) != tagged) {
-		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
-			 IW_TERM_RDMAP_UNEXP_OPCODE);
-		return;
-	}
-	if (tagged)
-		return;
-	rx_hdr_untagged(r, &h);
-	if (iw_be32(h.qn_be) != opcode_qn(r->opcode))
-		untagged_error(q, IW_TERM_DDP_UNTAG_INV_QN);
-}
-
-static void rx_dispatch(struct iwe_qp_priv *q)
-{
-	rx_check_common(q);
-	if (q->rx.err_pending)
-		return;
-	switch (q->rx.opcode) {
-	case IW_OP_WRITE:
-		rx_write(q);
-		break;
-	case IW_OP_READ_RESP:
-		rx_read_resp(q);
-		break;
-	case IW_OP_READ_REQ:
-		rx_read_req(q);
-		break;
-	case IW_OP_TERMINATE:
-		rx_terminate(q);
-		break;
-	default:
-		rx_send(q);
-		break;
-	}
-}
-
-/* Header bytes this segment needs, once the control word is known. */
-static uint32_t rx_hdr_total(const struct iwe_rx *r)
-{
-	uint32_t n = IW_FPDU_LEN_FIELD + rx_ddp_hdr_len(r);
-	uint32_t end = IW_FPDU_LEN_FIELD + r->ulpdu_len;
-
-	if (iw_ctrl_tagged(r->ctrl))
-		return n;
-	if (r->opcode == IW_OP_READ_REQ)
-		n += sizeof(struct iw_read_req_body);
-	else if (r->opcode == IW_OP_TERMINATE)
-		n = end < IWE_RX_HDR_MAX ? end : IWE_RX_HDR_MAX;
-	/* A short Read Request keeps its header inside its FPDU; the
-	 * length check then reports it. */
-	return n < end ? n : end;
-}
-
-/* A segment shorter than its DDP header cannot be framed past: there is
- * no telling what it was, so report it at once (DDP catastrophic). */
-static int rx_bad_length(struct iwe_qp_priv *q)
-{
-	rx_error(q, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_CATASTROPHIC,
-		 IW_TERM_DDP_CATASTROPHIC);
-	return rx_fatal(q);
-}
-
-/* All of hdr_need is in.  Returns 0 to go on, or a fatal errno. */
-static int rx_hdr_step(struct iwe_qp_priv *q)
-{
-	struct iwe_rx *r = &q->rx;
-	uint16_t v;
-	uint32_t total;
-
-	if (r->hdr_have == RX_FIRST_NEED) {
-		memcpy(&v, r->hdr, 2);
-		r->ulpdu_len = iw_be16(v);
-		memcpy(&v, r->hdr + 2, 2);
-		r->ctrl = iw_be16(v);
-		r->opcode = (uint8_t)iw_ctrl_opcode(r->ctrl);
-		if (r->ulpdu_len < rx_ddp_hdr_len(r))
-			return rx_bad_length(q);
-	}
-	total = rx_hdr_total(r);
-	if (total > r->hdr_have) {
-		r->hdr_need = total;
-		return 0;
-	}
-	if (q->crc)
-		r->crc = iw_crc32c(0, r->hdr, r->hdr_have);
-	r->payload_len = IW_FPDU_LEN_FIELD + r->ulpdu_len - r->hdr_have;
-	r->trailer_need = iw_fpdu_pad(r->ulpdu_len) + IW_FPDU_CRC_LEN;
-	rx_dispatch(q);
-	r->stage = r->payload_len ? IWE_RX_PAYLOAD : IWE_RX_TRAILER;
-	return 0;
-}
-
-/* ----------------------------------------------------- segment end */
+/* -------------------------------------------------- per-opcode end */
 
 static void rx_end_send(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
-	int se = r->opcode == IW_OP_SEND_SE || r->opcode == IW_OP_SEND_SE_INV;
 	uint32_t inv = r->inv_stag;
 
 	if (r->rtr_send) {
@@ -540,7 +396,7 @@ static void rx_end_send(struct iwe_qp_priv *q)
 			 IW_TERM_RDMAP_CANT_INVALIDATE);
 		return;
 	}
-	iwe_qp_rq_complete(q, r->send_mo, se, inv);
+	iwe_wq_rq_complete(q, r->send_mo, iwe_rdmap_ops[r->opcode].se, inv);
 	r->send_mo = 0;
 	r->msn_send++;
 }
@@ -564,8 +420,7 @@ static void rx_end_read_resp(struct iwe_qp_priv *q)
 	if (o->rtr)
 		return;		/* our Read RTR: no WR, no completion */
 	iwe_sq_slot(q, o->wqe_idx)->rd_pending--;
-	iwe_qp_sq_retire(q);
-	/* An ORD slot is free: the next Read may go. */
+	iwe_wq_sq_retire(q);
 }
 
 static void rx_end_read_req(struct iwe_qp_priv *q)
@@ -575,341 +430,170 @@ static void rx_end_read_req(struct iwe_qp_priv *q)
 	q->rx.msn_rreq++;
 }
 
-/* The peer terminated: remember why, fail the WR it names (if still
- * outstanding) with the matching status, flush the rest. */
-static int rx_end_terminate(struct iwe_qp_priv *q)
+/* The echoed header of a received Terminate: M (2 bytes), D (DDP
+ * header), R (Read Request body); b holds avail bytes after the control
+ * word. */
+static void term_echo(struct iwe_term *t, uint32_t ctrl, const uint8_t *b,
+		      uint32_t avail)
 {
-	struct iwe_rx *r = &q->rx;
-	const uint8_t *b = r->hdr + IW_FPDU_LEN_FIELD + IW_UNTAGGED_HDR_LEN;
-	uint32_t avail = r->hdr_have - IW_FPDU_LEN_FIELD - IW_UNTAGGED_HDR_LEN;
-	struct iwe_term t = { 0 };
-	uint32_t ctrl_be, ctrl;
-	enum ibv_wc_status st = IBV_WC_REM_OP_ERR;
+	uint16_t c;
+	unsigned hl;
 
-	if (avail >= 4) {
-		memcpy(&ctrl_be, b, 4);
-		ctrl = iw_be32(ctrl_be);
-		t.layer = (uint8_t)iw_term_layer(ctrl);
-		t.etype = (uint8_t)iw_term_etype(ctrl);
-		t.ecode = (uint8_t)iw_term_ecode(ctrl);
-		q->term_rcvd = (struct iwe_term_info){ .valid = 1,
-			.layer = t.layer, .etype = t.etype, .ecode = t.ecode };
-		/* Echoed header: M (2 bytes), D (DDP header), R (body). */
-		if ((ctrl & IW_TERM_HDRCT_M) && (ctrl & IW_TERM_HDRCT_D) &&
-		    avail >= 4 + 2 + 2) {
-			uint16_t c;
-			unsigned hl;
-
-			memcpy(&c, b + 6, 2);
-			hl = iw_ddp_hdr_len(iw_be16(c));
-			if (avail >= 6 + hl) {
-				t.has_hdr = 1;
-				t.hdr_len = (uint8_t)hl;
-				memcpy(t.hdr, b + 6, hl);
-			}
-			if ((ctrl & IW_TERM_HDRCT_R) && hl == IW_UNTAGGED_HDR_LEN &&
-			    avail >= 6 + hl + sizeof(struct iw_read_req_body)) {
-				t.has_rdmap = 1;
-				memcpy(t.hdr + hl, b + 6 + hl,
-				       sizeof(struct iw_read_req_body));
-			}
-		}
+	if (!(ctrl & IW_TERM_HDRCT_M) || !(ctrl & IW_TERM_HDRCT_D) ||
+	    avail < 2 + 2)
+		return;
+	memcpy(&c, b + 2, 2);
+	hl = iw_ddp_hdr_len(iw_be16(c));
+	if (avail >= 2 + hl) {
+		t->has_hdr = 1;
+		t->hdr_len = (uint8_t)hl;
+		memcpy(t->hdr, b + 2, hl);
 	}
-	if ((t.layer == IW_TERM_LAYER_RDMAP &&
-	     t.etype == IW_TERM_RDMAP_ETYPE_REMOTE_PROT) ||
-	    (t.layer == IW_TERM_LAYER_DDP &&
-	     t.etype == IW_TERM_DDP_ETYPE_TAGGED))
-		st = IBV_WC_REM_ACCESS_ERR;
-	iwe_qp_fail_matching(q, &t, st);
-	q->tx.term_sent = 1;	/* never answer a Terminate with one */
-	r->stage = IWE_RX_DEAD;
-	iwe_qp_fail(q, EPROTO);
-	return EPROTO;
+	if ((ctrl & IW_TERM_HDRCT_R) && hl == IW_UNTAGGED_HDR_LEN &&
+	    avail >= 2 + hl + sizeof(struct iw_read_req_body)) {
+		t->has_rdmap = 1;
+		memcpy(t->hdr + hl, b + 2 + hl, sizeof(struct iw_read_req_body));
+	}
 }
 
-static int crc_ok(struct iwe_qp_priv *q)
+/* The peer terminated: remember why; the driver fails the WR it names. */
+static void rx_end_terminate(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
-	unsigned pad = r->trailer_need - IW_FPDU_CRC_LEN;
-	uint32_t crc;
+	const uint8_t *b = r->hdr + IW_UNTAGGED_HDR_LEN;
+	uint32_t avail = r->hdr_len - IW_UNTAGGED_HDR_LEN;
+	struct iwe_term *t = &r->term_rcvd;
+	uint32_t ctrl_be, ctrl;
 
-	if (!q->crc)
-		return 1;
-	crc = iw_crc32c(r->crc, r->trailer, pad);
-	return crc == iw_fpdu_get_crc(r->trailer + pad);
+	memset(t, 0, sizeof(*t));
+	r->term_in = 1;
+	if (avail < 4)
+		return;		/* no control word: nothing to report */
+	memcpy(&ctrl_be, b, 4);
+	ctrl = iw_be32(ctrl_be);
+	t->layer = (uint8_t)iw_term_layer(ctrl);
+	t->etype = (uint8_t)iw_term_etype(ctrl);
+	t->ecode = (uint8_t)iw_term_ecode(ctrl);
+	t->has_hdr = 0;
+	term_echo(t, ctrl, b + 4, avail - 4);
+	q->term_rcvd = (struct iwe_term_info){ .valid = 1, .layer = t->layer,
+		.etype = t->etype, .ecode = t->ecode };
 }
 
-/* The FPDU is complete.  Returns 0, or EPROTO when the stream ended. */
-static int rx_fpdu_end(struct iwe_qp_priv *q)
+/* ----------------------------------------------------- the segment */
+
+uint32_t iwe_rx_hdr_need(uint16_t ctrl, uint32_t ulpdu_len)
+{
+	unsigned op = iw_ctrl_opcode(ctrl);
+	uint32_t n = iw_ddp_hdr_len(ctrl);
+
+	if (!iw_ctrl_tagged(ctrl)) {
+		if (op == IW_OP_TERMINATE)
+			n = IWE_SEG_HDR_MAX;
+		else
+			n += iwe_rdmap_ops[op].body_len;
+	}
+	return n < ulpdu_len ? n : ulpdu_len;
+}
+
+/* Version, opcode and queue number: checks common to all segments. */
+static void rx_check_common(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
+	const struct iwe_rdmap_op *op = &iwe_rdmap_ops[r->opcode];
+	int tagged = iw_ctrl_tagged(r->ctrl);
+	struct iw_untagged_hdr h;
 
-	/* A responder may transmit once the first FPDU is in. */
+	if (iw_ctrl_dv(r->ctrl) != IW_DDP_VERSION) {
+		rx_error(q, IW_TERM_LAYER_DDP,
+			 tagged ? IW_TERM_DDP_ETYPE_TAGGED :
+				  IW_TERM_DDP_ETYPE_UNTAGGED,
+			 tagged ? IW_TERM_DDP_TAG_INV_VERSION :
+				  IW_TERM_DDP_UNTAG_INV_VERSION);
+		return;
+	}
+	if (iw_ctrl_rv(r->ctrl) != IW_RDMAP_VERSION) {
+		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
+			 IW_TERM_RDMAP_INV_VERSION);
+		return;
+	}
+	if (!op->rx_begin || op->tagged != tagged) {
+		rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_REMOTE_OP,
+			 IW_TERM_RDMAP_UNEXP_OPCODE);
+		return;
+	}
+	if (tagged)
+		return;
+	hdr_untagged(r, &h);
+	if (iw_be32(h.qn_be) != op->qn)
+		untagged_error(q, IW_TERM_DDP_UNTAG_INV_QN);
+}
+
+int iwe_rx_begin(struct iwe_qp_priv *q, const uint8_t *hdr,
+		 uint32_t hdr_len, uint32_t ulpdu_len)
+{
+	struct iwe_rx *r = &q->rx;
+	uint16_t c;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	memcpy(&c, hdr, 2);
+	r->ctrl = iw_be16(c);
+	r->opcode = (uint8_t)iw_ctrl_opcode(r->ctrl);
+	r->ulpdu_len = ulpdu_len;
+	r->hdr_len = hdr_len < sizeof(r->hdr) ? hdr_len : sizeof(r->hdr);
+	memcpy(r->hdr, hdr, r->hdr_len);
+	r->payload_len = ulpdu_len - hdr_len;
+	r->nplace = 0;
+	r->inv_stag = 0;
+	r->rtr_send = 0;
+	if (ulpdu_len < iw_ddp_hdr_len(r->ctrl))
+		return iwe_rx_short_segment(q, hdr, ulpdu_len);
+	rx_check_common(q);
+	if (!r->term_out)
+		iwe_rdmap_ops[r->opcode].rx_begin(q);
+	return r->term_out ? EPROTO : 0;
+}
+
+int iwe_rx_end(struct iwe_qp_priv *q)
+{
+	struct iwe_rx *r = &q->rx;
+	void (*end)(struct iwe_qp_priv *q) = iwe_rdmap_ops[r->opcode].rx_end;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	/* A responder may transmit once the first segment is in. */
 	q->first_rx = 1;
 	q->tx_gate = 0;
-
-	if (!crc_ok(q)) {
-		r->err_pending = 0;
-		r->bad_read_resp = 0;	/* a damaged segment proves nothing */
-		rx_error(q, IW_TERM_LAYER_LLP, IW_TERM_LLP_ETYPE_MPA,
-			 IW_TERM_LLP_CRC);
-		return rx_fatal(q);
-	}
-	if (!r->err_pending) {
-		switch (r->opcode) {
-		case IW_OP_WRITE:
-			break;
-		case IW_OP_READ_RESP:
-			rx_end_read_resp(q);
-			break;
-		case IW_OP_READ_REQ:
-			rx_end_read_req(q);
-			break;
-		case IW_OP_TERMINATE:
-			return rx_end_terminate(q);
-		default:
-			rx_end_send(q);
-			break;
-		}
-	}
-	if (r->err_pending)
-		return rx_fatal(q);
-	rx_next_fpdu(r);
-	return 0;
+	if (end)
+		end(q);
+	return r->term_out || r->term_in ? EPROTO : 0;
 }
 
-/* --------------------------------------------------------- reading */
+/* ----------------------------------------------- the opcode table */
 
-/* Where the next payload byte goes, and how many may go there. */
-static void *payload_target(struct iwe_rx *r, size_t *len)
-{
-	uint32_t left = r->payload_len - r->payload_have, off = r->payload_have;
-	int i;
+#define SEND_OP(nm, se_, inv_) { .name = nm, .qn = IW_QN_SEND, .se = se_, \
+	.inv = inv_, .rx_begin = rx_send, .rx_end = rx_end_send }
 
-	if (r->discard) {
-		*len = left < sizeof(r->scratch) ? left : sizeof(r->scratch);
-		return r->scratch;
-	}
-	for (i = 0; i < r->nplace; i++) {
-		if (off < r->place[i].iov_len) {
-			*len = r->place[i].iov_len - off;
-			if (*len > left)
-				*len = left;
-			return (char *)r->place[i].iov_base + off;
-		}
-		off -= (uint32_t)r->place[i].iov_len;
-	}
-	*len = 0;	/* cannot happen: placement covers the payload */
-	return NULL;
-}
-
-/* Whether the current stage has all its bytes. */
-static int stage_complete(const struct iwe_rx *r)
-{
-	switch (r->stage) {
-	case IWE_RX_HDR:
-		return r->hdr_have == r->hdr_need;
-	case IWE_RX_PAYLOAD:
-		return r->payload_have == r->payload_len;
-	default:
-		return r->trailer_have == r->trailer_need;
-	}
-}
-
-/* Feed the current stage from the read-ahead buffer.  Payload is copied
- * to its destination with the CRC taken over the private copy. */
-static int rx_consume_ra(struct iwe_qp_priv *q)
-{
-	struct iwe_rx *r = &q->rx;
-	uint32_t avail = r->ra_len - r->ra_off, n;
-	const uint8_t *src = r->ra + r->ra_off;
-	size_t len;
-	void *p;
-
-	switch (r->stage) {
-	case IWE_RX_HDR:
-		n = r->hdr_need - r->hdr_have;
-		n = n < avail ? n : avail;
-		memcpy(r->hdr + r->hdr_have, src, n);
-		r->hdr_have += n;
-		break;
-	case IWE_RX_PAYLOAD:
-		p = payload_target(r, &len);
-		if (!p)
-			return EFAULT;
-		n = len < avail ? (uint32_t)len : avail;
-		if (q->crc)
-			r->crc = iw_crc32c_copy_src(r->crc, p, src, n);
-		else
-			memcpy(p, src, n);
-		r->payload_have += n;
-		break;
-	default:
-		n = r->trailer_need - r->trailer_have;
-		n = n < avail ? n : avail;
-		memcpy(r->trailer + r->trailer_have, src, n);
-		r->trailer_have += n;
-		break;
-	}
-	r->ra_off += n;
-	if (r->ra_off == r->ra_len)
-		r->ra_off = r->ra_len = 0;
-	return 0;
-}
-
-/* recvmsg: >0 bytes, 0 would block, <0 -errno; EOF is -ENODATA. */
-static ssize_t rx_recvmsg(struct iwe_qp_priv *q, struct iovec *iov, int n)
-{
-	struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-	ssize_t k;
-
-	do {
-		k = recvmsg(q->fd, &m, MSG_DONTWAIT);
-	} while (k < 0 && errno == EINTR);
-	if (k > 0)
-		return k;
-	if (k == 0)
-		return -ENODATA;
-	return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
-}
-
-/* One read for the current stage (the read-ahead buffer is empty): what
- * the stage misses, then the read-ahead buffer.  Returns bytes read, 0
- * for EAGAIN, or -errno (-ENODATA for EOF); *asked: bytes asked for. */
-static ssize_t rx_fill(struct iwe_qp_priv *q, size_t *asked)
-{
-	struct iwe_rx *r = &q->rx;
-	struct iovec iov[IWE_MAX_SGE + 2];
-	size_t pay = 0, trl = 0, got, len;
-	ssize_t n;
-	int k = 0, i;
-	uint32_t off;
-
-	if (r->stage == IWE_RX_PAYLOAD) {
-		/* The rest of the payload, piece by piece. */
-		uint32_t left = r->payload_len - r->payload_have;
-
-		off = r->payload_have;
-		if (r->discard) {
-			pay = left < sizeof(r->scratch) ? left
-							: sizeof(r->scratch);
-			iov[k++] = (struct iovec){ r->scratch, pay };
-		} else {
-			for (i = 0; i < r->nplace && pay < left; i++) {
-				len = r->place[i].iov_len;
-				if (off >= len) {
-					off -= (uint32_t)len;
-					continue;
-				}
-				len -= off;
-				if (len > left - pay)
-					len = left - pay;
-				iov[k++] = (struct iovec){
-					(char *)r->place[i].iov_base + off, len };
-				pay += len;
-				off = 0;
-			}
-			if (pay < left)
-				return -EFAULT;	/* placement covers it */
-		}
-	}
-	if (r->stage == IWE_RX_TRAILER ||
-	    (r->stage == IWE_RX_PAYLOAD &&
-	     r->payload_have + pay == r->payload_len)) {
-		trl = r->trailer_need - r->trailer_have;
-		iov[k++] = (struct iovec){ r->trailer + r->trailer_have, trl };
-	}
-	if (r->stage == IWE_RX_HDR || trl) {
-		/* What follows: the next header, small FPDUs. */
-		iov[k++] = (struct iovec){ r->ra, sizeof(r->ra) };
-	}
-	*asked = pay + trl + (r->stage == IWE_RX_HDR || trl ? sizeof(r->ra) : 0);
-	n = rx_recvmsg(q, iov, k);
-	if (n <= 0)
-		return n;
-	got = (size_t)n;
-	if (pay) {
-		size_t pgot = got < pay ? got : pay, c = pgot;
-
-		for (i = 0; q->crc && c; i++) {
-			len = iov[i].iov_len < c ? iov[i].iov_len : c;
-			r->crc = iw_crc32c(r->crc, iov[i].iov_base, len);
-			c -= len;
-		}
-		r->payload_have += (uint32_t)pgot;
-		got -= pgot;
-	}
-	if (trl) {
-		size_t tgot = got < trl ? got : trl;
-
-		r->trailer_have += (uint32_t)tgot;
-		got -= tgot;
-	}
-	r->ra_off = 0;
-	r->ra_len = (uint32_t)got;
-	return n;
-}
-
-/* Move to the next stage; the current one is complete. */
-static int rx_advance(struct iwe_qp_priv *q)
-{
-	struct iwe_rx *r = &q->rx;
-
-	switch (r->stage) {
-	case IWE_RX_HDR:
-		return rx_hdr_step(q);
-	case IWE_RX_PAYLOAD:
-		r->stage = IWE_RX_TRAILER;
-		return 0;
-	default:
-		return rx_fpdu_end(q);
-	}
-}
-
-static int rx_stream_lost(struct iwe_qp_priv *q, ssize_t n)
-{
-	struct iwe_rx *r = &q->rx;
-	int between = r->stage == IWE_RX_HDR && r->hdr_have == 0 &&
-		      r->ra_len == r->ra_off;
-	int err = n == -ENODATA ? (between ? ENOTCONN : ECONNABORTED) :
-		  (int)-n;
-
-	r->stage = IWE_RX_DEAD;
-	iwe_qp_fail(q, err);
-	return err;
-}
-
-int iwe_rx_progress_locked(struct iwe_qp_priv *q)
-{
-	struct iwe_rx *r = &q->rx;
-	int drained = 0, err;
-	size_t asked;
-	ssize_t n;
-
-	if (q->fd < 0 || q->state == IWE_QPS_RESET)
-		return 0;
-	while (r->stage != IWE_RX_DEAD && q->state != IWE_QPS_ERROR) {
-		if (stage_complete(r)) {
-			err = rx_advance(q);
-			if (err)
-				return err;
-			continue;
-		}
-		if (r->ra_off < r->ra_len) {
-			err = rx_consume_ra(q);
-			if (err)
-				return rx_stream_lost(q, -err);
-			continue;
-		}
-		if (drained)
-			return 0;
-		n = rx_fill(q, &asked);
-		if (n == 0)
-			return 0;
-		if (n < 0)
-			return rx_stream_lost(q, n);
-		if ((size_t)n < asked)
-			drained = 1;
-	}
-	return q->stream_err;
-}
+const struct iwe_rdmap_op iwe_rdmap_ops[16] = {
+	[IW_OP_WRITE] = { .name = "RDMA Write", .tagged = 1,
+			  .rx_begin = rx_write },
+	[IW_OP_READ_REQ] = { .name = "RDMA Read Request",
+			     .qn = IW_QN_READ_REQ,
+			     .body_len = sizeof(struct iw_read_req_body),
+			     .rx_begin = rx_read_req,
+			     .rx_end = rx_end_read_req },
+	[IW_OP_READ_RESP] = { .name = "RDMA Read Response", .tagged = 1,
+			      .rx_begin = rx_read_resp,
+			      .rx_end = rx_end_read_resp },
+	[IW_OP_SEND] = SEND_OP("Send", 0, 0),
+	[IW_OP_SEND_INV] = SEND_OP("Send with Invalidate", 0, 1),
+	[IW_OP_SEND_SE] = SEND_OP("Send with Solicited Event", 1, 0),
+	[IW_OP_SEND_SE_INV] = SEND_OP("Send with SE and Invalidate", 1, 1),
+	[IW_OP_TERMINATE] = { .name = "Terminate", .qn = IW_QN_TERMINATE,
+			      .rx_begin = rx_terminate,
+			      .rx_end = rx_end_terminate },
+	/* RFC 7306: known names, not supported here (unexpected opcode). */
+	[IW_OP_IMM_DATA] = { .name = "Immediate Data" },
+	[IW_OP_IMM_DATA_SE] = { .name = "Immediate Data with SE" },
+	[IW_OP_ATOMIC_REQ] = { .name = "Atomic Request" },
+	[IW_OP_ATOMIC_RESP] = { .name = "Atomic Response" },
+};

@@ -287,21 +287,54 @@ static void test_raw_terminates(void)
 	raw_check(&r, &c);
 	raw_close(&r);
 
-	/* A segment shorter than its header. */
+	/* A segment shorter than its header (its CRC intact): answered as
+	 * soon as it is whole, with nothing after it. */
 	raw_open(&r, 1);
 	memset(u, 0, 64);
 	n = untagged(u, send_l, 0, 1, 0);
-	{
-		uint8_t f[32] = { 0, 10 };	/* ULPDU length 10 */
-
-		memcpy(f + 2, u, 20);
-		if (write(r.x, f, 32) != 32)
-			BAIL("raw write");
-	}
+	raw_send(&r, u, 10, 0);
 	c = (struct rawcase){ "short segment", 0, IW_TERM_LAYER_DDP,
 			      IW_TERM_DDP_ETYPE_CATASTROPHIC,
 			      IW_TERM_DDP_CATASTROPHIC };
 	raw_check(&r, &c);
+	raw_close(&r);
+
+	/* An empty ULPDU: an 8-byte FPDU, then silence. */
+	raw_open(&r, 1);
+	raw_send(&r, u, 0, 0);
+	c = (struct rawcase){ "empty ULPDU", 0, IW_TERM_LAYER_DDP,
+			      IW_TERM_DDP_ETYPE_CATASTROPHIC,
+			      IW_TERM_DDP_CATASTROPHIC };
+	raw_check(&r, &c);
+	raw_close(&r);
+
+	/* A short segment whose CRC is wrong: the CRC speaks first. */
+	raw_open(&r, 1);
+	raw_send(&r, u, 10, 1);
+	c = (struct rawcase){ "short segment, bad CRC", 0, IW_TERM_LAYER_LLP,
+			      IW_TERM_LLP_ETYPE_MPA, IW_TERM_LLP_CRC };
+	raw_check(&r, &c);
+	raw_close(&r);
+
+	/* A damaged FPDU is never placed: a Write with a bad CRC leaves its
+	 * target exactly as it was. */
+	raw_open(&r, 1);
+	memset(r.b.buf, 0xAB, 4096);
+	n = tagged(u, iw_ctrl_make(1, 1, IW_OP_WRITE), r.b.mr->rkey,
+		   (uintptr_t)r.b.buf);
+	memset(u + n, 0x11, 40);
+	raw_send(&r, u, n + 40, 1);
+	c = (struct rawcase){ "bad CRC on a Write", 0, IW_TERM_LAYER_LLP,
+			      IW_TERM_LLP_ETYPE_MPA, IW_TERM_LLP_CRC };
+	raw_check(&r, &c);
+	{
+		size_t k = 0;
+
+		while (k < 4096 && (uint8_t)r.b.buf[k] == 0xAB)
+			k++;
+		CHECK(k == 4096, "raw bad CRC on a Write: target untouched "
+		      "(first changed byte %zu of 4096)", k);
+	}
 	raw_close(&r);
 
 	/* A corrupted header is a CRC error, not a header error. */

@@ -1,0 +1,487 @@
+/* The connection manager's ground floor (see iw_cm_priv.h): negotiation
+ * parameters, the conn object and its free, event delivery, and the
+ * socket helpers every part of the CM shares.
+ *
+ * Environment knobs (iwe_cm_params_from_env; each overrides the value
+ * the caller put in struct iwe_cm_params, invalid values are ignored):
+ *   IWDAPL_MPA_REV=1|2            MPA revision to speak (2: RFC 6581
+ *                                 enhanced setup with IRD/ORD and RTR).
+ *   IWDAPL_CRC=0|1|off|on|no|yes  ask for the MPA CRC32c (it is used when
+ *                                 either side asks).
+ *   IWDAPL_RTR=none|write|read|send
+ *                                 the RTR of peer-to-peer setup (rev 2):
+ *                                 as initiator, the only type offered
+ *                                 (none: plain client-server); as
+ *                                 responder, the preferred type (any
+ *                                 offered type is accepted).
+ *   IWDAPL_MPA_TIMEOUT_MS=n       passive side: how long to wait for the
+ *                                 MPA request (and for the RTR after
+ *                                 accepting), in milliseconds.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include "iw_cm_priv.h"
+#include "iw_qp.h"
+
+#define CONN_OF(ptr, member) IWE_CONTAINER_OF(ptr, struct iwe_conn, member)
+
+/* The public RTR bits are the MPA layer's own. */
+_Static_assert(IWE_RTR_SEND == IW_RTR_SEND && IWE_RTR_WRITE == IW_RTR_WRITE &&
+	       IWE_RTR_READ == IW_RTR_READ, "RTR bits differ");
+
+/* ------------------------------------------------------------ params */
+
+static int env_int(const char *name, long lo, long hi, long *out)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi)
+		return 0;
+	*out = v;
+	return 1;
+}
+
+static void env_crc(struct iwe_cm_params *p)
+{
+	const char *s = getenv("IWDAPL_CRC");
+
+	if (!s)
+		return;
+	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes"))
+		p->crc = 1;
+	else if (!strcmp(s, "0") || !strcasecmp(s, "off") ||
+		 !strcasecmp(s, "no"))
+		p->crc = 0;
+}
+
+static void env_rtr(struct iwe_cm_params *p)
+{
+	static const struct { const char *name; unsigned rtr; } map[] = {
+		{ "none", 0 }, { "write", IW_RTR_WRITE },
+		{ "read", IW_RTR_READ }, { "send", IW_RTR_SEND },
+	};
+	const char *s = getenv("IWDAPL_RTR");
+	size_t i;
+
+	for (i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcasecmp(s, map[i].name))
+			p->rtr = map[i].rtr;
+}
+
+void iwe_cm_params_from_env(struct iwe_cm_params *p)
+{
+	long v;
+
+	if (!p)
+		return;
+	if (env_int("IWDAPL_MPA_REV", 1, 2, &v))
+		p->mpa_rev = (int)v;
+	if (env_int("IWDAPL_MPA_TIMEOUT_MS", 1, 3600000, &v))
+		p->mpa_timeout_ms = (int)v;
+	env_crc(p);
+	env_rtr(p);
+}
+
+int cm_params_valid(const struct iwe_cm_params *p)
+{
+	return p && (p->mpa_rev == 1 || p->mpa_rev == 2) &&
+	       !(p->rtr & ~(unsigned)IW_RTR_MASK);
+}
+
+unsigned cm_clamp_rd(uint32_t v, unsigned max)
+{
+	return v == 0 ? 1 : v > max ? max : v;
+}
+
+void cm_local_from_params(const struct iwe_cm_params *p,
+			  struct iw_mpa_local *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->rev = p->mpa_rev;
+	l->crc = !!p->crc;
+	l->ird = cm_clamp_rd(p->ird, IWE_MAX_IRD);
+	l->ord = cm_clamp_rd(p->ord, IWE_MAX_ORD);
+	/* As responder we take any RTR the initiator offers; a single
+	 * configured type is the preference. */
+	l->rtr_ok = IW_RTR_MASK;
+	if (p->rtr && !(p->rtr & (p->rtr - 1)))
+		l->rtr_pref = p->rtr;
+}
+
+int cm_mpa_timeout(const struct iwe_cm_params *p)
+{
+	return p->mpa_timeout_ms > 0 ? p->mpa_timeout_ms
+				     : CM_DEFAULT_MPA_TIMEOUT_MS;
+}
+
+uint16_t cm_service_port(uint64_t service)
+{
+	if (service <= 65535)
+		return (uint16_t)service;
+	return (uint16_t)(IWE_CM_SERVICE_PORT_BASE +
+			  service % IWE_CM_SERVICE_PORTS);
+}
+
+/* ------------------------------------------------------------- conns */
+
+struct iwe_cm_dev *cm_dev(struct iwe_device *dev)
+{
+	if (!dev->cm)
+		dev->cm = calloc(1, sizeof(*dev->cm));
+	return dev->cm;
+}
+
+static void conn_ev_task(struct iwe_prog_task *t)
+{
+	struct iwe_conn *c = CONN_OF(t, ev_task);
+	struct cm_pending_ev q[CM_MAX_PENDING_EV];
+	int i, n = c->nev;
+
+	/* Handlers may queue more: take a copy first. */
+	memcpy(q, c->evq, sizeof(q));
+	c->nev = 0;
+	for (i = 0; i < n; i++)
+		cm_event(c, q[i].type, q[i].status, q[i].reason, NULL, 0);
+}
+
+static void conn_free_task(struct iwe_prog_task *t)
+{
+	struct iwe_conn *c = CONN_OF(t, free_task);
+
+	free(c->out);
+	free(c);
+}
+
+struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
+			     int fd, void (*io)(struct iwe_prog_watch *,
+						uint32_t),
+			     void (*on_timer)(struct iwe_prog_timer *),
+			     void (*on_qp)(struct iwe_prog_task *))
+{
+	struct iwe_cm_dev *cm = cm_dev(dev);
+	struct iwe_conn *c = cm ? calloc(1, sizeof(*c)) : NULL;
+
+	if (!c)
+		return NULL;
+	c->dev = dev;
+	c->prog = p;
+	c->fd = fd;
+	c->state = CS_NEW;
+	c->pend.type = -1;
+	c->watch.fd = -1;
+	c->watch.cb = io;
+	c->timer.cb = on_timer;
+	c->qp_task.fn = on_qp;
+	c->ev_task.fn = conn_ev_task;
+	c->free_task.fn = conn_free_task;
+	c->next = cm->conns;
+	if (cm->conns)
+		cm->conns->prev = c;
+	cm->conns = c;
+	return c;
+}
+
+void cm_quiesce(struct iwe_conn *c)
+{
+	iwe_prog_watch_del(c->prog, &c->watch);
+	iwe_prog_timer_cancel(c->prog, &c->timer);
+}
+
+void cm_watch(struct iwe_conn *c, uint32_t events)
+{
+	int err;
+
+	if (c->watch.fd < 0)
+		err = iwe_prog_watch_add(c->prog, &c->watch, c->fd, events);
+	else
+		err = iwe_prog_watch_mod(c->prog, &c->watch, events);
+	if (err)
+		abort();	/* EPOLL_CTL on a live fd only fails on ENOMEM */
+}
+
+/* A passive conn whose request is not complete yet is on its port's
+ * list, oldest first (for the CM_HALF_OPEN_MAX cap). */
+void cm_half_open_add(struct cm_port *p, struct iwe_conn *c)
+{
+	c->port = p;
+	c->pnext = NULL;
+	c->pprev = p->half_open_tail;
+	if (p->half_open_tail)
+		p->half_open_tail->pnext = c;
+	else
+		p->half_open = c;
+	p->half_open_tail = c;
+	p->nhalf_open++;
+}
+
+void cm_half_open_del(struct iwe_conn *c)
+{
+	struct cm_port *p = c->port;
+
+	if (!p)
+		return;
+	if (c->pprev)
+		c->pprev->pnext = c->pnext;
+	else
+		p->half_open = c->pnext;
+	if (c->pnext)
+		c->pnext->pprev = c->pprev;
+	else
+		p->half_open_tail = c->pprev;
+	p->nhalf_open--;
+	c->port = NULL;
+	c->pnext = c->pprev = NULL;
+}
+
+/* Unlink and free (later: the current epoll batch may name it). */
+static void conn_unlink(struct iwe_conn *c)
+{
+	struct iwe_cm_dev *cm = c->dev->cm;
+
+	cm_quiesce(c);
+	iwe_prog_unpost(c->prog, &c->ev_task);
+	iwe_prog_unpost(c->prog, &c->qp_task);
+	if (c->qp && c->attached)
+		iwe_qp_detach_cm(c->qp);
+	cm_half_open_del(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		cm->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->dead = 1;
+	c->state = CS_DROPPED;
+	iwe_prog_post(c->prog, &c->free_task);
+}
+
+void cm_conn_drop(struct iwe_conn *c)
+{
+	if (c->dead)
+		return;
+	if (c->qp && c->attached)
+		iwe_qp_detach_cm(c->qp);
+	if (!c->released && c->fd >= 0)
+		close(c->fd);
+	c->released = 1;
+	conn_unlink(c);
+}
+
+/* ------------------------------------------------------------ events */
+
+void cm_event(struct iwe_conn *c, int type, int status, const char *reason,
+	      const void *pdata, size_t pdata_len)
+{
+	struct iwe_cm_event ev = {
+		.type = (enum iwe_cm_event_type)type,
+		.conn = c,
+		.service = c->service,
+		.pdata = pdata,
+		.pdata_len = pdata_len,
+		.local = c->local,
+		.remote = c->remote,
+		.status = status,
+		.reason = reason,
+	};
+
+	/* Events queued by API calls happened first. */
+	if (c->nev)
+		conn_ev_task(&c->ev_task);
+	if (!c->dead && c->handler)
+		c->handler(&ev, c->ctx);
+}
+
+/* For events decided inside an API call: handlers are not re-entered
+ * from the call, the loop delivers them in order. */
+void cm_queue_event(struct iwe_conn *c, int type, int status,
+		    const char *reason)
+{
+	if (c->nev == CM_MAX_PENDING_EV)
+		return;		/* cannot happen: at most two per conn */
+	c->evq[c->nev++] = (struct cm_pending_ev){ type, status, reason };
+	iwe_prog_post(c->prog, &c->ev_task);
+}
+
+int cm_end(struct iwe_conn *c, int type, int status, const char *reason,
+	   const void *pdata, size_t pdata_len)
+{
+	c->final = 1;
+	c->pend = (struct cm_pend){ type, status, reason, pdata, pdata_len };
+	return CS_IDLE;
+}
+
+/* ----------------------------------------------------------- socket I/O */
+
+int cm_out_set(struct iwe_conn *c, const void *buf, size_t len)
+{
+	uint8_t *b = len ? malloc(len) : NULL;
+
+	if (len && !b)
+		return ENOMEM;
+	if (len)
+		memcpy(b, buf, len);
+	free(c->out);
+	c->out = b;
+	c->out_len = len;
+	c->out_off = 0;
+	return 0;
+}
+
+/* 0 when everything is out, EAGAIN, or the socket's errno. */
+int cm_out_flush(struct iwe_conn *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off,
+				 c->out_len - c->out_off,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EWOULDBLOCK ? EAGAIN : errno;
+		c->out_off += (size_t)n;
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	return 0;
+}
+
+/* Read the rest of an MPA frame into c->in, never a byte past its end
+ * (the FPDUs behind it belong to the QP).  1: parsing finished, *st is
+ * IW_MPA_OK or an error; 0: would block; -errno from the socket, and
+ * -ENODATA for an orderly close. */
+int cm_read_frame(struct iwe_conn *c, enum iw_mpa_expect expect,
+		  struct iw_mpa_frame *f, int *st)
+{
+	for (;;) {
+		size_t need = 0;
+		ssize_t n;
+
+		*st = iw_mpa_parse(c->in, c->in_len, expect, f, &need);
+		if (*st != IW_MPA_NEED_MORE)
+			return 1;
+		if (need > sizeof(c->in) - c->in_len) {
+			*st = IW_MPA_ERR_PD_LEN;	/* parse bounds it */
+			return 1;
+		}
+		n = recv(c->fd, c->in + c->in_len, need, MSG_DONTWAIT);
+		if (n == 0)
+			return -ENODATA;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EWOULDBLOCK ? 0 : -errno;
+		c->in_len += (size_t)n;
+	}
+}
+
+void cm_fill_addrs(struct iwe_conn *c)
+{
+	socklen_t l = sizeof(c->local);
+
+	if (getsockname(c->fd, (struct sockaddr *)&c->local, &l) < 0)
+		memset(&c->local, 0, sizeof(c->local));
+	l = sizeof(c->remote);
+	if (getpeername(c->fd, (struct sockaddr *)&c->remote, &l) < 0)
+		memset(&c->remote, 0, sizeof(c->remote));
+}
+
+/* An RDMA connection that ended (both sides closed, or it broke) has
+ * nothing left in flight that a late segment could corrupt: MPA would drop
+ * it.  Closing with a zero linger spares the port a TIME_WAIT, so a
+ * listener can come back on it at once and many short connections do not
+ * exhaust the ports. */
+void cm_skip_time_wait(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+/* Close the socket of a connection that ended in order.  Bytes still in
+ * the send queue belong to messages the consumer saw complete (an abrupt
+ * disconnect right after a Send completion is common: dapltest does it):
+ * let the kernel deliver them, which a zero-linger close would discard.
+ * Unread input would make close() reset the stream, so it is dropped
+ * first.  With nothing queued the port skips TIME_WAIT. */
+void cm_close_ended(int fd)
+{
+	char sink[4096];
+	int queued = 0;
+
+	if (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0) {
+		while (recv(fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC) > 0)
+			;
+	} else {
+		cm_skip_time_wait(fd);
+	}
+	close(fd);
+}
+
+/* Reset the connection now but keep the descriptor (the QP may still
+ * name it, and it is closed only by iwe_cm_conn_destroy): a TCP
+ * "disconnect" through connect(AF_UNSPEC) with zero linger sends RST. */
+void cm_reset_socket(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr sa = { .sa_family = AF_UNSPEC };
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	if (connect(fd, &sa, sizeof(sa)) < 0) {
+		/* Nothing more we can do; close() will still reset. */
+	}
+}
+
+void cm_set_nodelay(int fd)
+{
+	int one = 1;
+
+	/* MPA frames and small FPDUs must not wait for Nagle. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void cm_log_end(struct iwe_conn *c, int err)
+{
+	/* Progress threads of several devices may get here at once. */
+	static int debug = -1;
+	int on = __atomic_load_n(&debug, __ATOMIC_RELAXED);
+	struct iwe_term_info sent, rcvd;
+
+	if (on < 0) {
+		const char *v = getenv("IWDAPL_DEBUG");
+
+		on = v && *v && *v != '0';
+		__atomic_store_n(&debug, on, __ATOMIC_RELAXED);
+	}
+	if (!on)
+		return;
+	iwe_qp_terminate_info(c->qp, &sent, &rcvd);
+	fprintf(stderr, "iwdapl: conn %p ended: %s (state %d)", (void *)c,
+		strerror(err), c->state);
+	if (sent.valid)
+		fprintf(stderr, ", sent Terminate %u/%u/0x%02x", sent.layer,
+			sent.etype, sent.ecode);
+	if (rcvd.valid)
+		fprintf(stderr, ", received Terminate %u/%u/0x%02x",
+			rcvd.layer, rcvd.etype, rcvd.ecode);
+	fputc('\n', stderr);
+}

@@ -1,0 +1,329 @@
+/* MPA over TCP, receive side (RFC 5044): FPDUs off the byte stream.
+ *
+ * Bytes are read into a per-QP buffer, as many as the socket has (many
+ * small FPDUs per recvmsg), and every whole FPDU found there is checked
+ * -- length, CRC over the bytes exactly as they came off the wire --
+ * before anything of it is delivered to RDMAP/DDP and placed.  So a
+ * damaged FPDU never touches consumer memory, and a consumer that
+ * rewrites a buffer the instant an RDMA Write filled it (MPI's eager fast
+ * path does) cannot cause a false CRC error.  Placement goes through
+ * iw_place_ordered: the bytes of a segment appear in increasing address
+ * order.
+ *
+ * One exception saves a copy of bulk data: without CRC, when a large FPDU
+ * (more than RX_ZC_MIN payload bytes still in the socket) has its header
+ * in the buffer, its payload is read straight into its destination
+ * (zero copy) -- all but its last RX_ZC_TAIL bytes, which come through
+ * the buffer and are placed last, after a release fence, so a poller of
+ * the last word still sees it after everything ahead of it.  With no CRC
+ * there is nothing to check first.
+ *
+ * A segment too short for any DDP header is answered as soon as it is
+ * whole (with CRC, once the CRC says it is what the peer sent).
+ *
+ * Everything here runs with the QP lock held.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iw_crc32c.h"
+#include "iw_llp.h"
+#include "iw_place.h"
+#include "iw_qp.h"
+
+#define RX_BUF_MIN  (16u << 10)
+#define RX_BUF_MAX  (128u << 10)	/* the largest FPDU and then some */
+#define RX_ZC_MIN   (8u << 10)		/* payload worth reading in place */
+#define RX_ZC_TAIL  64u			/* placed last, through the buffer */
+
+struct mpa_rx {
+	uint8_t *buf;
+	uint32_t cap, rd, wr;		/* unconsumed bytes: buf[rd..wr) */
+	/* A large FPDU whose payload is read in place (CRC off). */
+	int zc;
+	uint32_t zc_off;		/* payload offset of the next byte */
+	uint32_t zc_left;		/* bytes still to read in place */
+	uint32_t zc_tail;		/* then this many through the buffer */
+	uint32_t zc_trailer;		/* then pad + CRC */
+};
+
+static struct mpa_rx *mrx(const struct iwe_qp_priv *q)
+{
+	return q->llp_rx;
+}
+
+int iwe_mpa_rx_attach(struct iwe_qp_priv *q)
+{
+	q->llp_rx = calloc(1, sizeof(struct mpa_rx));
+	return q->llp_rx ? 0 : ENOMEM;
+}
+
+void iwe_mpa_rx_detach(struct iwe_qp_priv *q)
+{
+	struct mpa_rx *m = mrx(q);
+
+	if (m)
+		free(m->buf);
+	free(m);
+	q->llp_rx = NULL;
+}
+
+/* Room for an FPDU of need bytes (0: none pending) and some to read
+ * ahead, moving the unconsumed bytes to the front when that helps.
+ * 0 or ENOMEM. */
+static int buf_make_room(struct mpa_rx *m, uint32_t need)
+{
+	uint32_t have = m->wr - m->rd, cap = m->cap ? m->cap : RX_BUF_MIN;
+	uint32_t free_want = need > have ? need - have : 0;
+	uint8_t *n;
+
+	if (free_want < RX_BUF_MIN / 4)
+		free_want = RX_BUF_MIN / 4;
+	while (cap < need && cap < RX_BUF_MAX)
+		cap *= 2;
+	if (cap != m->cap) {
+		n = malloc(cap);
+		if (!n)
+			return ENOMEM;
+		if (have)
+			memcpy(n, m->buf + m->rd, have);
+		free(m->buf);
+		m->buf = n;
+		m->cap = cap;
+		m->rd = 0;
+		m->wr = have;
+		return 0;
+	}
+	if (m->rd && (m->rd == m->wr || m->cap - m->wr < free_want)) {
+		memmove(m->buf, m->buf + m->rd, have);
+		m->rd = 0;
+		m->wr = have;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------- delivery */
+
+static uint16_t be16_at(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return iw_be16(v);
+}
+
+static int crc_ok(const uint8_t *fpdu, uint32_t flen)
+{
+	return iw_crc32c(0, fpdu, flen - IW_FPDU_CRC_LEN) ==
+	       iw_fpdu_get_crc(fpdu + flen - IW_FPDU_CRC_LEN);
+}
+
+/* A whole FPDU is in the buffer: check it, then hand it to DDP. */
+static int deliver(struct iwe_qp_priv *q, const uint8_t *f, uint32_t ulpdu)
+{
+	const uint8_t *u = f + IW_FPDU_LEN_FIELD;
+	uint32_t hl;
+	int err;
+
+	if (q->crc && !crc_ok(f, iw_fpdu_len(ulpdu)))
+		return iwe_rx_llp_error(q, IW_TERM_LLP_CRC);
+	if (ulpdu < IW_TAGGED_HDR_LEN)
+		return iwe_rx_short_segment(q, u, ulpdu);
+	hl = iwe_rx_hdr_need(be16_at(u), ulpdu);
+	err = iwe_rx_begin(q, u, hl, ulpdu);
+	if (err)
+		return err;
+	iwe_rx_place(q, 0, u + hl, ulpdu - hl);
+	return iwe_rx_end(q);
+}
+
+/* Without CRC, read a large payload in place.  The FPDU's header is in
+ * the buffer; everything after it there is payload.  Returns 0 or the
+ * error of the header. */
+static int zc_start(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t ulpdu,
+		    uint32_t hl)
+{
+	const uint8_t *u = m->buf + m->rd + IW_FPDU_LEN_FIELD;
+	uint32_t pay = ulpdu - hl;
+	uint32_t have = m->wr - m->rd - IW_FPDU_LEN_FIELD - hl;
+	int err = iwe_rx_begin(q, u, hl, ulpdu);
+
+	if (err)
+		return err;
+	iwe_rx_place(q, 0, u + hl, have);
+	m->zc = 1;
+	m->zc_off = have;
+	m->zc_tail = RX_ZC_TAIL;
+	m->zc_left = pay - have - RX_ZC_TAIL;
+	m->zc_trailer = iw_fpdu_pad(ulpdu) + IW_FPDU_CRC_LEN;
+	m->rd = m->wr = 0;
+	return 0;
+}
+
+/* The in-place part is read; place the tail once it is in the buffer. */
+static int zc_finish(struct iwe_qp_priv *q, struct mpa_rx *m)
+{
+	if (m->wr - m->rd < m->zc_tail + m->zc_trailer)
+		return EAGAIN;
+	iw_place_fence();
+	iwe_rx_place(q, m->zc_off, m->buf + m->rd, m->zc_tail);
+	m->rd += m->zc_tail + m->zc_trailer;
+	m->zc = 0;
+	return iwe_rx_end(q);
+}
+
+/* Deliver every whole FPDU in the buffer.  Returns 0 (more bytes
+ * needed, or held) or an error; *want: buffer bytes the next FPDU
+ * needs. */
+static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
+{
+	int err;
+
+	*want = 0;
+	while (iwe_rx_may_take(q) || m->zc) {
+		uint32_t avail = m->wr - m->rd, ulpdu, flen, hl;
+		const uint8_t *f = m->buf + m->rd;
+
+		if (m->zc) {
+			if (m->zc_left)
+				return 0;
+			err = zc_finish(q, m);
+			if (err)
+				return err == EAGAIN ? 0 : err;
+			continue;
+		}
+		if (avail < IW_FPDU_LEN_FIELD)
+			return 0;
+		ulpdu = be16_at(f);
+		flen = iw_fpdu_len(ulpdu);
+		if (avail >= flen) {
+			m->rd += flen;
+			err = deliver(q, f, ulpdu);
+			if (err)
+				return err;
+			continue;
+		}
+		*want = flen;
+		if (q->crc || ulpdu < IW_TAGGED_HDR_LEN ||
+		    avail < IW_FPDU_LEN_FIELD + 2)
+			return 0;
+		hl = iwe_rx_hdr_need(be16_at(f + IW_FPDU_LEN_FIELD), ulpdu);
+		if (avail >= IW_FPDU_LEN_FIELD + hl &&
+		    IW_FPDU_LEN_FIELD + ulpdu - avail > RX_ZC_MIN + RX_ZC_TAIL) {
+			*want = 0;
+			return zc_start(q, m, ulpdu, hl);
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- reading */
+
+/* The in-place payload range as iovecs. */
+static int zc_iov(struct iwe_qp_priv *q, struct mpa_rx *m, struct iovec *iov)
+{
+	uint32_t off = m->zc_off, left = m->zc_left;
+	int k = 0;
+
+	for (int i = 0; i < q->rx.nplace && left; i++) {
+		uint32_t l = (uint32_t)q->rx.place[i].iov_len;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		l -= off;
+		if (l > left)
+			l = left;
+		iov[k].iov_base = (char *)q->rx.place[i].iov_base + off;
+		iov[k].iov_len = l;
+		k++;
+		left -= l;
+		off = 0;
+	}
+	return k;
+}
+
+/* One recvmsg.  Returns bytes read, 0 for EAGAIN, or -errno (-ENODATA:
+ * the peer closed); *asked: what was asked for. */
+static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
+{
+	struct iovec iov[IWE_MAX_SGE + 1];
+	struct msghdr msg = { .msg_iov = iov };
+	size_t pay = 0;
+	ssize_t n;
+	int k = 0;
+
+	if (m->zc) {
+		k = zc_iov(q, m, iov);
+		pay = m->zc_left;
+	}
+	iov[k].iov_base = m->buf + m->wr;
+	iov[k].iov_len = m->cap - m->wr;
+	k++;
+	msg.msg_iovlen = (size_t)k;
+	*asked = pay + (m->cap - m->wr);
+	do {
+		n = recvmsg(q->fd, &msg, MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n == 0)
+		return -ENODATA;
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	if (pay) {
+		size_t p = (size_t)n < pay ? (size_t)n : pay;
+
+		m->zc_off += (uint32_t)p;
+		m->zc_left -= (uint32_t)p;
+		m->wr += (uint32_t)((size_t)n - p);
+	} else {
+		m->wr += (uint32_t)n;
+	}
+	return n;
+}
+
+/* The stream ended: between FPDUs it is the peer's close; inside one,
+ * the stream was cut. */
+static int stream_lost(const struct mpa_rx *m, ssize_t n)
+{
+	if (n != -ENODATA)
+		return (int)-n;
+	return !m->zc && m->rd == m->wr ? ENOTCONN : ECONNABORTED;
+}
+
+int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
+{
+	struct mpa_rx *m = mrx(q);
+	uint32_t want;
+	size_t asked;
+	ssize_t n;
+	int err;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	for (;;) {
+		err = parse(q, m, &want);
+		if (err)
+			return err;
+		if (!iwe_rx_may_take(q) && !m->zc)
+			return 0;	/* bytes stay in the socket */
+		if (buf_make_room(m, want))
+			return ENOMEM;
+		n = fill(q, m, &asked);
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			/* Whole FPDUs read before the end still count. */
+			err = parse(q, m, &want);
+			return err ? err : stream_lost(m, n);
+		}
+		if ((size_t)n < asked && !atomic_load(&q->rx_hup)) {
+			/* The socket is drained: no recv that could only say
+			 * EAGAIN (epoll, or the next poll, reports more; a
+			 * FIN already there was flagged in rx_hup). */
+			return parse(q, m, &want);
+		}
+	}
+}

@@ -1,0 +1,320 @@
+/* MPA over TCP, transmit side (RFC 5044): DDP segments become FPDUs,
+ *   ULPDU length (BE16) | DDP/RDMAP header | payload | pad | CRC32c
+ * and a batch of them -- of one message or of several posted back to
+ * back -- goes out with one sendmsg.
+ *
+ * Payload placement in the batch:
+ *  - small payloads (up to MPA_INLINE bytes) are copied next to their
+ *    header, so a small FPDU is one contiguous iovec entry;
+ *  - without CRC, larger payloads are sent straight from registered
+ *    memory (zero copy; a consumer writing to a buffer in flight sends
+ *    torn data, as with hardware);
+ *  - with CRC, larger payloads are copied to a staging buffer with the CRC
+ *    computed over the copy (iw_crc32c_copy: one pass, in cache), so the
+ *    CRC always matches the bytes on the wire even if the consumer
+ *    scribbles over its buffer: the peer never sees a false CRC error.
+ * A short write leaves the batch where the socket stopped; the next call
+ * resumes there.  A segment is done once its last byte is in the socket.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iw_crc32c.h"
+#include "iw_llp.h"
+#include "iw_qp.h"
+
+#define MPA_TX_BATCH       16		/* FPDUs per sendmsg */
+#define MPA_TX_BATCH_BYTES (256u << 10)	/* and bytes */
+#define MPA_INLINE         256		/* payload copied beside its header */
+#define MPA_TRAILER        (3 + IW_FPDU_CRC_LEN)	/* pad + CRC */
+#define MPA_IOV_PER_FPDU   (IWE_MAX_SGE + 3)
+#define MPA_IOV_MAX        (MPA_TX_BATCH * MPA_IOV_PER_FPDU)
+
+struct mpa_fpdu {
+	/* Length field, header, inline payload, pad and CRC. */
+	uint8_t head[IW_FPDU_LEN_FIELD + IWE_SEG_HDR_MAX + MPA_INLINE +
+		     MPA_TRAILER];
+	uint8_t trailer[MPA_TRAILER];	/* pad + CRC of a large payload */
+	size_t end;			/* batch offset just past it */
+};
+
+struct mpa_tx {
+	struct mpa_fpdu f[MPA_TX_BATCH];
+	int nf, nf_done;		/* FPDUs in the batch, reported done */
+	struct iovec iov[MPA_IOV_MAX];
+	int iovcnt, iov_first;		/* iov[iov_first..iovcnt) unwritten */
+	size_t len, sent;		/* batch bytes, bytes written */
+	int more;			/* the last FPDU's message goes on */
+	char *stage;			/* CRC staging, MPA_TX_BATCH_BYTES */
+	size_t stage_used;
+	char *bounce;			/* a detached FPDU's unsent rest */
+};
+
+static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
+{
+	return q->llp_tx;
+}
+
+static void batch_reset(struct mpa_tx *b)
+{
+	b->nf = b->nf_done = 0;
+	b->iovcnt = b->iov_first = 0;
+	b->len = b->sent = 0;
+	b->stage_used = 0;
+	free(b->bounce);
+	b->bounce = NULL;
+}
+
+static void iov_push(struct mpa_tx *b, void *p, size_t len)
+{
+	b->iov[b->iovcnt].iov_base = p;
+	b->iov[b->iovcnt].iov_len = len;
+	b->iovcnt++;
+}
+
+/* ---------------------------------------------------------- batching */
+
+static int mpa_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
+		       int npay)
+{
+	const struct mpa_tx *b = mtx(q);
+
+	if (b->bounce || b->nf == MPA_TX_BATCH ||
+	    b->iovcnt + npay + 2 > MPA_IOV_MAX)
+		return 0;
+	if (b->nf && b->len + pay_len > MPA_TX_BATCH_BYTES)
+		return 0;
+	if (q->crc && pay_len > MPA_INLINE &&
+	    b->stage_used + pay_len > MPA_TX_BATCH_BYTES)
+		return 0;
+	return 1;
+}
+
+/* Copy the payload pieces to dst; with crc, chain the CRC over the copy. */
+static uint32_t copy_payload(const struct iwe_llp_seg *s, uint8_t *dst,
+			     int crc, uint32_t c)
+{
+	for (int i = 0; i < s->npay; i++) {
+		if (crc)
+			c = iw_crc32c_copy(c, dst, s->pay[i].iov_base,
+					   s->pay[i].iov_len);
+		else
+			memcpy(dst, s->pay[i].iov_base, s->pay[i].iov_len);
+		dst += s->pay[i].iov_len;
+	}
+	return c;
+}
+
+static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
+{
+	struct mpa_tx *b = mtx(q);
+	struct mpa_fpdu *f = &b->f[b->nf++];
+	uint32_t ulpdu = s->hdr_len + s->pay_len;
+	unsigned pad = iw_fpdu_pad(ulpdu);
+	size_t hbytes = IW_FPDU_LEN_FIELD + s->hdr_len;
+	uint16_t len_be = iw_be16((uint16_t)ulpdu);
+	uint8_t *trl;
+	uint32_t crc = 0;
+
+	memcpy(f->head, &len_be, IW_FPDU_LEN_FIELD);
+	memcpy(f->head + IW_FPDU_LEN_FIELD, s->hdr, s->hdr_len);
+	if (s->pay_len <= MPA_INLINE) {
+		/* One contiguous FPDU. */
+		copy_payload(s, f->head + hbytes, 0, 0);
+		trl = f->head + hbytes + s->pay_len;
+		memset(trl, 0, pad);
+		if (q->crc)
+			crc = iw_crc32c(0, f->head, hbytes + s->pay_len + pad);
+		iw_fpdu_put_crc(trl + pad, crc);
+		iov_push(b, f->head, hbytes + s->pay_len + pad +
+			 IW_FPDU_CRC_LEN);
+	} else {
+		iov_push(b, f->head, hbytes);
+		if (q->crc) {
+			char *dst = b->stage + b->stage_used;
+
+			crc = copy_payload(s, (uint8_t *)dst, 1,
+					   iw_crc32c(0, f->head, hbytes));
+			iov_push(b, dst, s->pay_len);
+			b->stage_used += s->pay_len;
+		} else {
+			for (int i = 0; i < s->npay; i++)
+				iov_push(b, s->pay[i].iov_base,
+					 s->pay[i].iov_len);
+		}
+		memset(f->trailer, 0, pad);
+		if (q->crc)
+			crc = iw_crc32c(crc, f->trailer, pad);
+		iw_fpdu_put_crc(f->trailer + pad, crc);
+		iov_push(b, f->trailer, pad + IW_FPDU_CRC_LEN);
+	}
+	b->len += iw_fpdu_len(ulpdu);
+	f->end = b->len;
+	b->more = s->more;
+}
+
+/* ---------------------------------------------------------- writing */
+
+/* The socket took n more bytes: advance the iovec in place. */
+static void iov_advance(struct mpa_tx *b, size_t n)
+{
+	b->sent += n;
+	while (n && b->iov_first < b->iovcnt) {
+		struct iovec *v = &b->iov[b->iov_first];
+
+		if (n < v->iov_len) {
+			v->iov_base = (char *)v->iov_base + n;
+			v->iov_len -= n;
+			return;
+		}
+		n -= v->iov_len;
+		b->iov_first++;
+	}
+}
+
+static uint32_t count_done(struct mpa_tx *b)
+{
+	uint32_t n = 0;
+
+	while (b->nf_done < b->nf && b->f[b->nf_done].end <= b->sent) {
+		b->nf_done++;
+		n++;
+	}
+	return n;
+}
+
+static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
+{
+	struct mpa_tx *b = mtx(q);
+	/* More segments of this message follow at once: let TCP fill its
+	 * segments across the calls. */
+	int flags = MSG_DONTWAIT | MSG_NOSIGNAL | (b->more ? MSG_MORE : 0);
+	int err = 0;
+
+	while (b->sent < b->len) {
+		struct msghdr m = {
+			.msg_iov = b->iov + b->iov_first,
+			.msg_iovlen = (size_t)(b->iovcnt - b->iov_first),
+		};
+		ssize_t n = sendmsg(q->fd, &m, flags);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno == EWOULDBLOCK ? EAGAIN : errno;
+			break;
+		}
+		iov_advance(b, (size_t)n);
+	}
+	*done = count_done(b);
+	if (b->len && b->sent == b->len)
+		batch_reset(b);
+	return err;
+}
+
+static int mpa_tx_blocked(const struct iwe_qp_priv *q)
+{
+	const struct mpa_tx *b = mtx(q);
+
+	return b && b->sent < b->len;
+}
+
+/* A partly written FPDU must still be finished (the peer's framing
+ * depends on it), but its payload may live in memory the consumer gets
+ * back with the flush: copy its unsent rest aside.  The FPDUs not
+ * started yet are dropped. */
+static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
+{
+	struct mpa_tx *b = mtx(q);
+	int i = b ? b->nf_done : 0;	/* oldest FPDU not fully written */
+	size_t start, rest, off = 0;
+	char *p;
+
+	if (!b || b->bounce)
+		return b && b->bounce ? 1 : 0;
+	start = i ? b->f[i - 1].end : 0;
+	if (i == b->nf || b->sent == start) {
+		batch_reset(b);		/* nothing started */
+		return 0;
+	}
+	rest = b->f[i].end - b->sent;
+	p = malloc(rest);
+	if (!p) {
+		/* Then the stream cannot be kept framed: drop it and let
+		 * the peer see a bad FPDU. */
+		batch_reset(b);
+		return 0;
+	}
+	for (i = b->iov_first; i < b->iovcnt && off < rest; i++) {
+		size_t l = b->iov[i].iov_len;
+
+		if (l > rest - off)
+			l = rest - off;
+		memcpy(p + off, b->iov[i].iov_base, l);
+		off += l;
+	}
+	batch_reset(b);
+	b->bounce = p;
+	b->nf = 1;
+	b->f[0].end = rest;
+	iov_push(b, p, rest);
+	b->len = rest;
+	return 1;
+}
+
+/* ------------------------------------------------------ attachment */
+
+static uint32_t mpa_max_ulpdu(const struct iwe_qp_priv *q)
+{
+	return q->mulpdu;
+}
+
+static uint32_t mpa_max_inflight(const struct iwe_qp_priv *q)
+{
+	(void)q;
+	return MPA_TX_BATCH;
+}
+
+static int mpa_attach(struct iwe_qp_priv *q)
+{
+	struct mpa_tx *b = calloc(1, sizeof(*b));
+
+	if (!b || (q->crc && !(b->stage = malloc(MPA_TX_BATCH_BYTES))) ||
+	    iwe_mpa_rx_attach(q)) {
+		if (b)
+			free(b->stage);
+		free(b);
+		return ENOMEM;
+	}
+	q->llp_tx = b;
+	return 0;
+}
+
+static void mpa_detach(struct iwe_qp_priv *q)
+{
+	struct mpa_tx *b = mtx(q);
+
+	if (b) {
+		batch_reset(b);
+		free(b->stage);
+		free(b);
+	}
+	q->llp_tx = NULL;
+	iwe_mpa_rx_detach(q);
+}
+
+const struct iwe_llp_ops iwe_llp_mpa = {
+	.name = "MPA/TCP",
+	.attach = mpa_attach,
+	.detach = mpa_detach,
+	.max_ulpdu = mpa_max_ulpdu,
+	.max_inflight = mpa_max_inflight,
+	.tx_room = mpa_tx_room,
+	.tx_add = mpa_tx_add,
+	.tx_write = mpa_tx_write,
+	.tx_blocked = mpa_tx_blocked,
+	.tx_detach = mpa_tx_detach,
+	.rx_progress = iwe_mpa_rx_progress,
+};

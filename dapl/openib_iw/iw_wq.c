@@ -1,0 +1,284 @@
+/* Work queues of a QP: WQE slots, completions, flushing, the receive a
+ * Send is being placed into, and matching a peer's Terminate to the WR
+ * that provoked it.  The bottom floor of the QP (see iw_qp.h): it calls
+ * only the CQ, the SRQ and the STag table.  Everything here runs with the
+ * QP lock held.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "iw_qp.h"
+
+/* ------------------------------------------------------- completions */
+
+/* The completion opcode of each send WR opcode (verbs leaves the rest as
+ * a Send). */
+static const enum ibv_wc_opcode wc_opcode_of[] = {
+	[IBV_WR_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = IBV_WC_RDMA_WRITE,
+	[IBV_WR_SEND] = IBV_WC_SEND,
+	[IBV_WR_SEND_WITH_IMM] = IBV_WC_SEND,
+	[IBV_WR_RDMA_READ] = IBV_WC_RDMA_READ,
+	[IBV_WR_SEND_WITH_INV] = IBV_WC_SEND,
+	[IBV_WR_BIND_MW] = IBV_WC_BIND_MW,
+};
+
+static enum ibv_wc_opcode wc_opcode(uint8_t wr_opcode)
+{
+	return wr_opcode < sizeof(wc_opcode_of) / sizeof(wc_opcode_of[0]) ?
+	       wc_opcode_of[wr_opcode] : IBV_WC_SEND;
+}
+
+/* A WR leaves the send queue: a bind that never executed gives its
+ * reservation back (and leaves its window unbound, see iw_engine.h). */
+static void swqe_drop(struct iwe_swqe *w)
+{
+	if (w->opcode != IBV_WR_BIND_MW || w->bind_done)
+		return;
+	w->bind_done = 1;
+	iwe_mw_bind_cancel(w->bind_mw, w->bind_mr);
+}
+
+void iwe_wq_drop_sq(struct iwe_qp_priv *q)
+{
+	uint32_t i;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	for (i = q->sq_head; i != q->sq_tail; i++)
+		swqe_drop(iwe_sq_slot(q, i));
+}
+
+void iwe_wq_push_send_wc(struct iwe_qp_priv *q, struct iwe_swqe *w,
+			 enum ibv_wc_status status)
+{
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode(w->opcode),
+		.byte_len = (uint32_t)w->total,
+		.qp_num = q->pub.qp_num,
+	};
+
+	swqe_drop(w);
+	/* Unsignaled WRs retire silently; errors are always reported. */
+	if (status == IBV_WC_SUCCESS && !w->signaled && !q->sq_sig_all)
+		return;
+	iwe_cq_push(q->pub.send_cq, &wc, 0);
+}
+
+/* A WR is finished once all of it is done in the transport and, for a
+ * Read, every response has been placed. */
+static int swqe_finished(const struct iwe_swqe *w)
+{
+	return w->tx_done && w->rd_pending == 0;
+}
+
+void iwe_wq_sq_retire(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	while (q->sq_head != q->sq_tx) {
+		struct iwe_swqe *w = iwe_sq_slot(q, q->sq_head);
+
+		if (!swqe_finished(w))
+			break;
+		iwe_wq_push_send_wc(q, w, IBV_WC_SUCCESS);
+		q->sq_head++;
+	}
+}
+
+void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
+			int solicited, uint32_t inv_stag)
+{
+	struct iwe_rwqe *w = q->srq ? &q->srq_cur : iwe_rq_slot(q, q->rq_head);
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = IBV_WC_RECV,
+		.byte_len = byte_len,
+		.qp_num = q->pub.qp_num,
+	};
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (inv_stag) {
+		wc.wc_flags = IBV_WC_WITH_INV;
+		wc.invalidated_rkey = inv_stag;
+	}
+	if (q->srq)
+		q->srq_cur_valid = 0;
+	else
+		q->rq_head++;
+	iwe_cq_push(q->pub.recv_cq, &wc, solicited);
+}
+
+const struct iwe_rwqe *iwe_wq_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,
+				       uint32_t msg_so_far)
+{
+	int hit;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (!q->srq)
+		return q->rq_head == q->rq_tail ? NULL
+						: iwe_rq_slot(q, q->rq_head);
+	/* A WR is taken by the first segment of a message only: a stray
+	 * later segment must not consume one of the other QPs' buffers. */
+	if (!q->srq_cur_valid && mo == 0 && msg_so_far == 0 &&
+	    iwe_srq_take(q->srq, &q->srq_cur, &hit) == 0) {
+		q->srq_cur_valid = 1;
+		if (hit)
+			q->ev_pending |= IWE_QP_EV_SRQ_LIMIT;
+	}
+	return q->srq_cur_valid ? &q->srq_cur : NULL;
+}
+
+/* ---------------------------------------------------------- flushing */
+
+static void push_recv_flush(struct iwe_qp_priv *q, uint64_t wr_id)
+{
+	struct ibv_wc wc = { .wr_id = wr_id,
+			     .status = IBV_WC_WR_FLUSH_ERR,
+			     .opcode = IBV_WC_RECV,
+			     .qp_num = q->pub.qp_num };
+
+	iwe_cq_push(q->pub.recv_cq, &wc, 0);
+}
+
+/* The SRQ's WRs are not ours to flush: only the one taken for the Send
+ * in progress is. */
+void iwe_wq_flush_rq(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	if (q->srq) {
+		if (q->srq_cur_valid) {
+			q->srq_cur_valid = 0;
+			push_recv_flush(q, q->srq_cur.wr_id);
+		}
+		return;
+	}
+	while (q->rq_head != q->rq_tail)
+		push_recv_flush(q, iwe_rq_slot(q, q->rq_head++)->wr_id);
+}
+
+void iwe_wq_flush_sq(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	while (q->sq_head != q->sq_tail)
+		iwe_wq_push_send_wc(q, iwe_sq_slot(q, q->sq_head++),
+				    IBV_WC_WR_FLUSH_ERR);
+	q->sq_tx = q->sq_tail;
+	q->orq_head = q->orq_tail;
+	q->irq_head = q->irq_tail;
+}
+
+/* Does the Terminate's copy of our segment name this WR?  Tagged: a Write
+ * to the same STag inside the WR's remote range.  Untagged with the Read
+ * Request body: the Read Request's source STag and TO. */
+static int term_names_wqe(const struct iwe_term *t, const struct iwe_swqe *w)
+{
+	struct iw_tagged_hdr th;
+	struct iw_read_req rr;
+	uint64_t to;
+
+	if (!t->has_hdr)
+		return 0;
+	if (w->opcode == IBV_WR_RDMA_WRITE && t->hdr_len == IW_TAGGED_HDR_LEN) {
+		memcpy(&th, t->hdr, sizeof(th));
+		to = iw_be64(th.to_be);
+		return iw_be32(th.stag_be) == w->rkey &&
+		       to >= w->remote_addr && to - w->remote_addr <= w->total;
+	}
+	if (w->opcode == IBV_WR_RDMA_READ && t->has_rdmap) {
+		memcpy(&rr, t->hdr, sizeof(rr));
+		to = iw_be64(rr.body.src_to_be);
+		return iw_be32(rr.body.src_stag_be) == w->rkey &&
+		       to >= w->remote_addr && to - w->remote_addr <= w->total;
+	}
+	return 0;
+}
+
+/* Complete the SQ up to WR counter idx in order (finished ones as
+ * successes, the rest flushed), then that WR with status. */
+static void fail_wqe(struct iwe_qp_priv *q, uint32_t idx,
+		     enum ibv_wc_status status)
+{
+	while (q->sq_head != idx) {
+		struct iwe_swqe *p = iwe_sq_slot(q, q->sq_head++);
+
+		iwe_wq_push_send_wc(q, p, swqe_finished(p) ?
+				    IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR);
+	}
+	iwe_wq_push_send_wc(q, iwe_sq_slot(q, idx), status);
+	q->sq_head++;
+}
+
+/* A Write that was fully sent has already completed successfully
+ * (completion on hand-off to the stream), so only WRs still outstanding
+ * can be matched: [sq_head, end). */
+int iwe_wq_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
+			 enum ibv_wc_status status, uint32_t end)
+{
+	uint32_t i;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	for (i = q->sq_head; i != end; i++) {
+		if (term_names_wqe(t, iwe_sq_slot(q, i))) {
+			fail_wqe(q, i, status);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+void iwe_wq_fail_oldest_read(struct iwe_qp_priv *q)
+{
+	const struct iwe_orq_ent *o;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (q->orq_head == q->orq_tail)
+		return;
+	o = &q->orq[q->orq_head % IWE_MAX_ORD];
+	if (!o->rtr && o->wqe_idx - q->sq_head < q->sq_tail - q->sq_head)
+		fail_wqe(q, o->wqe_idx, IBV_WC_BAD_RESP_ERR);
+}
+
+/* ------------------------------------------------- local SGE lookups */
+
+/* The lkey must name memory of our PD covering the range, with the
+ * rights its use needs. */
+static int sge_resolve(const struct iwe_pd *pd, const struct ibv_sge *s,
+		       enum iwe_sge_use use, struct iwe_sge_res *out)
+{
+	void *p = NULL;
+	enum iwe_access_error e;
+
+	out->length = s->length;
+	out->lkey = s->lkey;
+	out->addr = NULL;
+	if (s->length == 0)
+		return 0;
+	if (use == IWE_SGE_READ_SINK)
+		e = iwe_read_sink_check(pd->dev, pd, s->lkey, s->addr,
+					s->length, &p);
+	else
+		e = iwe_mr_check(pd->dev, pd, s->lkey, s->addr, s->length,
+				 use == IWE_SGE_SINK ? IBV_ACCESS_LOCAL_WRITE : 0,
+				 &p);
+	if (e)
+		return EINVAL;
+	out->addr = p;
+	return 0;
+}
+
+int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
+		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
+		    uint64_t *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		if (sge_resolve(pd, &sg[i], use, &out[i]))
+			return EINVAL;
+		*total += sg[i].length;
+	}
+	return 0;
+}
