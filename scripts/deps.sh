@@ -3,6 +3,7 @@
 # if any is missing.  Sourced by demo.sh and test.sh.
 PKGS="build-essential g++ autoconf automake libtool pkg-config \
 libdapl-dev libdapl2 dapl2-utils libibverbs-dev libnl-3-dev libnl-route-3-dev \
+libisal-dev nftables \
 valgrind iproute2 procps tshark libfabric-bin gnuplot-nox \
 debhelper lintian"
 
