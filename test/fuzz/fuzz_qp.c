@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 
@@ -463,6 +464,13 @@ static int recv_id(uint64_t id, const struct fq *q)
 	return id >= FQ_WR_RECV0 && id < FQ_WR_RECV0 + q->cfg.nrecv;
 }
 
+static void note_wc(struct fq *q, const struct ibv_wc *wc)
+{
+	q->outcome.wc[wc->wr_id].status = (int)wc->status + 1;
+	q->outcome.wc[wc->wr_id].opcode = (int)wc->opcode;
+	q->outcome.wc[wc->wr_id].byte_len = wc->byte_len;
+}
+
 static void check_completions(struct fq *q)
 {
 	struct ibv_wc wc;
@@ -478,6 +486,7 @@ static void check_completions(struct fq *q)
 			   "receive of %u bytes, opcode %d", wc.byte_len,
 			   (int)wc.opcode);
 		q->done[wc.wr_id] = 1;
+		note_wc(q, &wc);
 	}
 	while (iwe_poll_cq(q->scq, 1, &wc) == 1) {
 		FUZZ_CHECK(wc.wr_id == FQ_WR_READ && q->cfg.post_read &&
@@ -485,6 +494,7 @@ static void check_completions(struct fq *q)
 			   "send completion for wr_id %llu",
 			   (unsigned long long)wc.wr_id);
 		q->done[FQ_WR_READ] = 1;
+		note_wc(q, &wc);
 	}
 	FUZZ_CHECK(!iwe_cq_overflowed(q->scq) && !iwe_cq_overflowed(q->rcq),
 		   "CQ overflow");
@@ -510,6 +520,14 @@ static int stream_closed(int err)
 	       err == EPIPE;
 }
 
+/* Bytes waiting in a socket's receive queue. */
+static int unread(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, FIONREAD, &n) ? -1 : n;
+}
+
 static void check_state(struct fq *q)
 {
 	struct iwe_term_info sent, rcvd;
@@ -521,6 +539,8 @@ static void check_state(struct fq *q)
 	if (st != IWE_QPS_ERROR) {
 		FUZZ_CHECK(!q->cfg.close_at_end, "EOF left the QP in state %d",
 			   (int)st);
+		FUZZ_CHECK(unread(q->fd) == 0, "the QP left %d bytes unread "
+			   "in its socket (state %d)", unread(q->fd), (int)st);
 		FUZZ_CHECK(!sent.valid && !rcvd.valid && !q->err,
 			   "Terminate or error %d outside ERROR", q->err);
 		FUZZ_CHECK(!q->term_seen, "Terminate on the wire, QP state %d",
@@ -557,4 +577,8 @@ void fq_finish(struct fq *q)
 	check_completions(q);
 	check_state(q);
 	check_memory(q);
+	q->outcome.state = (int)iwe_qp_get_state(q->qp);
+	q->outcome.err = q->err;
+	iwe_qp_terminate_info(q->qp, &q->outcome.sent, &q->outcome.rcvd);
+	q->outcome.mem_crc = iw_crc32c(0, g_map, FQ_MAP_LEN);
 }

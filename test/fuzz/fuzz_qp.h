@@ -21,7 +21,8 @@
  *        from an SRQ; bits 4-5: MULPDU 0 (default) / 128 / 1024 / 4096;
  *        bit 6: with CRC, rewrite the CRC of every FPDU of the input
  *        (so mutated FPDUs get past the CRC check)
- *   h[1] bits 0-2: receives posted (0..7); bits 3-5: IRD - 1;
+ *   h[1] bits 0-2: receives posted (0..7); bits 3-5: IRD - 1 (fuzz_rx
+ *        uses the largest IRD when the stream is cut);
  *        bits 6-7: log2 ORD
  *   h[2] bits 0-1: largest write into the stream 1 / 7 / 64 bytes / all
  *        at once (the first 96 writes; then the rest at once); bits
@@ -82,6 +83,14 @@ void fq_cfg_decode(const uint8_t *h, struct fq_cfg *c);
 /* The header bytes that decode to c (c's values must be encodable). */
 void fq_cfg_encode(const struct fq_cfg *c, uint8_t *h);
 
+/* What an input did, to compare two deliveries of the same bytes. */
+struct fq_outcome {
+	int state, err;
+	struct iwe_term_info sent, rcvd;
+	struct { int status, opcode; uint32_t byte_len; } wc[FQ_WR_RECV0 + FQ_MAX_RECV];
+	uint32_t mem_crc;		/* the whole mapping afterwards */
+};
+
 struct fq {
 	struct fq_cfg cfg;
 	struct iwe_device *dev;
@@ -103,6 +112,7 @@ struct fq {
 	uint32_t term_ctrl;
 	/* Completions, per work request id. */
 	uint8_t done[FQ_WR_RECV0 + FQ_MAX_RECV];
+	struct fq_outcome outcome;	/* filled by fq_finish */
 };
 
 /* Start of a region of the fixed mapping. */
