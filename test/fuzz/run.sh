@@ -90,6 +90,9 @@ rm -rf "$out/seeds"
 allow=${FUZZ_ALLOW-$(sed -n 's/^\([a-z0-9-]*\)[[:space:]].*/\1/p' "$known" 2>/dev/null | paste -sd, -)}
 UBSAN_OPTIONS=print_stacktrace=1
 export UBSAN_OPTIONS
+# libFuzzer drops crash-* files in the current directory when no prefix
+# is given (replaying a reproducer): keep them in the build tree.
+cd "$out" || exit 1
 
 # ---------------------------------------------------------- reproducers
 # test/fuzz/crashes/<target>/<id>: every finding ever made.  One that
