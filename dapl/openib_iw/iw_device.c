@@ -23,6 +23,7 @@
 
 #include "iw_priv.h"
 #include "iw_progress.h"
+#include "iw_trp.h"
 
 /* ------------------------------------------------------ rtnetlink helpers */
 
@@ -270,8 +271,31 @@ void iwe_device_query(const struct iwe_device *dev,
 
 /* ------------------------------------------------- socket ownership */
 
-static int is_tcp_ipv4_socket(int fd)
+int iwe_device_set_mtu(struct iwe_device *dev, uint32_t mtu)
 {
+	if (!dev || mtu < TRP_MIN_MTU || mtu > TRP_MAX_MTU)
+		return EINVAL;
+	dev->attr.mtu = mtu;
+	return 0;
+}
+
+int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec)
+{
+	struct iwe_trp_test t;
+	int err;
+
+	if (!dev)
+		return EINVAL;
+	err = iwe_trp_test_parse(spec, &t);
+	if (!err)
+		dev->trp_test = t;
+	return err;
+}
+
+/* An IPv4 socket of the device's transport: TCP stream or UDP datagram. */
+static int is_transport_socket(const struct iwe_device *dev, int fd)
+{
+	int udp = dev->attr.transport == IWE_TRANSPORT_UDP;
 	struct stat st;
 	int v;
 	socklen_t len;
@@ -283,11 +307,11 @@ static int is_tcp_ipv4_socket(int fd)
 		return 0;
 	len = sizeof(v);
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 ||
-	    v != SOCK_STREAM)
+	    v != (udp ? SOCK_DGRAM : SOCK_STREAM))
 		return 0;
 	len = sizeof(v);
 	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &len) < 0 ||
-	    v != IPPROTO_TCP)
+	    v != (udp ? IPPROTO_UDP : IPPROTO_TCP))
 		return 0;
 	return 1;
 }
@@ -309,8 +333,9 @@ static int device_has_addr(const struct iwe_device *dev, struct in_addr a)
 }
 
 /* The rule, in order:
- *  1. fd must be an AF_INET SOCK_STREAM IPPROTO_TCP socket, else EINVAL
- *     (also for a closed or non-socket fd);
+ *  1. fd must be an AF_INET socket of the device's transport (TCP
+ *     stream, or UDP datagram for a udp device), else EINVAL (also for a
+ *     closed or non-socket fd);
  *  2. a concrete local address (what getsockname reports; any connected
  *     socket has one) must be an address of the device (device_has_addr):
  *     the kernel sends from that address, so it names the interface;
@@ -323,7 +348,7 @@ int iwe_device_owns_socket(const struct iwe_device *dev, int fd)
 	struct sockaddr_in local, peer;
 	socklen_t len = sizeof(local);
 
-	if (!dev || fd < 0 || !is_tcp_ipv4_socket(fd))
+	if (!dev || fd < 0 || !is_transport_socket(dev, fd))
 		return EINVAL;
 	if (getsockname(fd, (struct sockaddr *)&local, &len) < 0 ||
 	    local.sin_family != AF_INET)

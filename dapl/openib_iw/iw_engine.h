@@ -72,9 +72,22 @@ void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);
 
+/* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram
+ * (IPv4, UDP and TRP headers included), TRP's 576..65535; by default the
+ * interface's MTU.  Applies to QPs attached afterwards; also what
+ * iwe_device_query reports.  EINVAL out of range. */
+int iwe_device_set_mtu(struct iwe_device *dev, uint32_t mtu);
+/* Test aid, off by default: the QPs attached afterwards drop, reorder
+ * (hold back behind the next packet) and duplicate that per cent of the
+ * packets they send, from a PRNG seeded with seed.  spec is
+ * "drop:PCT,reorder:PCT,dup:PCT,seed:N", any subset in any order ("" is
+ * off).  EINVAL for a malformed spec. */
+int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec);
+
 /* Whether a connected socket's local address is reachable through this
  * device's interface (used by SSPs).  Returns 0 when it is, EINVAL when
- * fd is not a TCP stream socket, EADDRNOTAVAIL when it is routed
+ * fd is not a socket of the device's transport (TCP stream for a tcp
+ * device, UDP datagram for a udp one), EADDRNOTAVAIL when it is routed
  * elsewhere. */
 int iwe_device_owns_socket(const struct iwe_device *dev, int fd);
 

@@ -5,7 +5,9 @@
  * Two transports implement this table:
  *   - MPA over a TCP stream (iw_mpa_tx.c, iw_mpa_rx.c; RFC 5044): each
  *     segment becomes an FPDU (length, ULPDU, pad, CRC32c);
- *   - TRP over UDP datagrams (one segment per datagram).
+ *   - TRP over UDP datagrams (iw_trp_tx.c, iw_trp_rx.c; seed 003): one
+ *     segment per datagram behind a 10-byte TRP header, a segment done
+ *     once the peer acknowledged it.
  *
  * Transmit: the TX side offers segments while tx_room says yes, each
  * with its header bytes and a gather list of payload in registered
@@ -27,6 +29,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+struct iwe_qp;
 struct iwe_qp_priv;
 struct iwe_stream_params;
 
@@ -44,6 +47,9 @@ struct iwe_llp_ops {
 	const char *name;
 	/* Set up (and free) the transport's state of a QP: 0 or ENOMEM. */
 	int (*attach)(struct iwe_qp_priv *q);
+	/* Optional: attach with the transport's own start state (TRP: the
+	 * PSNs and credits the connection exchange agreed on). */
+	int (*attach_with)(struct iwe_qp_priv *q, const void *start);
 	void (*detach)(struct iwe_qp_priv *q);
 	/* Largest DDP segment (header + payload) per wire unit. */
 	uint32_t (*max_ulpdu)(const struct iwe_qp_priv *q);
@@ -72,6 +78,15 @@ struct iwe_llp_ops {
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
+extern const struct iwe_llp_ops iwe_llp_trp;
+
+/* iw_qp.c: iwe_qp_attach_cm with an explicit transport and its start
+ * state (NULL: the transport's defaults). */
+struct iwe_qp_cm_opts;
+int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
+		      const struct iwe_stream_params *p,
+		      const struct iwe_qp_cm_opts *o,
+		      const struct iwe_llp_ops *llp, const void *start);
 
 /* The receive half of MPA (iw_mpa_rx.c), for the table in iw_mpa_tx.c. */
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q);

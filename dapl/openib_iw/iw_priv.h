@@ -64,6 +64,15 @@ struct iwe_stag_table {
 
 /* ----------------------------------------------------------- device */
 
+/* TRP's test aid (iw_trp_tx.c): per cent of the packets each QP sends
+ * that are dropped, held back behind the next one, or sent twice, from a
+ * seeded PRNG.  All 0 (off) unless a test or the IA's instance data sets
+ * them (iwe_device_set_trp_test). */
+struct iwe_trp_test {
+	uint8_t drop, reorder, dup;
+	uint32_t seed;
+};
+
 struct iwe_device {
 	pthread_mutex_t lock;		/* counters and the STag table */
 	struct iwe_device_attr attr;	/* immutable after open */
@@ -72,6 +81,7 @@ struct iwe_device {
 	uint32_t npd, ncq;
 	struct iwe_prog *prog;		/* progress thread, once started */
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
+	struct iwe_trp_test trp_test;	/* set before QPs attach */
 };
 
 struct iwe_prog;

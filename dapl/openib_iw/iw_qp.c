@@ -25,6 +25,7 @@
 
 #include "iw_llp.h"
 #include "iw_qp.h"
+#include "iw_trp.h"
 
 /* How long after its last poll a consumer counts as polling: the most a
  * segment waits when a poller stops polling without arming its CQ. */
@@ -157,6 +158,9 @@ static int rx_failed(struct iwe_qp_priv *q, int err)
 {
 	struct iwe_rx *r = &q->rx;
 
+	/* Over TRP a user error of one request is not fatal (seed 003). */
+	if (q->llp == &iwe_llp_trp && iwe_trp_rx_failed(q))
+		return 0;
 	q->rx_dead = 1;
 	if (r->term_in) {
 		const struct iwe_term *t = &r->term_rcvd;
@@ -614,11 +618,34 @@ static void apply_cm_opts(struct iwe_qp_priv *q, const struct iwe_qp_cm_opts *o)
 	q->prog = o->prog;
 }
 
+/* The transport a QP of this device runs over by default. */
+static const struct iwe_llp_ops *device_llp(const struct iwe_qp_priv *q)
+{
+	return q->pub.pd->dev->attr.transport == IWE_TRANSPORT_UDP ?
+	       &iwe_llp_trp : &iwe_llp_mpa;
+}
+
+static int llp_attach(struct iwe_qp_priv *q, const struct iwe_llp_ops *llp,
+		      const void *start)
+{
+	int err;
+
+	q->llp = llp;
+	err = start && llp->attach_with ? llp->attach_with(q, start)
+					: llp->attach(q);
+	if (err)
+		q->llp = NULL;
+	return err;
+}
+
 /* Progress thread only when o->prog is set. */
 static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_stream_params *p,
-			 const struct iwe_qp_cm_opts *o)
+			 const struct iwe_qp_cm_opts *o,
+			 const struct iwe_llp_ops *llp, const void *start)
 {
+	int err;
+
 	if ((q->state != IWE_QPS_INIT && q->state != IWE_QPS_RTR) ||
 	    q->fd >= 0)
 		return EINVAL;
@@ -626,12 +653,12 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	q->mulpdu = p->mulpdu ? p->mulpdu : IWE_DEFAULT_MULPDU;
 	q->ird = p->ird ? p->ird : 1;
 	q->ord = p->ord ? p->ord : 1;
-	q->llp = &iwe_llp_mpa;
-	if (q->llp->attach(q)) {
-		q->llp = NULL;
-		return ENOMEM;
+	q->fd = fd;		/* TRP may send at attach (the reply) */
+	err = llp_attach(q, llp ? llp : device_llp(q), start);
+	if (err) {
+		q->fd = -1;
+		return err;
 	}
-	q->fd = fd;
 	q->state = IWE_QPS_RTS;
 	if (o)
 		apply_cm_opts(q, o);
@@ -647,9 +674,10 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	return 0;
 }
 
-int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
-		     const struct iwe_stream_params *p,
-		     const struct iwe_qp_cm_opts *o)
+int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
+		      const struct iwe_stream_params *p,
+		      const struct iwe_qp_cm_opts *o,
+		      const struct iwe_llp_ops *llp, const void *start)
 {
 	struct iwe_qp_priv *q;
 	int err;
@@ -659,9 +687,16 @@ int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
 		return EINVAL;
 	q = iwe_qp_priv(qp);
 	qp_lock(q);
-	err = attach_locked(q, fd, p, o);
+	err = attach_locked(q, fd, p, o, llp, start);
 	iwe_qp_unlock(q);
 	return err;
+}
+
+int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
+		     const struct iwe_stream_params *p,
+		     const struct iwe_qp_cm_opts *o)
+{
+	return iwe_qp_attach_llp(qp, fd, p, o, NULL, NULL);
 }
 
 void iwe_qp_release_hold(struct iwe_qp *qp)

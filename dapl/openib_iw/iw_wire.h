@@ -25,6 +25,7 @@
 #include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define IW_PACKED __attribute__((packed))
 
@@ -387,11 +388,32 @@ enum iw_term_llp_ecode {
 };
 
 /* ================================================================== TRP
- * TRP header over UDP (seed 003), in front of the DDP segment:
+ * TRP, the trivial reliability protocol between UDP and DDP (seed 003;
+ * doc/trp.md is the protocol document).  Every UDP datagram is one TRP
+ * packet: this 10-byte header (network byte order), then its body.
  *
- *   PSN (BE32) | ack PSN (BE32) | I A F R credits(12) (BE16)
+ *   offset 0  PSN (BE32)       this packet's sequence number
+ *   offset 4  ack PSN (BE32)   the highest PSN received in order
+ *   offset 8  flags + credits (BE16): I A F R | credits(12)
  *
- * The peer may send up to ack PSN + credits.
+ * Flags:
+ *   I (init)  a connection packet: its body is an MPA request (from the
+ *             initiator) or reply (from the responder) frame, exactly as
+ *             MPA sends it on TCP (RFC 5044/6581).  Sequenced.
+ *   A (ack)   a pure acknowledgement: not sequenced (its PSN is the
+ *             sender's next unused PSN and is not acknowledged); its body
+ *             is empty or a selective-ack list of up to IW_TRP_SACK_MAX
+ *             blocks, each BE32 first PSN, BE32 last PSN (inclusive), of
+ *             packets held beyond the ack PSN.
+ *   F (fin)   the sender's end of the connection.  Sequenced, empty body.
+ *   R         reserved: sent as 0; a packet with R set is a protocol
+ *             error.
+ *   none      a data packet: its body is one DDP segment (RFC 5041/5040
+ *             headers and payload, no MPA framing, no CRC).  Sequenced.
+ * I, A and F are exclusive.  Every packet (the initiator's first I packet
+ * aside, whose ack field is 0 and ignored) acknowledges with its ack PSN
+ * and credits: the receiver may send sequenced packets up to
+ * ack PSN + credits.
  */
 struct iw_trp_hdr {
 	uint32_t psn_be;		/* BE32 this packet's sequence number */
@@ -405,7 +427,46 @@ _Static_assert(sizeof(struct iw_trp_hdr) == 10, "TRP header");
 #define IW_TRP_A		0x4000	/* ack / selective ack */
 #define IW_TRP_F		0x2000	/* fin */
 #define IW_TRP_R		0x1000	/* reserved, sent as 0 */
+#define IW_TRP_FLAGS_MASK	0xF000
 #define IW_TRP_CREDITS_MASK	0x0FFF	/* 12-bit credit count */
+#define IW_TRP_SACK_MAX		16	/* blocks in one ack */
+#define IW_TRP_SACK_BLOCK	8	/* BE32 first, BE32 last */
+/* IPv4 and UDP headers in front of every TRP packet. */
+#define IW_TRP_IP_UDP_LEN	28
+
+/* A decoded TRP header. */
+struct iw_trp_fields {
+	uint32_t psn, ack;
+	uint16_t flags;			/* IW_TRP_I/A/F/R */
+	uint16_t credits;
+};
+
+static inline void iw_trp_put(uint8_t *p, uint32_t psn, uint32_t ack,
+			      uint16_t flags, uint32_t credits)
+{
+	struct iw_trp_hdr h = {
+		.psn_be = iw_be32(psn),
+		.ack_psn_be = iw_be32(ack),
+		.flags_be = iw_be16((uint16_t)((flags & IW_TRP_FLAGS_MASK) |
+			(credits > IW_TRP_CREDITS_MASK ? IW_TRP_CREDITS_MASK
+						       : credits))),
+	};
+
+	memcpy(p, &h, sizeof(h));
+}
+
+static inline void iw_trp_get(const uint8_t *p, struct iw_trp_fields *f)
+{
+	struct iw_trp_hdr h;
+	uint16_t fl;
+
+	memcpy(&h, p, sizeof(h));
+	fl = iw_be16(h.flags_be);
+	f->psn = iw_be32(h.psn_be);
+	f->ack = iw_be32(h.ack_psn_be);
+	f->flags = fl & IW_TRP_FLAGS_MASK;
+	f->credits = fl & IW_TRP_CREDITS_MASK;
+}
 
 /* PSN order, RFC 1982 serial-number arithmetic with SERIAL_BITS = 32.
  * Two PSNs exactly 2^31 apart are unordered (neither is less than the

@@ -1,0 +1,186 @@
+/* TRP over UDP, the second transport under DDP (iw_llp.h; seed 003;
+ * the protocol is doc/trp.md, the header layout iw_wire.h).
+ *
+ * Files:
+ *   iw_trp_tx.c    the transmit ring (every packet kept, copied, until
+ *                  acknowledged), acknowledgements and credits, RTT and
+ *                  retransmission (RFC 6298, selective-ack fast
+ *                  retransmit), batched sendmmsg, the per-QP timer, the
+ *                  test aid, and the llp table
+ *   iw_trp_rx.c    recvmmsg into packet buffers, duplicate suppression,
+ *                  the reorder buffer (bounded by the credits we grant),
+ *                  in-order delivery to DDP, selective acks
+ *   iw_trp_term.c  Terminates over TRP: which are non-fatal, the send
+ *                  queue marker, the quiet time of fatal ones
+ * Engine-internal header.  Everything runs with the QP lock held unless a
+ * function says otherwise.
+ */
+#ifndef IW_TRP_H
+#define IW_TRP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "iw_llp.h"
+#include "iw_qp.h"
+
+/* Timers and limits; doc/trp.md lists them for a second implementer. */
+#define TRP_RTO_INIT_US    200000u	/* before the first RTT sample */
+#define TRP_RTO_MIN_US     20000u
+#define TRP_RTO_MAX_US     2000000u
+#define TRP_MAX_RETX       10		/* then the connection is lost */
+#define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
+#define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
+#define TRP_WINDOW_BYTES   (1u << 20)	/* packets in flight / reordering */
+#define TRP_WINDOW_MIN     8u
+#define TRP_WINDOW_MAX     1024u	/* powers of two */
+#define TRP_BATCH          32u		/* packets per sendmmsg/recvmmsg */
+#define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
+#define TRP_MIN_MTU        576u
+#define TRP_MAX_MTU        65535u
+
+/* What the connection exchange agreed on (iw_cm_trp.c), or defaults. */
+struct iwe_trp_start {
+	uint32_t tx_psn;		/* PSN of our first sequenced packet */
+	uint32_t rx_psn;		/* PSN of the peer's next one */
+	uint32_t peer_credits;		/* the peer accepts up to
+					 * tx_psn - 1 + peer_credits */
+	const void *first;		/* responder: the MPA reply, sent as
+					 * the I packet tx_psn */
+	size_t first_len;
+	int ack_now;			/* initiator: acknowledge the reply
+					 * at once (its first packet) */
+};
+
+/* A packet in the transmit ring. */
+struct trp_txp {
+	uint8_t *buf;			/* TRP header + body, pkt_max bytes */
+	uint32_t len;
+	uint64_t sent_ns;		/* last transmission, 0: never */
+	uint8_t token;			/* a DDP segment of iw_tx.c */
+	uint8_t sacked;
+	uint8_t retx;			/* retransmissions so far */
+	uint8_t fast;			/* fast-retransmitted since the RTO */
+	uint8_t want_retx;		/* queued for retransmission */
+	uint8_t fatal_term;		/* a fatal Terminate: then be quiet */
+};
+
+struct trp {
+	/* Timer plumbing: the timer and its tasks run on the device's
+	 * progress thread; mx guards q against the QP going away. */
+	pthread_mutex_t mx;
+	struct iwe_qp_priv *q;		/* NULL once detached */
+	struct iwe_prog *prog;
+	struct iwe_prog_timer timer;
+	struct iwe_prog_task arm_task, free_task;
+	_Atomic uint64_t want_ns;	/* deadline the timer should have */
+	_Atomic uint64_t armed_ns;	/* deadline it has, 0: none */
+	uint32_t pkt_max;		/* largest TRP packet (UDP payload) */
+	/* Transmit: PSNs [snd_una, snd_nxt) are in the ring, of which
+	 * [snd_una, snd_sent) went out at least once. */
+	struct trp_txp *tx;
+	uint32_t tx_cap;		/* power of two */
+	uint32_t snd_una, snd_sent, snd_nxt;
+	uint32_t peer_limit;		/* highest PSN the peer accepts */
+	uint32_t peer_ack;		/* newest ack PSN seen */
+	uint32_t done;			/* tokens acknowledged, unreported */
+	uint32_t nretx;			/* packets with want_retx */
+	int blocked;			/* the socket said EAGAIN */
+	int ending;			/* the QP failed: no retransmission */
+	int quiet;			/* a fatal Terminate went out */
+	int gate;			/* responder: our reply is unacked */
+	uint32_t gate_psn;
+	/* RTT estimate (RFC 6298), microseconds. */
+	uint64_t srtt_us, rttvar_us, rto_us;
+	int have_rtt;
+	uint64_t deadline_ns;		/* retransmission timer, 0: off */
+	/* Receive: PSNs [rcv_dlv, rcv_nxt) arrived in order and wait for
+	 * DDP; slots up to rcv_dlv + rx_cap - 1 hold packets that came
+	 * early. */
+	uint8_t **rx;
+	uint32_t *rx_len;
+	uint32_t rx_cap;		/* power of two */
+	uint32_t rcv_dlv, rcv_nxt;
+	uint32_t credit_cap;		/* what the socket buffer holds */
+	int ack_due;
+	uint8_t **pool;			/* spare packet buffers */
+	uint32_t npool, pool_cap;
+	/* Non-fatal error in a Write: its later segments are dropped. */
+	int skip_write;
+	uint32_t skip_stag;
+	uint32_t term_in_quiet;		/* quiet ms of the Terminate being
+					 * delivered */
+	int nonfatal_pending;		/* the Terminate queued is non-fatal */
+	/* Test aid (struct iwe_trp_test). */
+	struct iwe_trp_test test;
+	uint64_t rng;
+	int held;			/* a packet held back: PSN held_psn */
+	uint32_t held_psn;
+	/* Counters, for tests and IWDAPL_DEBUG. */
+	struct iwe_trp_stats {
+		uint64_t sent, retx, fast_retx, rto, dup_rcvd, ooo_rcvd,
+			 acks_sent, hook_drop, hook_dup, hook_reorder;
+	} st;
+};
+
+static inline struct trp *trp_of(const struct iwe_qp_priv *q)
+{
+	return q->llp_tx;
+}
+
+/* ---- iw_trp_tx.c */
+uint64_t trp_now_ns(void);
+/* Send a pure ack (with selective-ack blocks) now. */
+void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
+/* The peer acknowledged up to ack with credits (any packet). */
+void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
+		uint32_t credits);
+/* Selective-ack blocks of a pure ack. */
+void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len);
+/* Send what is due: retransmissions, then new packets.  0, EAGAIN, or
+ * the socket's errno. */
+int trp_flush(struct trp *t, struct iwe_qp_priv *q);
+/* The retransmission timer is due: 0, or ETIMEDOUT once the peer
+ * stopped answering (a best-effort Terminate went out). */
+int trp_check_rto(struct trp *t, struct iwe_qp_priv *q);
+/* Bring the progress thread's timer in line with deadline_ns. */
+void trp_timer_sync(struct trp *t);
+/* Credits we grant now. */
+uint32_t trp_credits(const struct trp *t);
+
+/* ---- iw_trp_rx.c */
+int trp_rx_attach(struct trp *t, uint32_t rx_psn);
+void trp_rx_detach(struct trp *t);
+int trp_rx_progress(struct iwe_qp_priv *q);
+/* Selective-ack blocks into body (IW_TRP_SACK_MAX at most): bytes. */
+uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body);
+
+/* ---- iw_trp_term.c */
+/* A Terminate of this layer/type/code reports one request's user error
+ * (non-fatal over TRP). */
+int trp_term_nonfatal(unsigned layer, unsigned etype, unsigned ecode);
+/* tx: a Terminate segment goes out; set its quiet time when fatal.
+ * Returns 1 for a fatal one. */
+int trp_term_outgoing(struct iwe_qp_priv *q, uint8_t *ulpdu, uint32_t len);
+/* rx: -1 if the segment is no Terminate, else 1 for a fatal one (quiet
+ * time set, or an error that is not a user error), 0 for a non-fatal
+ * one; *quiet_ms: its quiet time. */
+int trp_term_incoming(const uint8_t *ulpdu, uint32_t len,
+		      uint32_t *quiet_ms);
+/* iw_qp.c's rx_failed, first: 1 when the receive side's error was a
+ * non-fatal Terminate (sent or received) and the connection goes on. */
+int iwe_trp_rx_failed(struct iwe_qp_priv *q);
+
+/* ---- for the connection manager (any thread; they lock the QP) */
+/* End of our side: a sequenced F while the QP runs (acknowledged,
+ * retransmitted), else one best-effort F. */
+void iwe_trp_send_fin(struct iwe_qp *qp);
+/* Counters of a QP attached to TRP (zeros otherwise). */
+void iwe_trp_stats(struct iwe_qp *qp, struct iwe_trp_stats *out);
+/* The largest UDP payload a device's TRP packets use. */
+uint32_t iwe_trp_pkt_max(const struct iwe_device *dev);
+/* "drop:PCT,reorder:PCT,dup:PCT,seed:N" (any subset, any order). */
+int iwe_trp_test_parse(const char *spec, struct iwe_trp_test *out);
+
+#endif

@@ -1,0 +1,297 @@
+/* TRP over UDP, receive side (iw_trp.h).
+ *
+ * Datagrams are read in batches (recvmmsg) straight into packet buffers.
+ * Each one's acknowledgement goes to the transmit side at once; a pure
+ * ack's selective-ack blocks too.  A sequenced packet is kept in the
+ * reorder buffer, a slot per PSN from the oldest undelivered one, bounded
+ * by the credits we grant (so a packet beyond them cannot come from a
+ * peer that keeps to them, and is dropped); a packet already received --
+ * below the next expected PSN, or in an occupied slot -- is a duplicate,
+ * dropped and answered with an ack.  Packets go to DDP strictly in PSN
+ * order (RDMAP's ordering needs no more), each datagram's body one whole
+ * segment through iwe_rx_begin / iwe_rx_place / iwe_rx_end, while the
+ * QP's receive hold allows.  UDP's checksum covers the datagram: there is
+ * no CRC.
+ *
+ * One exception to the order: a fatal Terminate that arrives early is
+ * acted on at once (the peer sends nothing after it, so the gap in front
+ * of it may never be filled).  Every batch is acknowledged with one pure
+ * ack unless packets going out carry the acknowledgement already.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "iw_trp.h"
+
+int trp_rx_attach(struct trp *t, uint32_t rx_psn)
+{
+	t->rx = calloc(t->rx_cap, sizeof(*t->rx));
+	t->rx_len = calloc(t->rx_cap, sizeof(*t->rx_len));
+	t->pool_cap = t->rx_cap + TRP_BATCH;
+	t->pool = calloc(t->pool_cap, sizeof(*t->pool));
+	t->rcv_dlv = t->rcv_nxt = rx_psn;
+	return t->rx && t->rx_len && t->pool ? 0 : ENOMEM;
+}
+
+void trp_rx_detach(struct trp *t)
+{
+	for (uint32_t i = 0; t->rx && i < t->rx_cap; i++)
+		free(t->rx[i]);
+	for (uint32_t i = 0; i < t->npool; i++)
+		free(t->pool[i]);
+	free(t->rx);
+	free(t->rx_len);
+	free(t->pool);
+	t->rx = NULL;
+	t->rx_len = NULL;
+	t->pool = NULL;
+	t->npool = 0;
+}
+
+static uint8_t *pool_get(struct trp *t)
+{
+	return t->npool ? t->pool[--t->npool] : malloc(t->pkt_max);
+}
+
+static void pool_put(struct trp *t, uint8_t *b)
+{
+	if (t->npool < t->pool_cap)
+		t->pool[t->npool++] = b;
+	else
+		free(b);
+}
+
+static uint32_t rx_index(const struct trp *t, uint32_t psn)
+{
+	return psn & (t->rx_cap - 1);
+}
+
+/* --------------------------------------------------------- delivery */
+
+static uint16_t be16_at(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, 2);
+	return iw_be16(v);
+}
+
+/* The rest of a Write that failed with a non-fatal error is dropped:
+ * its segments to the same STag, up to the one with L. */
+static int skipped(struct trp *t, uint16_t ctrl, const uint8_t *u)
+{
+	struct iw_tagged_hdr h;
+
+	if (!t->skip_write)
+		return 0;
+	memcpy(&h, u, sizeof(h));
+	if (!iw_ctrl_tagged(ctrl) || iw_ctrl_opcode(ctrl) != IW_OP_WRITE ||
+	    iw_be32(h.stag_be) != t->skip_stag) {
+		t->skip_write = 0;
+		return 0;
+	}
+	if (iw_ctrl_last(ctrl))
+		t->skip_write = 0;
+	return 1;
+}
+
+/* One DDP segment (the body of a data packet) to RDMAP/DDP. */
+static int deliver_body(struct trp *t, struct iwe_qp_priv *q,
+			const uint8_t *u, uint32_t len)
+{
+	uint16_t ctrl;
+	uint32_t hl;
+	int err;
+
+	if (len < IW_TAGGED_HDR_LEN)
+		return iwe_rx_short_segment(q, u, len);
+	ctrl = be16_at(u);
+	if (skipped(t, ctrl, u))
+		return 0;
+	t->term_in_quiet = 0;
+	if (trp_term_incoming(u, len, &t->term_in_quiet) < 0)
+		t->term_in_quiet = 0;
+	hl = iwe_rx_hdr_need(ctrl, len);
+	err = iwe_rx_begin(q, u, hl, len);
+	if (err)
+		return err;
+	iwe_rx_place(q, 0, u + hl, len - hl);
+	return iwe_rx_end(q);
+}
+
+/* Hand the in-order packets to DDP while the receive hold allows. */
+static int deliver(struct trp *t, struct iwe_qp_priv *q)
+{
+	uint32_t before = trp_credits(t);
+	int err = 0, n = 0;
+
+	while (!err && t->rcv_dlv != t->rcv_nxt && iwe_rx_may_take(q)) {
+		uint32_t i = rx_index(t, t->rcv_dlv);
+		uint8_t *b = t->rx[i];
+		uint32_t len = t->rx_len[i];
+		struct iw_trp_fields f;
+
+		iw_trp_get(b, &f);
+		t->rx[i] = NULL;
+		t->rcv_dlv++;
+		n++;
+		if (f.flags & IW_TRP_F)
+			err = ENOTCONN;	/* the peer's orderly end */
+		else if (!(f.flags & IW_TRP_I))
+			err = deliver_body(t, q, b + IW_TRP_HDR_LEN,
+					   len - IW_TRP_HDR_LEN);
+		/* An I packet in sequence after the exchange: ignored. */
+		pool_put(t, b);
+	}
+	/* Credits reopened after a hold: tell the peer. */
+	if (n && before < t->rx_cap / 2)
+		t->ack_due = 1;
+	return err;
+}
+
+/* ----------------------------------------------------------- packets */
+
+/* A sequenced packet: keep it (returns 1: b is the slot's now) or drop
+ * a duplicate or one beyond the window. */
+static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
+			uint32_t len, uint32_t psn, int *err)
+{
+	uint32_t i = rx_index(t, psn), quiet;
+
+	t->ack_due = 1;
+	if (iw_psn_lt(psn, t->rcv_nxt) || t->rx[i]) {
+		t->st.dup_rcvd++;
+		return 0;
+	}
+	if (psn - t->rcv_dlv >= t->rx_cap)
+		return 0;	/* beyond the credits we granted */
+	t->rx[i] = b;
+	t->rx_len[i] = len;
+	if (psn != t->rcv_nxt) {
+		t->st.ooo_rcvd++;
+		if (!(b[8] & 0xF0) && len > IW_TRP_HDR_LEN &&
+		    trp_term_incoming(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN,
+				      &quiet) == 1) {
+			/* A fatal Terminate ahead of a gap: act now. */
+			*err = deliver_body(t, q, b + IW_TRP_HDR_LEN,
+					    len - IW_TRP_HDR_LEN);
+			return 1;
+		}
+	}
+	while (t->rcv_nxt - t->rcv_dlv < t->rx_cap &&
+	       t->rx[rx_index(t, t->rcv_nxt)])
+		t->rcv_nxt++;
+	return 1;
+}
+
+static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
+		     uint32_t len, int *err)
+{
+	struct iw_trp_fields f;
+
+	if (len < IW_TRP_HDR_LEN)
+		return 0;
+	iw_trp_get(b, &f);
+	if (f.flags & IW_TRP_R) {
+		/* Reserved bit set: a protocol error (fatal). */
+		*err = iwe_rx_llp_error(q, IW_TERM_LLP_BAD_RR);
+		return 0;
+	}
+	trp_on_ack(t, q, f.ack, f.credits);
+	if (f.flags & IW_TRP_A) {
+		trp_on_sack(t, b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+		return 0;
+	}
+	return rx_sequenced(t, q, b, len, f.psn, err);
+}
+
+/* One recvmmsg.  Returns the datagrams read (0: none), *err the
+ * socket's error or the first packet's error. */
+static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
+{
+	struct mmsghdr mm[TRP_BATCH];
+	struct iovec iov[TRP_BATCH];
+	uint8_t *b[TRP_BATCH];
+	int n, r, i;
+
+	memset(mm, 0, sizeof(mm));
+	for (n = 0; n < (int)TRP_BATCH; n++) {
+		b[n] = pool_get(t);
+		if (!b[n])
+			break;
+		iov[n] = (struct iovec){ b[n], t->pkt_max };
+		mm[n].msg_hdr.msg_iov = &iov[n];
+		mm[n].msg_hdr.msg_iovlen = 1;
+	}
+	if (!n) {
+		*err = ENOMEM;
+		return 0;
+	}
+	do {
+		r = recvmmsg(q->fd, mm, (unsigned)n, MSG_DONTWAIT, NULL);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			*err = errno;	/* ECONNREFUSED: the peer is gone */
+		r = 0;
+	}
+	for (i = 0; i < n; i++) {
+		int kept = 0;
+
+		if (i < r && !*err &&
+		    !(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
+			kept = rx_packet(t, q, b[i], mm[i].msg_len, err);
+		if (!kept)
+			pool_put(t, b[i]);
+	}
+	return r;
+}
+
+int trp_rx_progress(struct iwe_qp_priv *q)
+{
+	struct trp *t = trp_of(q);
+	int err, n, ferr;
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (t->quiet)
+		return 0;
+	err = deliver(t, q);
+	while (!err) {
+		n = rx_batch(t, q, &err);
+		if (!err)
+			err = deliver(t, q);
+		if (n < (int)TRP_BATCH)
+			break;
+	}
+	if (!err)
+		err = trp_check_rto(t, q);
+	/* Acknowledge what came (also a bad segment or the peer's F, so it
+	 * is not sent again) and send what is due. */
+	ferr = trp_flush(t, q);
+	trp_timer_sync(t);
+	return err ? err : ferr == EAGAIN ? 0 : ferr;
+}
+
+uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body)
+{
+	uint32_t n = 0, psn = t->rcv_nxt + 1, end = t->rcv_dlv + t->rx_cap;
+
+	while (psn != end && n < IW_TRP_SACK_MAX) {
+		uint32_t be[2];
+
+		if (!t->rx[rx_index(t, psn)]) {
+			psn++;
+			continue;
+		}
+		be[0] = iw_be32(psn);
+		while (psn + 1 != end && t->rx[rx_index(t, psn + 1)])
+			psn++;
+		be[1] = iw_be32(psn);
+		memcpy(body + n * IW_TRP_SACK_BLOCK, be, sizeof(be));
+		n++;
+		psn++;
+	}
+	return n * IW_TRP_SACK_BLOCK;
+}

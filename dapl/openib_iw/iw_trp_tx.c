@@ -1,0 +1,858 @@
+/* TRP over UDP, transmit side and the transport's table (iw_trp.h).
+ *
+ * Every sequenced packet (a DDP segment, our I reply, an F) is copied
+ * into a buffer of the transmit ring when it is queued and stays there
+ * until the peer's cumulative ack covers it, so a retransmission never
+ * reads consumer memory and a WR may complete or be flushed at any time.
+ * A DDP segment is reported done (its token, iw_tx.c) only once
+ * acknowledged.  The ack PSN and credits of a packet are written each
+ * time it goes out, so every packet carries the newest acknowledgement.
+ *
+ * Retransmission: one timer per QP (RFC 6298: SRTT/RTTVAR, Karn's rule
+ * -- no sample from a retransmitted packet --, bounds TRP_RTO_MIN_US and
+ * TRP_RTO_MAX_US, doubling on expiry).  On expiry the unacknowledged,
+ * unsacked packets go again (a batch at most); a packet above which
+ * TRP_FAST_RETX_GAP packets were selectively acked goes again at once,
+ * once per timeout.  A packet retransmitted TRP_MAX_RETX times means the
+ * peer is gone: a best-effort Terminate, then ETIMEDOUT.
+ *
+ * The timer lives on the device's progress thread, which never blocks on
+ * the QP lock: it try-locks and otherwise leaves a kick for the holder
+ * (as iw_qp.c's lease timer does); the deadline is checked by the receive
+ * side (trp_check_rto), which every kick runs.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/socket.h>
+
+#include "iw_trp.h"
+
+uint64_t trp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct trp_txp *slot(const struct trp *t, uint32_t psn)
+{
+	return &t->tx[psn & (t->tx_cap - 1)];
+}
+
+static int in_flight(const struct trp *t, uint32_t psn)
+{
+	return psn - t->snd_una < t->snd_sent - t->snd_una;
+}
+
+uint32_t trp_credits(const struct trp *t)
+{
+	uint32_t room = t->rcv_dlv + t->rx_cap - t->rcv_nxt;
+
+	if (room > t->credit_cap)
+		room = t->credit_cap;
+	return room > IW_TRP_CREDITS_MASK ? IW_TRP_CREDITS_MASK : room;
+}
+
+/* ------------------------------------------------------- test aid */
+
+static uint32_t rng_next(struct trp *t)
+{
+	uint64_t x = t->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	t->rng = x;
+	return (uint32_t)((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static int roll(struct trp *t, unsigned pct)
+{
+	return pct && rng_next(t) % 100 < pct;
+}
+
+/* ---------------------------------------------------------- sending */
+
+/* The packets of one sendmmsg, in order; is_new marks first sends. */
+struct txvec {
+	struct trp_txp *p[3 * TRP_BATCH];
+	uint8_t is_new[3 * TRP_BATCH];
+	int n;
+};
+
+static void vec_push(struct txvec *v, struct trp_txp *p, int is_new)
+{
+	v->p[v->n] = p;
+	v->is_new[v->n++] = (uint8_t)is_new;
+}
+
+/* Queue p for this batch, through the test aid: dropped, held back
+ * until the next packet, or doubled. */
+static void vec_add(struct trp *t, struct txvec *v, struct trp_txp *p,
+		    uint32_t psn, int is_new)
+{
+	if (roll(t, t->test.drop)) {
+		t->st.hook_drop++;
+	} else if (!t->held && roll(t, t->test.reorder)) {
+		t->st.hook_reorder++;
+		t->held = 1;
+		t->held_psn = psn;
+		return;
+	} else {
+		vec_push(v, p, is_new);
+		if (roll(t, t->test.dup)) {
+			t->st.hook_dup++;
+			vec_push(v, p, 0);
+		}
+	}
+	if (t->held && t->held_psn != psn) {
+		t->held = 0;
+		if (in_flight(t, t->held_psn))
+			vec_push(v, slot(t, t->held_psn), 0);
+	}
+}
+
+/* Write the current ack and credits into a packet about to go out. */
+static void stamp(struct trp *t, struct trp_txp *p)
+{
+	struct iw_trp_fields f;
+
+	iw_trp_get(p->buf, &f);
+	iw_trp_put(p->buf, f.psn, t->rcv_nxt - 1, f.flags, trp_credits(t));
+}
+
+/* sendmmsg the batch: 0, or the error that stopped it (*sent: how many
+ * went). */
+static int vec_send(int fd, const struct txvec *v, int *sent)
+{
+	struct mmsghdr mm[3 * TRP_BATCH];
+	struct iovec iov[3 * TRP_BATCH];
+	int off = 0, r, err = 0;
+
+	memset(mm, 0, sizeof(mm[0]) * (size_t)v->n);
+	for (int i = 0; i < v->n; i++) {
+		iov[i].iov_base = v->p[i]->buf;
+		iov[i].iov_len = v->p[i]->len;
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+	}
+	while (off < v->n) {
+		r = sendmmsg(fd, mm + off, (unsigned)(v->n - off), MSG_DONTWAIT);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			err = errno == EWOULDBLOCK ? EAGAIN : errno;
+			break;
+		}
+		off += r;
+	}
+	*sent = off;
+	return err;
+}
+
+/* The socket took only the first 'sent' packets: what did not go is
+ * sent again later (new ones stay unsent, retransmissions stay due). */
+static void vec_unsent(struct trp *t, const struct txvec *v, int sent,
+		       uint32_t *newc)
+{
+	for (int i = v->n - 1; i >= sent; i--) {
+		struct trp_txp *p = v->p[i];
+
+		if (v->is_new[i] && *newc) {
+			(*newc)--;
+			p->sent_ns = 0;
+		} else if (!v->is_new[i] && !p->want_retx) {
+			p->want_retx = 1;
+			t->nretx++;
+		}
+	}
+}
+
+/* One batch of due packets: retransmissions first, then new ones. */
+static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
+{
+	struct txvec v = { .n = 0 };
+	uint64_t now = trp_now_ns();
+	uint32_t newc = 0, psn;
+	unsigned npk = 0;
+	int sent = 0, err, quiet = 0;
+
+	for (psn = t->snd_una; t->nretx && psn != t->snd_sent &&
+	     npk < TRP_BATCH; psn++) {
+		struct trp_txp *p = slot(t, psn);
+
+		if (!p->want_retx)
+			continue;
+		p->want_retx = 0;
+		t->nretx--;
+		stamp(t, p);
+		p->sent_ns = now;
+		vec_add(t, &v, p, psn, 0);
+		npk++;
+	}
+	while (npk < TRP_BATCH && t->snd_sent + newc != t->snd_nxt) {
+		struct trp_txp *p = slot(t, t->snd_sent + newc);
+
+		stamp(t, p);
+		p->sent_ns = now;
+		quiet |= p->fatal_term;
+		vec_add(t, &v, p, t->snd_sent + newc, 1);
+		newc++;
+		npk++;
+	}
+	*any = npk != 0;
+	if (!npk)
+		return 0;
+	err = v.n ? vec_send(q->fd, &v, &sent) : 0;
+	if (err == EAGAIN && !t->test.drop && !t->test.reorder &&
+	    !t->test.dup)
+		vec_unsent(t, &v, sent, &newc);
+	t->snd_sent += newc;
+	t->st.sent += (uint64_t)sent;
+	if (sent)
+		t->ack_due = 0;		/* every packet carries the ack */
+	if (!t->deadline_ns && t->snd_una != t->snd_sent)
+		t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
+	if (quiet && !err) {
+		/* A fatal Terminate is sent once; then nothing goes out. */
+		t->quiet = 1;
+		t->deadline_ns = 0;
+	}
+	return err;
+}
+
+int trp_flush(struct trp *t, struct iwe_qp_priv *q)
+{
+	int err = 0, any = 1;
+
+	if (q->fd < 0 || t->quiet)
+		return 0;
+	while (any && !err && !t->quiet)
+		err = flush_batch(t, q, &any);
+	if (t->ack_due && !err && !t->quiet)
+		trp_send_ack(t, q);
+	t->blocked = err == EAGAIN;
+	return err;
+}
+
+void trp_send_ack(struct trp *t, struct iwe_qp_priv *q)
+{
+	uint8_t b[IW_TRP_HDR_LEN + IW_TRP_SACK_MAX * IW_TRP_SACK_BLOCK];
+	uint32_t n = trp_sack_blocks(t, b + IW_TRP_HDR_LEN);
+
+	/* Not sequenced: its PSN is the next one we will use. */
+	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, IW_TRP_A, trp_credits(t));
+	if (send(q->fd, b, IW_TRP_HDR_LEN + n, MSG_DONTWAIT) >= 0) {
+		t->ack_due = 0;
+		t->st.acks_sent++;
+	}
+}
+
+/* ------------------------------------------------------ acknowledging */
+
+static void rtt_sample(struct trp *t, uint64_t r_us)
+{
+	uint64_t d;
+
+	if (!t->have_rtt) {
+		t->srtt_us = r_us;
+		t->rttvar_us = r_us / 2;
+		t->have_rtt = 1;
+	} else {
+		d = t->srtt_us > r_us ? t->srtt_us - r_us : r_us - t->srtt_us;
+		t->rttvar_us = (3 * t->rttvar_us + d) / 4;
+		t->srtt_us = (7 * t->srtt_us + r_us) / 8;
+	}
+	t->rto_us = t->srtt_us + 4 * t->rttvar_us;
+	if (t->rto_us < TRP_RTO_MIN_US)
+		t->rto_us = TRP_RTO_MIN_US;
+	if (t->rto_us > TRP_RTO_MAX_US)
+		t->rto_us = TRP_RTO_MAX_US;
+}
+
+/* The oldest packet is acknowledged: free its slot. */
+static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
+			  uint64_t *sample_sent)
+{
+	struct trp_txp *p = slot(t, t->snd_una);
+
+	if (p->token)
+		t->done++;
+	if (p->want_retx)
+		t->nretx--;
+	if (t->gate && t->snd_una == t->gate_psn) {
+		/* Our reply arrived: the responder may speak. */
+		t->gate = 0;
+		q->tx_gate = 0;
+	}
+	/* Karn: only a packet sent once gives a sample. */
+	*sample_sent = p->retx == 0 && p->sent_ns ? p->sent_ns : 0;
+	p->token = p->sacked = p->retx = p->fast = p->want_retx = 0;
+	p->fatal_term = 0;
+	p->sent_ns = 0;
+	t->snd_una++;
+}
+
+void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
+		uint32_t credits)
+{
+	uint64_t sent = 0, now;
+
+	if (iw_psn_ge(ack, t->snd_nxt))
+		return;		/* acknowledges what we never sent */
+	if (iw_psn_ge(ack, t->peer_ack)) {
+		t->peer_ack = ack;
+		t->peer_limit = ack + credits;
+	}
+	if (iw_psn_lt(ack, t->snd_una))
+		return;		/* nothing new */
+	if (iw_psn_ge(ack, t->snd_sent))
+		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
+	while (iw_psn_le(t->snd_una, ack))
+		retire_oldest(t, q, &sent);
+	now = trp_now_ns();
+	if (sent && now > sent)
+		rtt_sample(t, (now - sent) / 1000u);
+	t->deadline_ns = t->snd_una == t->snd_sent ? 0 :
+			 now + (uint64_t)t->rto_us * 1000u;
+}
+
+/* Mark PSNs [first, last] held by the peer. */
+static void sack_range(struct trp *t, uint32_t first, uint32_t last)
+{
+	uint32_t n = last - first + 1;
+
+	if (iw_psn_gt(first, last) || n > t->tx_cap)
+		return;
+	for (uint32_t psn = first; n--; psn++)
+		if (in_flight(t, psn))
+			slot(t, psn)->sacked = 1;
+}
+
+/* Holes below the highest sacked packet, TRP_FAST_RETX_GAP or more
+ * below it, go again now (once per timeout). */
+static void fast_retransmit(struct trp *t)
+{
+	uint32_t top = t->snd_una, psn;
+
+	for (psn = t->snd_una; psn != t->snd_sent; psn++)
+		if (slot(t, psn)->sacked)
+			top = psn;
+	for (psn = t->snd_una; iw_psn_lt(psn, top); psn++) {
+		struct trp_txp *p = slot(t, psn);
+
+		if (p->sacked || p->fast || p->want_retx ||
+		    top - psn < TRP_FAST_RETX_GAP)
+			continue;
+		p->fast = 1;
+		p->retx++;
+		p->want_retx = 1;
+		t->nretx++;
+		t->st.fast_retx++;
+	}
+}
+
+void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len)
+{
+	uint32_t n = len / IW_TRP_SACK_BLOCK;
+
+	if (n > IW_TRP_SACK_MAX)
+		n = IW_TRP_SACK_MAX;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t be[2];
+
+		memcpy(be, body + i * IW_TRP_SACK_BLOCK, sizeof(be));
+		sack_range(t, iw_be32(be[0]), iw_be32(be[1]));
+	}
+	if (n)
+		fast_retransmit(t);
+}
+
+/* ------------------------------------------------------- the timer */
+
+/* Lost for good: tell the peer once (LLP, connection lost), then quiet. */
+static void send_lost_terminate(struct trp *t, struct iwe_qp_priv *q)
+{
+	uint8_t b[IW_TRP_HDR_LEN + sizeof(struct iw_terminate_hdr)];
+	struct iw_terminate_hdr th = {
+		.hdr = {
+			.ctrl_be = iw_be16(iw_ctrl_make(0, 1, IW_OP_TERMINATE)),
+			.qn_be = iw_be32(IW_QN_TERMINATE),
+			.msn_be = iw_be32(1),
+		},
+		.term_ctrl_be = iw_be32(iw_term_ctrl(IW_TERM_LAYER_LLP,
+			IW_TERM_LLP_ETYPE_MPA, IW_TERM_LLP_TCP_LOST, 0) |
+			TRP_QUIET_MS),
+	};
+
+	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, 0, trp_credits(t));
+	memcpy(b + IW_TRP_HDR_LEN, &th, sizeof(th));
+	if (send(q->fd, b, sizeof(b), MSG_DONTWAIT) < 0) {
+		/* Best effort only. */
+	}
+	t->quiet = 1;
+	t->deadline_ns = 0;
+}
+
+int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
+{
+	uint64_t now = trp_now_ns();
+	unsigned n = 0;
+
+	if (!t->deadline_ns || now < t->deadline_ns)
+		return 0;
+	if (t->ending || t->quiet || t->snd_una == t->snd_sent) {
+		t->deadline_ns = 0;
+		return 0;
+	}
+	for (uint32_t psn = t->snd_una; psn != t->snd_sent && n < TRP_BATCH;
+	     psn++) {
+		struct trp_txp *p = slot(t, psn);
+
+		if (p->sacked && psn != t->snd_una)
+			continue;
+		if (p->retx >= TRP_MAX_RETX) {
+			send_lost_terminate(t, q);
+			return ETIMEDOUT;
+		}
+		p->retx++;
+		p->fast = 0;
+		if (!p->want_retx) {
+			p->want_retx = 1;
+			t->nretx++;
+		}
+		n++;
+	}
+	t->st.rto++;
+	t->st.retx += n;
+	t->rto_us = t->rto_us * 2 > TRP_RTO_MAX_US ? TRP_RTO_MAX_US
+						   : t->rto_us * 2;
+	t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
+	return 0;
+}
+
+static void arm_task_fn(struct iwe_prog_task *k)
+{
+	struct trp *t = IWE_CONTAINER_OF(k, struct trp, arm_task);
+	uint64_t w = atomic_load(&t->want_ns), now = trp_now_ns();
+
+	if (!w)
+		return;
+	iwe_prog_timer_arm_ns(t->prog, &t->timer, w > now ? w - now : 0);
+	atomic_store(&t->armed_ns, w);
+}
+
+/* Progress thread: the deadline may have come; run the QP's progress
+ * (or leave a kick to whoever holds its lock). */
+static void timer_cb(struct iwe_prog_timer *tm)
+{
+	struct trp *t = IWE_CONTAINER_OF(tm, struct trp, timer);
+	struct iwe_qp_priv *q;
+
+	atomic_store(&t->armed_ns, 0);
+	pthread_mutex_lock(&t->mx);
+	q = t->q;
+	if (q) {
+		atomic_store(&q->kick, 1);
+		if (pthread_mutex_trylock(&q->lock) == 0) {
+			q->owner = pthread_self();
+			iwe_qp_unlock(q);	/* runs the kick */
+		}
+	}
+	pthread_mutex_unlock(&t->mx);
+}
+
+void trp_timer_sync(struct trp *t)
+{
+	uint64_t d = t->deadline_ns, a = atomic_load(&t->armed_ns);
+
+	atomic_store(&t->want_ns, d);
+	/* A later deadline lets the armed timer fire early: the kick finds
+	 * nothing due and arms again. */
+	if (d && (!a || d < a))
+		iwe_prog_post(t->prog, &t->arm_task);
+}
+
+static void free_task_fn(struct iwe_prog_task *k)
+{
+	struct trp *t = IWE_CONTAINER_OF(k, struct trp, free_task);
+
+	iwe_prog_unpost(t->prog, &t->arm_task);
+	iwe_prog_timer_cancel(t->prog, &t->timer);
+	pthread_mutex_destroy(&t->mx);
+	free(t);
+}
+
+/* ------------------------------------------------------- the table */
+
+uint32_t iwe_trp_pkt_max(const struct iwe_device *dev)
+{
+	uint32_t mtu = dev->attr.mtu;
+
+	if (mtu < TRP_MIN_MTU)
+		mtu = TRP_MIN_MTU;
+	if (mtu > TRP_MAX_MTU)
+		mtu = TRP_MAX_MTU;
+	mtu -= IW_TRP_IP_UDP_LEN;
+	return mtu > 65507u ? 65507u : mtu;	/* UDP's largest payload */
+}
+
+static uint32_t pow2_floor(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p * 2 <= v)
+		p *= 2;
+	return p;
+}
+
+/* Big socket buffers (forced where allowed); what the receive buffer
+ * holds bounds the credits we grant. */
+static uint32_t socket_buffers(int fd, uint32_t pkt)
+{
+	int want = (int)TRP_SOCKBUF, have = 0;
+	socklen_t l = sizeof(have);
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &have, &l) < 0 || have <= 0)
+		return TRP_WINDOW_MIN;
+	/* The kernel reports twice what it accounts packets against; each
+	 * datagram costs its size and some overhead. */
+	have /= 2;
+	return (uint32_t)have / (pkt + 1024) > 2 ? (uint32_t)have / (pkt + 1024)
+						 : 2;
+}
+
+static void tx_free(struct trp *t)
+{
+	for (uint32_t i = 0; t->tx && i < t->tx_cap; i++)
+		free(t->tx[i].buf);
+	free(t->tx);
+	t->tx = NULL;
+}
+
+/* Queue a sequenced packet of our own (I or F) with body b. */
+static int queue_ctl(struct trp *t, uint16_t flags, const void *b, size_t len)
+{
+	struct trp_txp *p = slot(t, t->snd_nxt);
+
+	if (t->snd_nxt - t->snd_una >= t->tx_cap ||
+	    IW_TRP_HDR_LEN + len > t->pkt_max)
+		return ENOBUFS;
+	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
+		return ENOMEM;
+	iw_trp_put(p->buf, t->snd_nxt, 0, flags, 0);
+	if (len)
+		memcpy(p->buf + IW_TRP_HDR_LEN, b, len);
+	p->len = (uint32_t)(IW_TRP_HDR_LEN + len);
+	p->token = 0;
+	t->snd_nxt++;
+	return 0;
+}
+
+static void start_defaults(struct iwe_trp_start *s, uint32_t window)
+{
+	memset(s, 0, sizeof(*s));
+	s->tx_psn = 1;
+	s->rx_psn = 1;
+	s->peer_credits = window;
+}
+
+static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
+		     const struct iwe_trp_start *s)
+{
+	struct iwe_device *dev = q->pub.pd->dev;
+
+	t->tx = calloc(t->tx_cap, sizeof(*t->tx));
+	if (!t->tx || trp_rx_attach(t, s->rx_psn))
+		return ENOMEM;
+	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
+	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
+	t->peer_ack = s->tx_psn - 1;
+	t->peer_limit = t->peer_ack + s->peer_credits;
+	t->rto_us = TRP_RTO_INIT_US;
+	t->test = dev->trp_test;
+	t->rng = ((uint64_t)t->test.seed << 32 | q->pub.qp_num) *
+		 0x9E3779B97F4A7C15ull | 1;
+	if (s->first) {
+		int err = queue_ctl(t, IW_TRP_I, s->first, s->first_len);
+
+		if (err)
+			return err;
+		t->gate = 1;
+		t->gate_psn = s->tx_psn;
+	}
+	t->ack_due = !!s->ack_now;
+	return 0;
+}
+
+static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
+{
+	struct iwe_prog *prog = iwe_prog_get(q->pub.pd->dev);
+	uint32_t pkt = iwe_trp_pkt_max(q->pub.pd->dev), win;
+	struct iwe_trp_start def;
+	struct trp *t;
+	int err;
+
+	if (!prog)
+		return ENOMEM;
+	win = TRP_WINDOW_BYTES / pkt;
+	win = pow2_floor(win < TRP_WINDOW_MIN ? TRP_WINDOW_MIN :
+			 win > TRP_WINDOW_MAX ? TRP_WINDOW_MAX : win);
+	if (!start) {
+		start_defaults(&def, win);
+		start = &def;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return ENOMEM;
+	pthread_mutex_init(&t->mx, NULL);
+	t->q = q;
+	t->prog = prog;
+	t->timer.cb = timer_cb;
+	t->arm_task.fn = arm_task_fn;
+	t->free_task.fn = free_task_fn;
+	t->pkt_max = pkt;
+	t->tx_cap = win;
+	t->rx_cap = win;
+	err = trp_setup(t, q, start);
+	if (err) {
+		tx_free(t);
+		trp_rx_detach(t);
+		pthread_mutex_destroy(&t->mx);
+		free(t);
+		return err;
+	}
+	q->llp_tx = q->llp_rx = t;
+	trp_flush(t, q);
+	trp_timer_sync(t);
+	return 0;
+}
+
+static int trp_attach(struct iwe_qp_priv *q)
+{
+	return trp_attach_with(q, NULL);
+}
+
+static void trp_detach(struct iwe_qp_priv *q)
+{
+	struct trp *t = trp_of(q);
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->mx);
+	t->q = NULL;		/* the timer leaves the QP alone from now */
+	pthread_mutex_unlock(&t->mx);
+	tx_free(t);
+	trp_rx_detach(t);
+	q->llp_tx = q->llp_rx = NULL;
+	iwe_prog_post(t->prog, &t->free_task);
+}
+
+static uint32_t trp_max_ulpdu(const struct iwe_qp_priv *q)
+{
+	return trp_of(q)->pkt_max - IW_TRP_HDR_LEN;
+}
+
+static uint32_t trp_max_inflight(const struct iwe_qp_priv *q)
+{
+	return trp_of(q)->tx_cap;
+}
+
+/* Room in the ring, within the peer's credits (when nothing is in
+ * flight, one packet beyond them probes a closed window; a Terminate
+ * goes regardless), and a batch not yet full. */
+static int trp_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
+		       int npay)
+{
+	const struct trp *t = trp_of(q);
+
+	(void)pay_len;
+	(void)npay;
+	if (t->quiet || t->snd_nxt - t->snd_una >= t->tx_cap ||
+	    t->snd_nxt - t->snd_sent >= TRP_BATCH)
+		return 0;
+	/* A failing QP sends its Terminate (whatever the credits) and
+	 * nothing else. */
+	if (t->ending || q->tx.kind == IWE_TX_TERMINATE)
+		return q->tx.kind == IWE_TX_TERMINATE;
+	return iw_psn_le(t->snd_nxt, t->peer_limit) ||
+	       t->snd_una == t->snd_nxt;
+}
+
+static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
+{
+	struct trp *t = trp_of(q);
+	struct trp_txp *p = slot(t, t->snd_nxt);
+	uint8_t *b;
+
+	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
+		abort();	/* a few KiB once per slot; nothing to undo */
+	b = p->buf + IW_TRP_HDR_LEN;
+	iw_trp_put(p->buf, t->snd_nxt, 0, 0, 0);
+	memcpy(b, s->hdr, s->hdr_len);
+	b += s->hdr_len;
+	for (int i = 0; i < s->npay; i++) {
+		memcpy(b, s->pay[i].iov_base, s->pay[i].iov_len);
+		b += s->pay[i].iov_len;
+	}
+	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
+	p->token = 1;
+	p->fatal_term = (uint8_t)trp_term_outgoing(q, p->buf + IW_TRP_HDR_LEN,
+						   s->hdr_len + s->pay_len);
+	t->snd_nxt++;
+}
+
+static int trp_tx_write(struct iwe_qp_priv *q, uint32_t *done)
+{
+	struct trp *t = trp_of(q);
+	int err = trp_flush(t, q);
+
+	*done = t->done;
+	t->done = 0;
+	trp_timer_sync(t);
+	return err;
+}
+
+static int trp_tx_blocked(const struct iwe_qp_priv *q)
+{
+	const struct trp *t = trp_of(q);
+
+	return t && t->blocked && (t->snd_sent != t->snd_nxt || t->nretx);
+}
+
+/* The QP is failing: packets not yet sent never go (their PSNs are
+ * given back), sent ones are kept but not retransmitted -- only a
+ * Terminate queued from now on goes out, once. */
+static uint32_t trp_tx_detach(struct iwe_qp_priv *q)
+{
+	struct trp *t = trp_of(q);
+	uint32_t keep = 0, psn;
+
+	if (!t)
+		return 0;
+	for (psn = t->snd_una; psn != t->snd_sent; psn++)
+		keep += slot(t, psn)->token;
+	for (psn = t->snd_sent; psn != t->snd_nxt; psn++)
+		slot(t, psn)->token = 0;
+	for (psn = t->snd_una; psn != t->snd_sent; psn++)
+		slot(t, psn)->want_retx = 0;
+	t->snd_nxt = t->snd_sent;
+	t->nretx = 0;
+	t->ending = 1;
+	t->deadline_ns = 0;
+	return keep;
+}
+
+const struct iwe_llp_ops iwe_llp_trp = {
+	.name = "TRP/UDP",
+	.attach = trp_attach,
+	.attach_with = trp_attach_with,
+	.detach = trp_detach,
+	.max_ulpdu = trp_max_ulpdu,
+	.max_inflight = trp_max_inflight,
+	.tx_room = trp_tx_room,
+	.tx_add = trp_tx_add,
+	.tx_write = trp_tx_write,
+	.tx_blocked = trp_tx_blocked,
+	.tx_detach = trp_tx_detach,
+	.rx_progress = trp_rx_progress,
+};
+
+/* ------------------------------------------------ for the CM and tests */
+
+static void send_fin_once(struct trp *t, struct iwe_qp_priv *q)
+{
+	uint8_t b[IW_TRP_HDR_LEN];
+
+	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, IW_TRP_F, trp_credits(t));
+	if (send(q->fd, b, sizeof(b), MSG_DONTWAIT) < 0) {
+		/* Best effort: the peer times out instead. */
+	}
+}
+
+void iwe_trp_send_fin(struct iwe_qp *qp)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	struct trp *t;
+
+	iwe_qp_lock_for_post(q);
+	t = q->llp == &iwe_llp_trp ? trp_of(q) : NULL;
+	if (t && q->fd >= 0 && !t->quiet) {
+		if (q->state == IWE_QPS_ERROR || t->ending ||
+		    queue_ctl(t, IW_TRP_F, NULL, 0))
+			send_fin_once(t, q);
+		else
+			trp_flush(t, q);
+		trp_timer_sync(t);
+	}
+	iwe_qp_unlock(q);
+}
+
+void iwe_trp_stats(struct iwe_qp *qp, struct iwe_trp_stats *out)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+
+	memset(out, 0, sizeof(*out));
+	iwe_qp_lock_for_post(q);
+	if (q->llp == &iwe_llp_trp && trp_of(q))
+		*out = trp_of(q)->st;
+	iwe_qp_unlock(q);
+}
+
+static int parse_pct(const char *v, uint8_t *out)
+{
+	char *end;
+	long n = strtol(v, &end, 10);
+
+	if (!*v || *end || n < 0 || n > 100)
+		return EINVAL;
+	*out = (uint8_t)n;
+	return 0;
+}
+
+static int parse_item(char *item, struct iwe_trp_test *o)
+{
+	char *v = strchr(item, ':'), *end;
+	unsigned long s;
+
+	if (!v)
+		return EINVAL;
+	*v++ = '\0';
+	if (!strcmp(item, "drop"))
+		return parse_pct(v, &o->drop);
+	if (!strcmp(item, "reorder"))
+		return parse_pct(v, &o->reorder);
+	if (!strcmp(item, "dup"))
+		return parse_pct(v, &o->dup);
+	if (strcmp(item, "seed"))
+		return EINVAL;
+	s = strtoul(v, &end, 10);
+	if (!*v || *end || s > UINT32_MAX)
+		return EINVAL;
+	o->seed = (uint32_t)s;
+	return 0;
+}
+
+int iwe_trp_test_parse(const char *spec, struct iwe_trp_test *out)
+{
+	struct iwe_trp_test o = { .seed = 1 };
+	char buf[128], *save = NULL, *item;
+	int err = 0;
+
+	if (!spec || strlen(spec) >= sizeof(buf))
+		return EINVAL;
+	strcpy(buf, spec);
+	for (item = strtok_r(buf, ",", &save); item && !err;
+	     item = strtok_r(NULL, ",", &save))
+		err = parse_item(item, &o);
+	if (!err)
+		*out = o;
+	return err;
+}

@@ -1,0 +1,493 @@
+/* Two QPs joined by TRP over a connected pair of UDP sockets on
+ * 127.0.0.1 (a udp device on lo), driven by the progress calls of this
+ * thread and TRP's retransmission timer on the device's progress thread.
+ *
+ *  - Send, Write and Read of 1 byte .. 16 MiB, data checked, with the
+ *    test aid dropping 0, 1 and 10 % of the packets, and reordering and
+ *    duplicating them: every message arrives once, intact, in order,
+ *    and every WR completes once with success;
+ *  - a path MTU of 1500 (datagrams never larger);
+ *  - PSNs that wrap past 2^32 during the transfers;
+ *  - non-fatal Terminates: a Write and a Read with a bad STag fail with
+ *    IBV_WC_REM_ACCESS_ERR and the connection goes on (later Writes,
+ *    Reads and Sends succeed);
+ *  - fatal Terminates: a Send with no receive posted fails both QPs; a
+ *    packet with R set draws a Terminate whose quiet time is set, and
+ *    nothing after it;
+ *  - the peer's F ends the stream (ENOTCONN), and a peer that stops
+ *    answering ends it with ETIMEDOUT after the retransmission limit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "iw_trp.h"
+#include "tap.h"
+
+#define BUF (16u << 20)
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		IBV_ACCESS_REMOTE_READ)
+
+struct side {
+	struct iwe_pd *pd;
+	struct iwe_cq *scq, *rcq;
+	struct iwe_qp *qp;
+	int fd;
+	char *buf;
+	struct iwe_mr *mr;
+};
+
+struct pair {
+	struct side a, b;
+};
+
+static struct iwe_device *dev;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int udp_bound(struct sockaddr_in *a)
+{
+	socklen_t l = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof(*a)) ||
+	    getsockname(fd, (struct sockaddr *)a, &l))
+		BAIL("udp socket: %s", strerror(errno));
+	return fd;
+}
+
+static void udp_pair(int *x, int *y)
+{
+	struct sockaddr_in ax, ay;
+
+	*x = udp_bound(&ax);
+	*y = udp_bound(&ay);
+	if (connect(*x, (struct sockaddr *)&ay, sizeof(ay)) ||
+	    connect(*y, (struct sockaddr *)&ax, sizeof(ax)))
+		BAIL("udp connect: %s", strerror(errno));
+}
+
+static void side_init(struct side *s)
+{
+	struct iwe_qp_init_attr at = { 0 };
+
+	s->pd = iwe_alloc_pd(dev);
+	s->scq = iwe_create_cq(dev, 1024, NULL, NULL);
+	s->rcq = iwe_create_cq(dev, 1024, NULL, NULL);
+	at.send_cq = s->scq;
+	at.recv_cq = s->rcq;
+	at.cap = (struct iwe_qp_cap){ .max_send_wr = 256, .max_recv_wr = 256,
+				      .max_send_sge = 2, .max_recv_sge = 2 };
+	at.sq_sig_all = 1;
+	s->qp = iwe_create_qp(s->pd, &at);
+	s->buf = calloc(1, BUF);
+	s->mr = s->buf ? iwe_reg_mr(s->pd, s->buf, BUF, ACCESS) : NULL;
+	if (!s->pd || !s->scq || !s->rcq || !s->qp || !s->mr)
+		BAIL("side setup: %s", strerror(errno));
+}
+
+/* Attach both QPs; a's first PSN is psn_a, b's psn_b. */
+static void pair_open(struct pair *p, uint32_t psn_a, uint32_t psn_b)
+{
+	struct iwe_stream_params sp = { .ird = 16, .ord = 16, .mpa_rev = 2 };
+	struct iwe_trp_start sa = { .tx_psn = psn_a, .rx_psn = psn_b,
+				    .peer_credits = 8 };
+	struct iwe_trp_start sb = { .tx_psn = psn_b, .rx_psn = psn_a,
+				    .peer_credits = 8 };
+
+	memset(p, 0, sizeof(*p));
+	side_init(&p->a);
+	side_init(&p->b);
+	udp_pair(&p->a.fd, &p->b.fd);
+	if (iwe_modify_qp(p->a.qp, IWE_QPS_INIT) ||
+	    iwe_modify_qp(p->b.qp, IWE_QPS_INIT) ||
+	    iwe_qp_attach_llp(p->a.qp, p->a.fd, &sp, NULL, &iwe_llp_trp, &sa) ||
+	    iwe_qp_attach_llp(p->b.qp, p->b.fd, &sp, NULL, &iwe_llp_trp, &sb))
+		BAIL("attach");
+}
+
+static void side_close(struct side *s)
+{
+	iwe_destroy_qp(s->qp);
+	iwe_dereg_mr(s->mr);
+	iwe_destroy_cq(s->scq);
+	iwe_destroy_cq(s->rcq);
+	iwe_dealloc_pd(s->pd);
+	free(s->buf);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+static void pair_close(struct pair *p)
+{
+	side_close(&p->a);
+	side_close(&p->b);
+}
+
+/* ---------------------------------------------------------- driving */
+
+static void step(struct pair *p)
+{
+	struct pollfd pf[2] = { { p->a.fd, POLLIN, 0 }, { p->b.fd, POLLIN, 0 } };
+
+	iwe_qp_progress_rx(p->a.qp);
+	iwe_qp_progress_rx(p->b.qp);
+	/* Sleep briefly when nothing is readable (retransmissions come from
+	 * the timer on the progress thread). */
+	poll(pf, 2, 1);
+}
+
+/* Until both CQs hold at least na and nb completions, or 60 s. */
+static int pump(struct pair *p, struct iwe_cq *ca, int na, struct iwe_cq *cb,
+		int nb)
+{
+	double end = now_s() + 60;
+
+	while (now_s() < end) {
+		if (iwe_cq_count(ca) >= na && (!cb || iwe_cq_count(cb) >= nb))
+			return 1;
+		step(p);
+	}
+	return 0;
+}
+
+static int poll1(struct iwe_cq *cq, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	return iwe_poll_cq(cq, 1, wc) == 1;
+}
+
+static void fill(char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (char)(seed + i * 7 + (i >> 9));
+}
+
+static int post_recv1(struct side *s, uint64_t id, size_t off, uint32_t len)
+{
+	struct ibv_sge sg = { (uintptr_t)(s->buf + off), len, s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return iwe_post_recv(s->qp, &wr, &bad);
+}
+
+static int post_send1(struct side *s, uint64_t id, enum ibv_wr_opcode op,
+		      size_t off, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sg = { (uintptr_t)(s->buf + off), len, s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sg, .num_sge = 1,
+				  .opcode = op };
+	struct ibv_send_wr *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	return iwe_post_send(s->qp, &wr, &bad);
+}
+
+/* The completion at the head of cq: 1 if it has this id and status. */
+static int next_wc(struct iwe_cq *cq, uint64_t id, enum ibv_wc_status st,
+		   uint32_t *len)
+{
+	struct ibv_wc wc;
+
+	if (!poll1(cq, &wc))
+		return 0;
+	if (len)
+		*len = wc.byte_len;
+	return wc.wr_id == id && wc.status == st;
+}
+
+/* ------------------------------------------------------- transfers */
+
+/* A Send of len bytes, a Write of len bytes, and a Read of len bytes
+ * back, each checked; returns 1 if all three were right. */
+static int three_ops(struct pair *p, uint32_t len, unsigned seed)
+{
+	char *a = p->a.buf, *b = p->b.buf;
+	uint32_t got = 0;
+	int ok = 1;
+
+	fill(a, len, seed);
+	memset(b, 0, len);
+	ok &= post_recv1(&p->b, 1, 0, len) == 0;
+	ok &= post_send1(&p->a, 2, IBV_WR_SEND, 0, len, 0, 0) == 0;
+	ok &= pump(p, p->a.scq, 1, p->b.rcq, 1);
+	ok &= next_wc(p->a.scq, 2, IBV_WC_SUCCESS, NULL);
+	ok &= next_wc(p->b.rcq, 1, IBV_WC_SUCCESS, &got) && got == len;
+	ok &= !memcmp(a, b, len);
+	/* Write a's other pattern into b, then a Send behind it: once it
+	 * is received, the Write is placed. */
+	fill(a, len, seed + 1);
+	ok &= post_recv1(&p->b, 3, BUF - 64, 64) == 0;
+	ok &= post_send1(&p->a, 4, IBV_WR_RDMA_WRITE, 0, len,
+			 (uintptr_t)b, p->b.mr->rkey) == 0;
+	ok &= post_send1(&p->a, 5, IBV_WR_SEND, BUF - 64, 8, 0, 0) == 0;
+	ok &= pump(p, p->a.scq, 2, p->b.rcq, 1);
+	ok &= next_wc(p->a.scq, 4, IBV_WC_SUCCESS, NULL);
+	ok &= next_wc(p->a.scq, 5, IBV_WC_SUCCESS, NULL);
+	ok &= next_wc(p->b.rcq, 3, IBV_WC_SUCCESS, NULL);
+	ok &= !memcmp(a, b, len);
+	/* Read b's pattern back into a. */
+	fill(b, len, seed + 2);
+	memset(a, 0, len);
+	ok &= post_send1(&p->a, 6, IBV_WR_RDMA_READ, 0, len, (uintptr_t)b,
+			 p->b.mr->rkey) == 0;
+	ok &= pump(p, p->a.scq, 1, NULL, 0);
+	ok &= next_wc(p->a.scq, 6, IBV_WC_SUCCESS, NULL);
+	ok &= !memcmp(a, b, len);
+	return ok;
+}
+
+/* n small Sends back to back: received once each, in order. */
+static int burst(struct pair *p, int n)
+{
+	int ok = 1, i;
+	uint32_t got = 0;
+
+	for (i = 0; i < n; i++)
+		ok &= post_recv1(&p->b, 100 + (uint64_t)i, (size_t)i * 64, 64) == 0;
+	for (i = 0; i < n; i++) {
+		memset(p->a.buf + (size_t)i * 64, i + 1, 64);
+		ok &= post_send1(&p->a, 500 + (uint64_t)i, IBV_WR_SEND,
+				 (size_t)i * 64, 64, 0, 0) == 0;
+	}
+	memset(p->b.buf, 0, (size_t)n * 64);
+	ok &= pump(p, p->a.scq, n, p->b.rcq, n);
+	for (i = 0; i < n; i++) {
+		ok &= next_wc(p->a.scq, 500 + (uint64_t)i, IBV_WC_SUCCESS, NULL);
+		ok &= next_wc(p->b.rcq, 100 + (uint64_t)i, IBV_WC_SUCCESS, &got);
+		ok &= got == 64 && p->b.buf[(size_t)i * 64] == (char)(i + 1) &&
+		      p->b.buf[(size_t)i * 64 + 63] == (char)(i + 1);
+	}
+	/* Nothing twice: no completion left over after more progress. */
+	for (i = 0; i < 50; i++)
+		step(p);
+	ok &= iwe_cq_count(p->a.scq) == 0 && iwe_cq_count(p->b.rcq) == 0;
+	return ok;
+}
+
+static void sweep(const char *what, const char *spec, uint32_t psn_a,
+		  uint32_t psn_b, uint32_t max_len)
+{
+	static const uint32_t sizes[] = { 1, 1000, 65536, 1u << 20, 16u << 20 };
+	struct iwe_trp_stats sa, sb;
+	struct pair p;
+
+	if (iwe_device_set_trp_test(dev, spec))
+		BAIL("spec %s", spec);
+	pair_open(&p, psn_a, psn_b);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		if (sizes[i] > max_len)
+			continue;
+		CHECK(three_ops(&p, sizes[i], (unsigned)i * 3),
+		      "%s: Send, Write, Read of %u bytes intact", what, sizes[i]);
+	}
+	CHECK(burst(&p, 200), "%s: 200 Sends once each, in order", what);
+	iwe_trp_stats(p.a.qp, &sa);
+	iwe_trp_stats(p.b.qp, &sb);
+	printf("# %s: a sent %llu retx %llu (fast %llu, rto %llu) dropped %llu "
+	       "reordered %llu dup %llu; b dup rcvd %llu ooo %llu acks %llu\n",
+	       what, (unsigned long long)sa.sent, (unsigned long long)sa.retx,
+	       (unsigned long long)sa.fast_retx, (unsigned long long)sa.rto,
+	       (unsigned long long)sa.hook_drop,
+	       (unsigned long long)sa.hook_reorder,
+	       (unsigned long long)sa.hook_dup,
+	       (unsigned long long)sb.dup_rcvd,
+	       (unsigned long long)sb.ooo_rcvd,
+	       (unsigned long long)sb.acks_sent);
+	if (strstr(spec, "drop:10"))
+		CHECK(sa.hook_drop > 0 && sa.retx > 0,
+		      "%s: packets were dropped and retransmitted", what);
+	if (strstr(spec, "dup:"))
+		CHECK(sb.dup_rcvd > 0, "%s: duplicates arrived and were dropped",
+		      what);
+	pair_close(&p);
+	iwe_device_set_trp_test(dev, "");
+}
+
+/* ------------------------------------------------------- terminates */
+
+static void nonfatal(void)
+{
+	struct pair p;
+	int ok;
+
+	pair_open(&p, 1000, 2000);
+	CHECK(post_send1(&p.a, 1, IBV_WR_RDMA_WRITE, 0, 100000,
+			 (uintptr_t)p.b.buf, p.b.mr->rkey ^ 0x55) == 0 &&
+	      pump(&p, p.a.scq, 1, NULL, 0) &&
+	      next_wc(p.a.scq, 1, IBV_WC_REM_ACCESS_ERR, NULL),
+	      "Write with a bad STag: IBV_WC_REM_ACCESS_ERR");
+	CHECK(post_send1(&p.a, 2, IBV_WR_RDMA_READ, 0, 5000,
+			 (uintptr_t)p.b.buf + BUF - 100, p.b.mr->rkey) == 0 &&
+	      pump(&p, p.a.scq, 1, NULL, 0) &&
+	      next_wc(p.a.scq, 2, IBV_WC_REM_ACCESS_ERR, NULL),
+	      "Read beyond the region: IBV_WC_REM_ACCESS_ERR");
+	ok = iwe_qp_get_state(p.a.qp) == IWE_QPS_RTS &&
+	     iwe_qp_get_state(p.b.qp) == IWE_QPS_RTS;
+	CHECK(ok, "both QPs still RTS");
+	CHECK(three_ops(&p, 300000, 9), "the connection goes on: Send, Write, "
+	      "Read after the Terminates");
+	{
+		struct iwe_term_info s, r;
+
+		iwe_qp_terminate_info(p.b.qp, &s, NULL);
+		iwe_qp_terminate_info(p.a.qp, NULL, &r);
+		CHECK(s.valid && r.valid && r.layer == s.layer &&
+		      r.ecode == s.ecode, "the Terminate went b -> a");
+	}
+	pair_close(&p);
+}
+
+static void fatal_no_receive(void)
+{
+	struct iwe_term_info s, r;
+	struct pair p;
+	double end;
+
+	pair_open(&p, 1, 1);
+	CHECK(post_send1(&p.a, 1, IBV_WR_SEND, 0, 10, 0, 0) == 0,
+	      "Send posted with no receive at the peer");
+	end = now_s() + 20;
+	while (now_s() < end &&
+	       (iwe_qp_get_state(p.a.qp) != IWE_QPS_ERROR ||
+		iwe_qp_get_state(p.b.qp) != IWE_QPS_ERROR))
+		step(&p);
+	CHECK(iwe_qp_get_state(p.a.qp) == IWE_QPS_ERROR &&
+	      iwe_qp_get_state(p.b.qp) == IWE_QPS_ERROR,
+	      "fatal Terminate: both QPs in ERROR");
+	iwe_qp_terminate_info(p.b.qp, &s, NULL);
+	iwe_qp_terminate_info(p.a.qp, NULL, &r);
+	CHECK(s.valid && r.valid && s.layer == IW_TERM_LAYER_DDP &&
+	      s.ecode == IW_TERM_DDP_UNTAG_NO_BUF && r.ecode == s.ecode,
+	      "the peer sent DDP 'no buffer' and the sender received it");
+	pair_close(&p);
+}
+
+/* A raw UDP peer sends a packet with R set: the QP answers with one
+ * Terminate carrying its quiet time, then stays silent. */
+static void fatal_reserved_bit(void)
+{
+	struct iwe_stream_params sp = { .mpa_rev = 2 };
+	struct iwe_trp_start st = { .tx_psn = 77, .rx_psn = 5,
+				    .peer_credits = 8 };
+	struct side s;
+	uint8_t pkt[64], got[256];
+	struct iw_trp_fields f = { 0 };
+	struct iw_terminate_hdr th;
+	int raw, n, more = 0;
+
+	memset(&s, 0, sizeof(s));
+	side_init(&s);
+	udp_pair(&s.fd, &raw);
+	iwe_modify_qp(s.qp, IWE_QPS_INIT);
+	if (iwe_qp_attach_llp(s.qp, s.fd, &sp, NULL, &iwe_llp_trp, &st))
+		BAIL("attach");
+	iw_trp_put(pkt, 5, 76, IW_TRP_R, 8);
+	if (send(raw, pkt, IW_TRP_HDR_LEN + 18, 0) < 0)
+		BAIL("send");
+	for (int i = 0; i < 100; i++) {
+		iwe_qp_progress_rx(s.qp);
+		usleep(1000);
+	}
+	n = (int)recv(raw, got, sizeof(got), MSG_DONTWAIT);
+	memset(&th, 0, sizeof(th));
+	if (n >= (int)(IW_TRP_HDR_LEN + sizeof(th))) {
+		iw_trp_get(got, &f);
+		memcpy(&th, got + IW_TRP_HDR_LEN, sizeof(th));
+	}
+	CHECK(n >= (int)(IW_TRP_HDR_LEN + sizeof(th)) && f.psn == 77 &&
+	      iw_ctrl_opcode(iw_be16(th.hdr.ctrl_be)) == IW_OP_TERMINATE,
+	      "R set: the QP answers with a Terminate as its next packet");
+	CHECK((iw_be32(th.term_ctrl_be) & IW_TERM_QUIET_MS_MASK) == TRP_QUIET_MS,
+	      "the fatal Terminate carries the quiet time (%u ms)",
+	      TRP_QUIET_MS);
+	CHECK(iwe_qp_get_state(s.qp) == IWE_QPS_ERROR, "the QP failed");
+	/* More packets from the peer are ignored: nothing comes back. */
+	iw_trp_put(pkt, 5, 77, 0, 8);
+	if (send(raw, pkt, IW_TRP_HDR_LEN + 18, 0) < 0)
+		BAIL("send");
+	for (int i = 0; i < 50; i++) {
+		iwe_qp_progress_rx(s.qp);
+		usleep(1000);
+		while (recv(raw, got, sizeof(got), MSG_DONTWAIT) > 0)
+			more++;
+	}
+	CHECK(more == 0, "sent once, then quiet");
+	side_close(&s);
+	close(raw);
+}
+
+static void fin_and_lost_peer(void)
+{
+	struct pair p;
+	int err = 0;
+	double end;
+
+	pair_open(&p, 1, 1);
+	iwe_trp_send_fin(p.a.qp);
+	for (int i = 0; i < 2000 && !err; i++) {
+		err = iwe_qp_progress_rx(p.b.qp);
+		iwe_qp_progress_rx(p.a.qp);
+		usleep(500);
+	}
+	CHECK(err == ENOTCONN, "the peer's F ends the stream (ENOTCONN)");
+	pair_close(&p);
+
+	pair_open(&p, 1, 1);
+	close(p.b.fd);			/* b vanishes without a word */
+	p.b.fd = -1;
+	post_send1(&p.a, 1, IBV_WR_RDMA_WRITE, 0, 100, (uintptr_t)p.b.buf,
+		   p.b.mr->rkey);
+	end = now_s() + 40;
+	err = 0;
+	while (!err && now_s() < end) {
+		err = iwe_qp_progress_rx(p.a.qp);
+		usleep(2000);
+	}
+	CHECK(err == ECONNREFUSED || err == ETIMEDOUT,
+	      "a vanished peer: the stream ends (%s)", strerror(err));
+	pair_close(&p);
+}
+
+int main(void)
+{
+	dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
+	if (!dev)
+		BAIL("udp device on 127.0.0.1: %s", strerror(errno));
+	sweep("clean", "", 1, 1, 16u << 20);
+	sweep("wrap", "", 0xfffffff0u, 0xffffff00u, 16u << 20);
+	sweep("drop 1%", "drop:1,seed:7", 0x7ffffff0u, 3, 16u << 20);
+	sweep("drop 10%", "drop:10,seed:3", 0xfffffffau, 9, 1u << 20);
+	sweep("reorder+dup 10%", "reorder:10,dup:10,seed:5", 0xffffff00u,
+	      0xfffffff0u, 1u << 20);
+	if (iwe_device_set_mtu(dev, 1500))
+		BAIL("mtu");
+	sweep("mtu 1500 drop 1% reorder dup", "drop:1,reorder:5,dup:5,seed:11",
+	      0xfffff000u, 40, 1u << 20);
+	CHECK(iwe_device_set_mtu(dev, 575) == EINVAL &&
+	      iwe_device_set_mtu(dev, 65536) == EINVAL,
+	      "path MTU outside 576..65535 refused");
+	iwe_device_set_mtu(dev, 65535);
+	nonfatal();
+	fatal_no_receive();
+	fatal_reserved_bit();
+	fin_and_lost_peer();
+	iwe_device_close(dev);
+	return tap_done();
+}
