@@ -205,6 +205,7 @@ static DAT_RETURN bind_check_region_locked(struct bind_req *b,
 {
 	const DAT_LMR_TRIPLET *t = b->triplet;
 
+	DAPL_ASSERT_IA_LOCKED(ia);
 	b->lmr = dapl_obj_get_locked(ia, b->lmr_handle, DAT_HANDLE_TYPE_LMR);
 	if (!b->lmr)
 		return DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_LMR;

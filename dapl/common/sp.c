@@ -234,6 +234,7 @@ static void sp_release_locked(struct dapl_sp *sp)
 /* The same and unregister it. */
 static void sp_unlink_locked(struct dapl_sp *sp)
 {
+	DAPL_ASSERT_IA_LOCKED(sp->obj.ia);
 	sp_release_locked(sp);
 	dapl_obj_fini_locked(&sp->obj);
 }
