@@ -17,6 +17,7 @@
 
 #include "iw_cm_priv.h"
 #include "iw_qp.h"
+#include "iw_trp.h"
 
 #define CONN_OF(ptr, member) IWE_CONTAINER_OF(ptr, struct iwe_conn, member)
 #define ACCEPT_BURST 64
@@ -33,11 +34,12 @@ static int attach_qp(struct iwe_conn *c, int responder)
 
 	if (c->attached)
 		return c->state;
-	err = cm_est_attach(c, responder);
+	err = c->udp ? cm_trp_attach(c, responder) : cm_est_attach(c, responder);
 	if (!err)
 		return c->state;
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-	cm_reset_socket(c->fd);
+	if (!c->udp)
+		cm_reset_socket(c->fd);
 	return responder ? cm_end(c, IWE_CM_BROKEN, err,
 				  "QP cannot be attached", NULL, 0)
 			 : cm_end(c, IWE_CM_NON_PEER_REJECTED, err,
@@ -63,6 +65,12 @@ static int enter_state(struct iwe_conn *c, int prev)
 		cm_watch(c, EPOLLOUT);
 		return s;
 	case CS_MPA_SENT:
+		if (c->udp) {
+			/* TRP: the request goes again on the timer. */
+			arm(c, cm_trp_active_arm(c));
+			cm_watch(c, EPOLLIN);
+			return s;
+		}
 		if (prev == CS_NEW && c->timeout_ms > 0)
 			arm(c, c->timeout_ms);
 		cm_watch(c, EPOLLIN | (c->out ? EPOLLOUT : 0));
@@ -70,8 +78,11 @@ static int enter_state(struct iwe_conn *c, int prev)
 	case CS_REQ_WAIT:
 		if (prev != s && c->timeout_ms > 0)
 			arm(c, c->timeout_ms);
-		cm_watch(c, !c->adopted ? EPOLLIN :
-			    c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
+		if (c->udp && c->adopted)
+			cm_watch(c, EPOLLIN | (c->out ? EPOLLOUT : 0));
+		else
+			cm_watch(c, !c->adopted ? EPOLLIN :
+				    c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;
 	case CS_REQ_RCVD:
 	case CS_IDLE:
@@ -87,6 +98,12 @@ static int enter_state(struct iwe_conn *c, int prev)
 	case CS_REJECTING:
 		if (prev != s)
 			arm(c, c->timeout_ms);
+		if (c->udp) {
+			/* TRP: the reject reply goes now and again for a
+			 * repeated request. */
+			cm_watch(c, EPOLLIN);
+			return prev != s ? cm_trp_reject_enter(c) : s;
+		}
 		cm_watch(c, EPOLLOUT);
 		return s;
 	case CS_RTR_WAIT:
@@ -146,14 +163,15 @@ static void conn_io(struct iwe_prog_watch *w, uint32_t revents)
 		next = cm_active_connected(c);
 		break;
 	case CS_MPA_SENT:
-		next = cm_active_io(c, revents);
+		next = c->udp ? cm_trp_active_io(c) : cm_active_io(c, revents);
 		break;
 	case CS_REQ_WAIT:
-		next = c->adopted ? cm_ssp_io(c, revents) : cm_passive_io(c);
+		next = c->udp ? cm_trp_ssp_io(c) :
+		       c->adopted ? cm_ssp_io(c, revents) : cm_passive_io(c);
 		break;
 	case CS_ACCEPTING:
 	case CS_REJECTING:
-		next = cm_passive_reply_io(c);
+		next = c->udp ? cm_trp_reject_io(c) : cm_passive_reply_io(c);
 		break;
 	default:
 		return;
@@ -169,7 +187,7 @@ static void conn_timer(struct iwe_prog_timer *t)
 	switch (c->state) {
 	case CS_CONNECTING:
 	case CS_MPA_SENT:
-		next = cm_active_timeout(c);
+		next = c->udp ? cm_trp_active_timeout(c) : cm_active_timeout(c);
 		break;
 	case CS_REQ_WAIT:
 		next = cm_passive_timeout(c);
@@ -181,7 +199,7 @@ static void conn_timer(struct iwe_prog_timer *t)
 	case CS_RTR_WAIT:
 	case CS_DISC_DRAIN:
 	case CS_DISC_WAIT:
-		next = cm_est_timeout(c);
+		next = c->udp ? cm_trp_est_timeout(c) : cm_est_timeout(c);
 		break;
 	default:
 		return;
@@ -197,7 +215,38 @@ static void conn_qp(struct iwe_prog_task *t)
 
 	if (c->dead || !c->attached || c->final)
 		return;
-	cm_enter(c, cm_est_qp_changed(c));
+	cm_enter(c, c->udp ? cm_trp_qp_changed(c) : cm_est_qp_changed(c));
+}
+
+static struct iwe_conn *conn_new(struct iwe_device *dev, struct iwe_prog *p,
+				 int fd);
+
+/* A UDP listening port: each new peer's request gets a conn with a
+ * socket of its own. */
+static void trp_port_io(struct cm_port *p)
+{
+	static uint8_t buf[65536];	/* progress thread only */
+	struct sockaddr_in from;
+	struct iwe_conn *c;
+	size_t len;
+	int i, r, fd;
+
+	for (i = 0; i < ACCEPT_BURST; i++) {
+		r = cm_trp_port_recv(p, buf, sizeof(buf), &len, &from);
+		if (r == 0)
+			return;
+		if (r < 0)
+			continue;
+		fd = cm_trp_peer_socket(p, &from);
+		if (fd < 0)
+			continue;
+		c = conn_new(p->dev, p->prog, fd);
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		cm_enter(c, cm_trp_passive_request(c, p, buf, len));
+	}
 }
 
 void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
@@ -207,6 +256,10 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 	int i, fd;
 
 	(void)revents;
+	if (p->dev->attr.transport == IWE_TRANSPORT_UDP) {
+		trp_port_io(p);
+		return;
+	}
 	for (i = 0; i < ACCEPT_BURST; i++) {
 		fd = cm_passive_accept_fd(p);
 		if (fd < 0)
@@ -225,7 +278,12 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 static struct iwe_conn *conn_new(struct iwe_device *dev, struct iwe_prog *p,
 				 int fd)
 {
-	return cm_conn_new(dev, p, fd, conn_io, conn_timer, conn_qp);
+	struct iwe_conn *c = cm_conn_new(dev, p, fd, conn_io, conn_timer,
+					 conn_qp);
+
+	if (c)
+		c->udp = dev->attr.transport == IWE_TRANSPORT_UDP;
+	return c;
 }
 
 /* ------------------------------------------------------------ connect */
@@ -251,7 +309,8 @@ static void do_connect(void *arg)
 	struct iwe_conn *c;
 	int fd = -1;
 
-	a->err = cm_active_socket(dev, &fd);
+	a->err = dev->attr.transport == IWE_TRANSPORT_UDP ?
+		 cm_trp_socket(dev, &fd) : cm_active_socket(dev, &fd);
 	if (a->err)
 		return;
 	c = conn_new(dev, iwe_prog_get(dev), fd);
@@ -275,7 +334,8 @@ static void do_connect(void *arg)
 		return;
 	}
 	a->out = c;
-	cm_enter(c, cm_active_connect(c, a->dst));
+	cm_enter(c, c->udp ? cm_trp_connect(c, a->dst) :
+		 cm_active_connect(c, a->dst));
 }
 
 int iwe_cm_connect(struct iwe_qp *qp, const struct sockaddr_in *dst,
@@ -333,6 +393,14 @@ static void do_accept(void *arg)
 	c->qp = a->qp;
 	c->handler = a->handler;
 	c->ctx = a->ctx;
+	if (c->udp) {
+		/* TRP: the QP takes the reply as its first packet. */
+		if (!c->neg.rtr)
+			c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL,
+						    NULL, 0 };
+		cm_enter(c, c->neg.rtr ? CS_RTR_WAIT : CS_ESTABLISHED);
+		return;
+	}
 	if (c->adopted)
 		cm_set_nodelay(c->fd);	/* it carries FPDUs from now on */
 	cm_enter(c, CS_ACCEPTING);
@@ -411,7 +479,10 @@ static void do_disconnect(void *arg)
 		a->ret = EINVAL;
 		return;
 	}
-	cm_est_abort(c);
+	if (c->udp)
+		cm_trp_abort(c);
+	else
+		cm_est_abort(c);
 	c->final = 1;
 	cm_queue_event(c, IWE_CM_DISCONNECTED, 0, "disconnected");
 	cm_enter(c, CS_IDLE);
@@ -443,6 +514,13 @@ static void do_destroy(void *arg)
 		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (c->attached)
 		iwe_qp_detach_cm(c->qp);	/* before the fd goes */
+	if (!c->released && c->udp) {
+		if (c->attached && !c->final)
+			iwe_trp_send_fin(c->qp);	/* abandoned: tell the peer */
+		close(c->fd);	/* no stream to reset: the peer's QP times out
+				 * or has seen our F */
+		c->released = 1;
+	}
 	if (!c->released) {
 		if (c->final && c->attached) {
 			cm_close_ended(c->fd);
@@ -638,7 +716,8 @@ static void do_adopt_active(void *arg)
 		cm_conn_drop(c);
 		return;
 	}
-	cm_set_nodelay(a->fd);
+	if (!c->udp)
+		cm_set_nodelay(a->fd);
 	a->out = c;
 	cm_enter(c, CS_MPA_SENT);	/* the loop writes the request */
 }
@@ -649,7 +728,9 @@ static int adopt_run(struct adopt_args *a, void (*fn)(void *),
 	a->prog = iwe_prog_get(a->dev);
 	if (!a->prog)
 		return errno;
-	a->err = cm_ssp_adopt_fd(a->fd, &a->saved_fl);
+	a->err = a->dev->attr.transport == IWE_TRANSPORT_UDP ?
+		 cm_trp_adopt_fd(a->fd, &a->saved_fl) :
+		 cm_ssp_adopt_fd(a->fd, &a->saved_fl);
 	if (a->err)
 		return a->err;
 	iwe_prog_call(a->prog, fn, a);

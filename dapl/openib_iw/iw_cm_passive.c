@@ -169,12 +169,11 @@ static int refuse(struct iwe_conn *c, int rev, const char *reason)
 	return CS_REJECTING;
 }
 
-/* Which listener a parsed request is for; strips the service header.
- * NULL: nobody takes it. */
-static struct iwe_listener *route_request(struct iwe_conn *c,
-					  struct iw_mpa_frame *f)
+/* Which listener of port p a parsed request is for; strips the service
+ * header.  NULL: nobody takes it. */
+struct iwe_listener *cm_passive_route(struct cm_port *p, struct iwe_conn *c,
+				      struct iw_mpa_frame *f)
 {
-	struct cm_port *p = c->port;
 	struct iwe_listener *l;
 	int has_hdr = f->pdata_len >= IWE_CM_SERVICE_HDR_LEN &&
 		      !memcmp(f->pdata, CM_SVC_MAGIC, CM_SVC_MAGIC_LEN);
@@ -202,7 +201,7 @@ static struct iwe_listener *route_request(struct iwe_conn *c,
 
 static int on_request(struct iwe_conn *c, struct iw_mpa_frame *f)
 {
-	struct iwe_listener *l = route_request(c, f);
+	struct iwe_listener *l = cm_passive_route(c->port, c, f);
 	struct iw_mpa_local loc;
 	int st;
 
@@ -331,17 +330,23 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 {
 	struct sockaddr_in a = dev->attr.addr;
 	socklen_t len = sizeof(a);
+	int udp = dev->attr.transport == IWE_TRANSPORT_UDP;
 	int fd, one = 1, err;
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
-	/* Restart after a crash without waiting out TIME_WAIT; Linux
-	 * still refuses a second listener on the port. */
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* TCP: restart after a crash without waiting out TIME_WAIT; Linux
+	 * still refuses a second listener on the port.  UDP: bound
+	 * exclusively first (a port in use is EADDRINUSE), then shared
+	 * with the connected socket of each peer (iw_cm_trp.c). */
+	if (!udp)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	a.sin_port = htons(port);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    listen(fd, LISTEN_BACKLOG) < 0 ||
+	    (udp ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+			      sizeof(one)) : listen(fd, LISTEN_BACKLOG)) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
 		err = errno;
 		close(fd);

@@ -8,6 +8,10 @@
  *   iw_cm_ssp.c      adopted sockets (Socket Service Points)
  *   iw_cm_est.c      established connections: the QP takes the stream;
  *                    its end, disconnects, timeouts
+ *   iw_cm_trp.c      the same over TRP/UDP (a udp device): the request
+ *                    and reply in I packets, retransmitted; listeners
+ *                    that give each peer its own connected socket on the
+ *                    listening port; adopted UDP sockets; the F close
  *   iw_cm.c          one conn state, changed only in cm_enter(), the
  *                    dispatch of socket, timer and QP events by state,
  *                    and the public API (iw_engine.h)
@@ -129,6 +133,14 @@ struct iwe_conn {
 					 * else: request, reply, final msg */
 	size_t out_len, out_off;
 	struct sockaddr_in local, remote;
+	/* TRP (a udp device; iw_cm_trp.c). */
+	int udp;
+	uint32_t trp_isn;		/* PSN of our I packet */
+	uint32_t trp_peer_isn;		/* PSN of the peer's */
+	uint32_t trp_peer_credits;
+	unsigned trp_tries;		/* request or reply transmissions */
+	uint64_t trp_next_ns;		/* active: next retransmission */
+	uint64_t trp_deadline_ns;	/* active: the timeout, 0: none */
 };
 
 struct iwe_listener {
@@ -253,6 +265,38 @@ int cm_est_timeout(struct iwe_conn *c);
 /* An abrupt disconnect: QP to ERROR, FIN after what was sent or a
  * reset; the caller queues the event. */
 void cm_est_abort(struct iwe_conn *c);
+
+/* ---- iw_cm_trp.c (TRP/UDP; the int handlers return the state to
+ * enter) */
+int cm_trp_socket(struct iwe_device *dev, int *fdp);	/* 0 or errno */
+int cm_trp_connect(struct iwe_conn *c, const struct sockaddr_in *dst);
+/* Active, entering MPA_SENT: the first request goes out; ms until the
+ * timer should fire. */
+int cm_trp_active_arm(struct iwe_conn *c);
+int cm_trp_active_io(struct iwe_conn *c);
+int cm_trp_active_timeout(struct iwe_conn *c);
+/* The listening port: one datagram that is a new peer's request
+ * (1, *len bytes in buf, sender in *from), none left (0), or one
+ * ignored (-1). */
+int cm_trp_port_recv(struct cm_port *p, uint8_t *buf, size_t cap,
+		     size_t *len, struct sockaddr_in *from);
+/* A socket of its own for the peer: bound to the port, connected. */
+int cm_trp_peer_socket(struct cm_port *p, const struct sockaddr_in *from);
+int cm_trp_passive_request(struct iwe_conn *c, struct cm_port *p,
+			   const uint8_t *pkt, size_t len);
+/* The reply in c->out (reject): send it, and again for a repeated
+ * request. */
+int cm_trp_reject_enter(struct iwe_conn *c);
+int cm_trp_reject_io(struct iwe_conn *c);
+int cm_trp_adopt_fd(int fd, int *saved);
+int cm_trp_ssp_io(struct iwe_conn *c);
+int cm_trp_attach(struct iwe_conn *c, int responder);
+int cm_trp_qp_changed(struct iwe_conn *c);
+int cm_trp_est_timeout(struct iwe_conn *c);
+void cm_trp_abort(struct iwe_conn *c);
+/* The passive side's listener for a parsed request (iw_cm_passive.c). */
+struct iwe_listener *cm_passive_route(struct cm_port *p, struct iwe_conn *c,
+				      struct iw_mpa_frame *f);
 
 /* ---- iw_cm.c: the listening port's accept loop (cm_listen_args) */
 void cm_port_io(struct iwe_prog_watch *w, uint32_t revents);

@@ -1,0 +1,595 @@
+/* The connection manager over TRP/UDP (a udp device; doc/trp.md
+ * "Connection exchange").  A middle-floor part (iw_cm_priv.h): each
+ * handler returns the state to enter.
+ *
+ * The exchange carries MPA's own request and reply frames (iw_mpa.c:
+ * private data, IRD/ORD, RTR negotiation, reject) in I packets:
+ *   initiator -> I, PSN x, ack 0, credits    MPA request
+ *   responder -> I, PSN y, ack x, credits    MPA reply (accept or reject)
+ *   initiator -> its first packet after the reply, acknowledging y: the
+ *                RTR when one was negotiated, else a pure ack.
+ * The responder sends nothing else until that packet came (its QP's
+ * transmit gate opens when y is acknowledged).  The request is sent
+ * again with backoff (TRP_RTO_INIT_US doubling up to TRP_RTO_MAX_US)
+ * until the connect timeout; the accepting reply is the first packet of
+ * the responder's QP, which retransmits it like any packet; a reject
+ * reply is sent again for each repeated request while the conn lingers.
+ *
+ * Listeners: the listening port's unconnected socket receives the
+ * requests of new peers; each one gets its own socket, bound to the same
+ * port (SO_REUSEADDR) and connected to the peer, so the kernel hands the
+ * peer's later datagrams to it and its QP owns one descriptor, as a TCP
+ * connection's does.  Everything runs on the device's progress thread.
+ *
+ * Outcomes (initiator): a valid reply -> ESTABLISHED or REJECTED; a
+ * datagram that is not a TRP reply to our request -> NON_PEER_REJECTED;
+ * ICMP port unreachable (the connected socket's ECONNREFUSED) ->
+ * UNREACHABLE; no reply in time -> TIMED_OUT.  Established: the peer's F
+ * -> DISCONNECTED; retransmission limit, a fatal Terminate, the peer's
+ * port gone -> BROKEN.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+
+#include "iw_cm_priv.h"
+#include "iw_qp.h"
+#include "iw_trp.h"
+
+#define TRP_DGRAM_MAX 65536
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A random initial PSN, so stale packets of an earlier connection on
+ * the same addresses are unlikely to fit. */
+static uint32_t random_isn(void)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
+		v = (uint32_t)mono_ns() * 2654435761u;
+	return v;
+}
+
+/* The credits a fresh QP of this device grants. */
+static uint32_t initial_credits(const struct iwe_device *dev)
+{
+	uint32_t w = TRP_WINDOW_BYTES / iwe_trp_pkt_max(dev);
+
+	return w < TRP_WINDOW_MIN ? TRP_WINDOW_MIN : w;
+}
+
+/* An I packet around an MPA frame: 0 or the socket's errno. */
+static int send_init(struct iwe_conn *c, uint32_t psn, uint32_t ack,
+		     const uint8_t *frame, size_t len)
+{
+	uint8_t pkt[IW_TRP_HDR_LEN + IW_MPA_MAX_RR_LEN];
+
+	if (len > IW_MPA_MAX_RR_LEN)
+		return EMSGSIZE;
+	iw_trp_put(pkt, psn, ack, IW_TRP_I, initial_credits(c->dev));
+	memcpy(pkt + IW_TRP_HDR_LEN, frame, len);
+	if (send(c->fd, pkt, IW_TRP_HDR_LEN + len, MSG_DONTWAIT) < 0)
+		return errno;
+	c->trp_tries++;
+	return 0;
+}
+
+/* Parse an I packet's MPA frame into c->in (pdata then points there).
+ * IW_MPA_OK or the parser's error. */
+static int parse_frame(struct iwe_conn *c, const uint8_t *pkt, size_t len,
+		       enum iw_mpa_expect expect, struct iw_mpa_frame *f)
+{
+	size_t body = len - IW_TRP_HDR_LEN, need = 0;
+	int st;
+
+	if (len < IW_TRP_HDR_LEN || body > sizeof(c->in))
+		return IW_MPA_ERR_PD_LEN;
+	memcpy(c->in, pkt + IW_TRP_HDR_LEN, body);
+	c->in_len = body;
+	st = iw_mpa_parse(c->in, body, expect, f, &need);
+	if (st == IW_MPA_NEED_MORE || (st == IW_MPA_OK && f->frame_len != body))
+		return IW_MPA_ERR_PD_LEN;	/* one datagram, one frame */
+	return st;
+}
+
+/* ------------------------------------------------------------ active */
+
+int cm_trp_socket(struct iwe_device *dev, int *fdp)
+{
+	struct sockaddr_in src = dev->attr.addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return errno;
+	src.sin_port = 0;
+	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0) {
+		int err = errno;
+
+		close(fd);
+		return err;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+int cm_trp_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
+{
+	struct sockaddr_in to = *dst;
+
+	to.sin_port = htons(cm_service_port(c->service));
+	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		c->final = 1;
+		cm_queue_event(c, IWE_CM_UNREACHABLE, errno,
+			       "UDP connect failed");
+		return CS_IDLE;
+	}
+	cm_fill_addrs(c);
+	return CS_MPA_SENT;
+}
+
+static int next_wake_ms(const struct iwe_conn *c)
+{
+	uint64_t now = mono_ns(), when = c->trp_next_ns;
+
+	if (c->trp_deadline_ns && c->trp_deadline_ns < when)
+		when = c->trp_deadline_ns;
+	return when > now ? (int)((when - now + 999999) / 1000000) : 0;
+}
+
+/* (Re)send the request; the next one waits twice as long. */
+static void send_request(struct iwe_conn *c)
+{
+	uint64_t us = (uint64_t)TRP_RTO_INIT_US << (c->trp_tries < 4 ?
+						    c->trp_tries : 4);
+
+	if (us > TRP_RTO_MAX_US)
+		us = TRP_RTO_MAX_US;
+	/* A send error (ICMP already back) shows again at the next recv. */
+	send_init(c, c->trp_isn, 0, c->out, c->out_len);
+	c->trp_next_ns = mono_ns() + us * 1000u;
+}
+
+int cm_trp_active_arm(struct iwe_conn *c)
+{
+	if (!c->trp_tries) {
+		c->trp_isn = random_isn();
+		if (c->timeout_ms > 0)
+			c->trp_deadline_ns = mono_ns() +
+					     (uint64_t)c->timeout_ms * 1000000u;
+		send_request(c);
+		if (!c->trp_tries)
+			c->trp_tries = 1;	/* the timer sends it again */
+	}
+	return next_wake_ms(c);
+}
+
+static int active_fail(struct iwe_conn *c, int type, int status,
+		       const char *reason)
+{
+	return cm_end(c, type, status, reason, NULL, 0);
+}
+
+static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
+{
+	struct iw_trp_fields h;
+	struct iw_mpa_frame f;
+	int st;
+
+	iw_trp_get(pkt, &h);
+	st = parse_frame(c, pkt, len, IW_MPA_EXPECT_REP, &f);
+	if (st != IW_MPA_OK)
+		return active_fail(c, IWE_CM_NON_PEER_REJECTED, EPROTO,
+				   iw_mpa_strerror(st));
+	st = iw_mpa_check_reply(&c->req, &f);
+	if (st != IW_MPA_OK)
+		return active_fail(c, IWE_CM_NON_PEER_REJECTED, EPROTO,
+				   iw_mpa_strerror(st));
+	if (f.reject)
+		return cm_end(c, IWE_CM_REJECTED, ECONNREFUSED,
+			      "rejected by the peer", f.pdata, f.pdata_len);
+	iw_mpa_initiator_conn(&c->req, &f, &c->neg);
+	c->trp_peer_isn = h.psn;
+	c->trp_peer_credits = h.credits;
+	c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, f.pdata,
+				    f.pdata_len };
+	return CS_ESTABLISHED;
+}
+
+/* What a datagram before the reply means: the reply, a pure ack of our
+ * request (the responder got it; ignored), or not TRP at all. */
+static int active_dgram(struct iwe_conn *c, const uint8_t *pkt, size_t len)
+{
+	struct iw_trp_fields h;
+
+	if (len < IW_TRP_HDR_LEN)
+		return active_fail(c, IWE_CM_NON_PEER_REJECTED, EPROTO,
+				   "not a TRP reply");
+	iw_trp_get(pkt, &h);
+	if (h.flags == IW_TRP_A && h.ack == c->trp_isn)
+		return CS_MPA_SENT;
+	if (h.flags != IW_TRP_I || h.ack != c->trp_isn)
+		return active_fail(c, IWE_CM_NON_PEER_REJECTED, EPROTO,
+				   "not a TRP reply to our request");
+	return on_reply(c, pkt, len);
+}
+
+int cm_trp_active_io(struct iwe_conn *c)
+{
+	static uint8_t buf[TRP_DGRAM_MAX];	/* progress thread only */
+	int next = CS_MPA_SENT;
+	ssize_t n;
+
+	while (next == CS_MPA_SENT) {
+		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (n < 0)
+			return active_fail(c, IWE_CM_UNREACHABLE, errno,
+					   errno == ECONNREFUSED ?
+					   "port unreachable" :
+					   "UDP error before the reply");
+		next = active_dgram(c, buf, (size_t)n);
+	}
+	return next;
+}
+
+int cm_trp_active_timeout(struct iwe_conn *c)
+{
+	if (c->trp_deadline_ns && mono_ns() >= c->trp_deadline_ns)
+		return active_fail(c, IWE_CM_TIMED_OUT, ETIMEDOUT,
+				   "no TRP reply in time");
+	if (mono_ns() >= c->trp_next_ns)
+		send_request(c);
+	return CS_MPA_SENT;
+}
+
+/* ----------------------------------------------------------- passive */
+
+/* A conn of this port already serves the sender: the datagram reached
+ * the listening socket in the instant before the peer's own socket was
+ * connected. */
+static int peer_known(const struct cm_port *p, const struct sockaddr_in *a)
+{
+	const struct iwe_conn *c;
+
+	for (c = p->dev->cm->conns; c; c = c->next)
+		if (c->udp && !c->dead && c->local.sin_port == htons(p->port) &&
+		    c->remote.sin_port == a->sin_port &&
+		    c->remote.sin_addr.s_addr == a->sin_addr.s_addr)
+			return 1;
+	return 0;
+}
+
+int cm_trp_port_recv(struct cm_port *p, uint8_t *buf, size_t cap,
+		     size_t *len, struct sockaddr_in *from)
+{
+	socklen_t fl = sizeof(*from);
+	struct iw_trp_fields h;
+	ssize_t n;
+
+	do {
+		n = recvfrom(p->fd, buf, cap, MSG_DONTWAIT,
+			     (struct sockaddr *)from, &fl);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	if ((size_t)n < IW_TRP_HDR_LEN || fl != sizeof(*from) ||
+	    from->sin_family != AF_INET)
+		return -1;
+	iw_trp_get(buf, &h);
+	if (h.flags != IW_TRP_I || peer_known(p, from))
+		return -1;	/* only a new peer's request counts here */
+	*len = (size_t)n;
+	return 1;
+}
+
+int cm_trp_peer_socket(struct cm_port *p, const struct sockaddr_in *from)
+{
+	struct sockaddr_in a = p->dev->attr.addr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int one = 1;
+
+	if (fd < 0)
+		return -1;
+	a.sin_port = htons(p->port);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    connect(fd, (const struct sockaddr *)from, sizeof(*from)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Refuse before any consumer saw it: a reject reply with the reason. */
+static int refuse(struct iwe_conn *c, int rev, const char *reason)
+{
+	struct iw_mpa_params rp = {
+		.rev = rev == IW_MPA_REV_ENHANCED ? rev : IW_MPA_REV_BASIC,
+		.reject = 1,
+		.pdata = reason,
+		.pdata_len = strlen(reason),
+	};
+	uint8_t frame[IW_MPA_MAX_RR_LEN];
+	ssize_t n = iw_mpa_build(frame, sizeof(frame), 1, &rp);
+
+	if (n < 0 || cm_out_set(c, frame, (size_t)n)) {
+		cm_conn_drop(c);
+		return CS_DROPPED;
+	}
+	c->orphan = 1;
+	c->timeout_ms = CM_DEFAULT_MPA_TIMEOUT_MS;
+	return CS_REJECTING;
+}
+
+/* Negotiate a parsed request for the listener (or adopted socket) with
+ * params: the state to enter. */
+static int take_request(struct iwe_conn *c, const struct iwe_cm_params *params,
+			const struct iw_mpa_frame *f,
+			const struct iw_trp_fields *h)
+{
+	struct iw_mpa_local loc;
+	int st;
+
+	c->trp_peer_isn = h->psn;
+	c->trp_peer_credits = h->credits;
+	c->trp_isn = random_isn();
+	cm_local_from_params(params, &loc);
+	st = iw_mpa_negotiate(&loc, f, &c->rep, &c->neg);
+	if (st != IW_MPA_OK)
+		return st;
+	c->pend = (struct cm_pend){ IWE_CM_CONNECT_REQUEST, 0, NULL, f->pdata,
+				    f->pdata_len };
+	return IW_MPA_OK;
+}
+
+int cm_trp_passive_request(struct iwe_conn *c, struct cm_port *p,
+			   const uint8_t *pkt, size_t len)
+{
+	struct iwe_listener *l;
+	struct iw_trp_fields h;
+	struct iw_mpa_frame f;
+	int st;
+
+	iw_trp_get(pkt, &h);
+	c->orphan = 1;
+	cm_fill_addrs(c);
+	st = parse_frame(c, pkt, len, IW_MPA_EXPECT_REQ, &f);
+	l = st == IW_MPA_OK ? cm_passive_route(p, c, &f) : NULL;
+	if (!l || (l->max_requests && l->delivered >= l->max_requests)) {
+		cm_conn_drop(c);	/* not for us: silence */
+		return CS_DROPPED;
+	}
+	st = take_request(c, &l->params, &f, &h);
+	if (st == IW_MPA_ERR_NO_RTR)
+		return refuse(c, f.rev, iw_mpa_strerror(st));
+	if (st != IW_MPA_OK) {
+		cm_conn_drop(c);
+		return CS_DROPPED;
+	}
+	l->delivered++;
+	c->orphan = 0;
+	c->params = l->params;
+	c->handler = l->handler;
+	c->ctx = l->ctx;
+	return CS_REQ_RCVD;
+}
+
+int cm_trp_reject_enter(struct iwe_conn *c)
+{
+	send_init(c, c->trp_isn, c->trp_peer_isn, c->out, c->out_len);
+	return CS_REJECTING;
+}
+
+int cm_trp_reject_io(struct iwe_conn *c)
+{
+	static uint8_t buf[TRP_DGRAM_MAX];	/* progress thread only */
+	struct iw_trp_fields h;
+	ssize_t n;
+
+	while ((n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT)) >= 0 ||
+	       errno == EINTR) {
+		if (n < (ssize_t)IW_TRP_HDR_LEN)
+			continue;
+		iw_trp_get(buf, &h);
+		if (h.flags == IW_TRP_I && h.psn == c->trp_peer_isn)
+			return cm_trp_reject_enter(c);	/* it was lost */
+	}
+	return CS_REJECTING;
+}
+
+/* ------------------------------------------------------- adopted (SSP) */
+
+int cm_trp_adopt_fd(int fd, int *saved)
+{
+	int v = 0, fl;
+	socklen_t l = sizeof(v);
+
+	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 ||
+	    v != SOCK_DGRAM)
+		return EINVAL;
+	l = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0 ||
+	    v != IPPROTO_UDP)
+		return EINVAL;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return EBADF;
+	*saved = fl;
+	return 0;
+}
+
+static int ssp_down(struct iwe_conn *c, int err)
+{
+	return cm_end(c, IWE_CM_SOCKET_DOWN, err,
+		      "socket error before the TRP request", NULL, 0);
+}
+
+static int ssp_bad(struct iwe_conn *c, const char *why)
+{
+	return cm_end(c, IWE_CM_BAD_REQUEST, EPROTO, why, NULL, 0);
+}
+
+/* The next datagram is looked at with MSG_PEEK and consumed only when it
+ * is a whole, acceptable request: BAD_REQUEST leaves it in the socket. */
+static int ssp_peek(struct iwe_conn *c)
+{
+	static uint8_t buf[TRP_DGRAM_MAX];	/* progress thread only */
+	struct iw_trp_fields h;
+	struct iw_mpa_frame f;
+	ssize_t n;
+	int st;
+
+	do {
+		n = recv(c->fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ?
+		       CS_REQ_WAIT : ssp_down(c, errno);
+	if ((size_t)n < IW_TRP_HDR_LEN)
+		return ssp_bad(c, "not a TRP packet");
+	iw_trp_get(buf, &h);
+	if (h.flags != IW_TRP_I)
+		return ssp_bad(c, "not a TRP request");
+	st = parse_frame(c, buf, (size_t)n, IW_MPA_EXPECT_REQ, &f);
+	if (st == IW_MPA_OK)
+		st = take_request(c, &c->params, &f, &h);
+	if (st != IW_MPA_OK) {
+		c->pend.type = -1;
+		return ssp_bad(c, iw_mpa_strerror(st));
+	}
+	if (recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT) != n)
+		return ssp_down(c, EIO);	/* cannot happen */
+	return CS_REQ_RCVD;
+}
+
+int cm_trp_ssp_io(struct iwe_conn *c)
+{
+	if (c->out) {
+		/* The final streaming-mode message, as one datagram. */
+		if (send(c->fd, c->out, c->out_len, MSG_DONTWAIT) < 0)
+			return errno == EAGAIN ? CS_REQ_WAIT : ssp_down(c, errno);
+		cm_out_set(c, NULL, 0);
+	}
+	return ssp_peek(c);
+}
+
+/* ------------------------------------------------------- established */
+
+static void qp_notify(void *arg)
+{
+	struct iwe_conn *c = arg;
+
+	/* Under the QP lock, maybe on a consumer thread. */
+	iwe_prog_post(c->prog, &c->qp_task);
+}
+
+int cm_trp_attach(struct iwe_conn *c, int responder)
+{
+	struct iwe_stream_params sp = {
+		.ird = cm_clamp_rd(c->neg.ird, IWE_MAX_IRD),
+		.ord = cm_clamp_rd(c->neg.ord, IWE_MAX_ORD),
+		.mpa_rev = c->neg.rev,
+	};
+	struct iwe_qp_cm_opts o = {
+		.responder = responder,
+		.rtr = c->neg.rtr,
+		.hold = responder && c->neg.rtr ? IWE_RX_HOLD_AFTER_FIRST :
+						  IWE_RX_HOLD,
+		.prog = c->prog,
+		.notify = qp_notify,
+		.notify_arg = c,
+	};
+	struct iwe_trp_start st = {
+		.tx_psn = responder ? c->trp_isn : c->trp_isn + 1,
+		.rx_psn = c->trp_peer_isn + 1,
+		.peer_credits = c->trp_peer_credits,
+		.first = responder ? c->out : NULL,
+		.first_len = responder ? c->out_len : 0,
+		.ack_now = !responder,
+	};
+	int err = iwe_qp_attach_llp(c->qp, c->fd, &sp, &o, &iwe_llp_trp, &st);
+
+	if (!err) {
+		c->attached = 1;
+		cm_out_set(c, NULL, 0);	/* the reply is the QP's now */
+	}
+	return err;
+}
+
+static int disconnecting(const struct iwe_conn *c)
+{
+	return c->state == CS_DISC_DRAIN || c->state == CS_DISC_WAIT;
+}
+
+/* The QP's stream ended: the peer's F between segments is its orderly
+ * close (answered with ours); anything else breaks the connection. */
+static int trp_end(struct iwe_conn *c, int err)
+{
+	int disc = disconnecting(c);
+	int orderly = disc || (err == ENOTCONN && c->state == CS_ESTABLISHED);
+
+	cm_log_end(c, err);
+	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
+	if (err == ENOTCONN && !disc)
+		iwe_trp_send_fin(c->qp);
+	return cm_end(c, orderly ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN, err,
+		      orderly ? "connection closed" :
+		      err == EPROTO ? "terminated" :
+		      err == ETIMEDOUT ? "peer stopped answering" :
+		      "TRP stream broken", NULL, 0);
+}
+
+int cm_trp_qp_changed(struct iwe_conn *c)
+{
+	struct iwe_qp_io_status st;
+
+	iwe_qp_io_status(c->qp, &st);
+	if (c->state == CS_RTR_WAIT && st.first_rx) {
+		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, NULL,
+					    0 };
+		return CS_ESTABLISHED;
+	}
+	if (st.state == IWE_QPS_ERROR && st.stream_err)
+		return trp_end(c, st.stream_err);
+	if (c->state == CS_DISC_DRAIN && st.tx_drained) {
+		iwe_trp_send_fin(c->qp);
+		return CS_DISC_WAIT;
+	}
+	return c->state;
+}
+
+int cm_trp_est_timeout(struct iwe_conn *c)
+{
+	int disc = disconnecting(c);
+
+	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
+	iwe_trp_send_fin(c->qp);
+	return cm_end(c, disc ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN,
+		      ETIMEDOUT, disc ? "disconnect timed out" :
+		      "no RTR from the initiator", NULL, 0);
+}
+
+void cm_trp_abort(struct iwe_conn *c)
+{
+	if (c->qp && (c->attached || c->state == CS_ACCEPTING))
+		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
+	if (c->attached)
+		iwe_trp_send_fin(c->qp);	/* once: the peer's end */
+}

@@ -1,0 +1,566 @@
+/* The connection manager over TRP/UDP (a udp device on 127.0.0.1):
+ * connect / accept with private data and every RTR type, traffic both
+ * ways, graceful and abrupt disconnects, rejects, NON_PEER_REJECTED,
+ * UNREACHABLE, TIMED_OUT (with the request retransmitted), BROKEN by a
+ * fatal Terminate, ESTABLISHED before any completion, a service above
+ * 65535, Socket Service Points on connected UDP sockets (and the wrong
+ * socket type refused untouched), and 100 connections at once on one
+ * listener.  TAP output. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cm_harness.h"
+#include "iw_trp.h"
+
+/* --------------------------------------------------------- UDP sockets */
+
+static int udp_bound(struct sockaddr_in *a)
+{
+	socklen_t l = sizeof(*a);
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	*a = lo_addr(0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof(*a)) ||
+	    getsockname(fd, (struct sockaddr *)a, &l))
+		BAIL("udp: %s", strerror(errno));
+	set_timeouts(fd);
+	return fd;
+}
+
+static void udp_pair(int *x, int *y)
+{
+	struct sockaddr_in ax, ay;
+
+	*x = udp_bound(&ax);
+	*y = udp_bound(&ay);
+	if (connect(*x, (struct sockaddr *)&ay, sizeof(ay)) ||
+	    connect(*y, (struct sockaddr *)&ax, sizeof(ax)))
+		BAIL("udp connect");
+}
+
+/* --------------------------------------------------- the pair under test */
+
+struct cpair {
+	struct side a, b;		/* a: active, b: passive */
+	struct evlog la, lp, lb;	/* active, listener, passive conn */
+	struct iwe_listener *l;
+	struct iwe_conn *ca, *cb;
+	uint64_t service;
+};
+
+static void cpair_open(struct cpair *p)
+{
+	memset(p, 0, sizeof(*p));
+	evlog_init(&p->la);
+	evlog_init(&p->lp);
+	evlog_init(&p->lb);
+	side_fresh(&p->a);
+	side_fresh(&p->b);
+}
+
+static void cpair_close(struct cpair *p)
+{
+	if (p->ca)
+		iwe_cm_conn_destroy(p->ca);
+	if (p->cb)
+		iwe_cm_conn_destroy(p->cb);
+	if (p->l)
+		iwe_cm_listen_destroy(p->l);
+	side_close(&p->a);
+	side_close(&p->b);
+	evlog_fini(&p->la);
+	evlog_fini(&p->lp);
+	evlog_fini(&p->lb);
+}
+
+/* Listen (service 0: any port), connect with 'req' bytes of private
+ * data; the CONNECT_REQUEST, or NULL. */
+static struct rec *cpair_request(struct cpair *p, uint64_t service,
+				 const struct iwe_cm_params *ap,
+				 const struct iwe_cm_params *bp, size_t req)
+{
+	uint8_t pd[IWE_MAX_PRIVATE_DATA];
+	struct sockaddr_in dst = lo_addr(0);
+	struct rec *r;
+
+	fill((char *)pd, req, 17);
+	p->service = service;
+	if ((service ? iwe_cm_listen(g_dev, service, bp, 0, on_event, &p->lp,
+				     &p->l)
+		     : iwe_cm_listen_any(g_dev, &p->service, bp, on_event,
+					 &p->lp, &p->l)) ||
+	    iwe_cm_connect(p->a.qp, &dst, p->service, pd, req, 3000, ap,
+			   on_event, &p->la, &p->ca))
+		return NULL;
+	r = wait_ev(&p->lp, 0, WAIT_MS);
+	if (r && (r->type != IWE_CM_CONNECT_REQUEST || r->pdata_len != req ||
+		  memcmp(r->pdata, pd, req) || r->service != p->service))
+		return NULL;
+	return r;
+}
+
+static int cpair_establish(struct cpair *p, const char *tag, unsigned rtr)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, rtr), bp = cm_params(2, 0, 0);
+	uint8_t rep[100];
+	struct rec *r = cpair_request(p, 0, &ap, &bp, 40);
+
+	CHECK(r != NULL, "%s: CONNECT_REQUEST with the private data and "
+	      "service", tag);
+	if (!r)
+		return 0;
+	p->cb = r->conn;
+	CHECK(ntohs(r->local.sin_port) == p->service &&
+	      r->remote.sin_addr.s_addr == htonl(INADDR_LOOPBACK),
+	      "%s: the passive conn is on the listening port", tag);
+	post_recv1(&p->b, 1, 0, 4096);
+	post_recv1(&p->b, 2, 4096, 4096);
+	fill((char *)rep, sizeof(rep), 5);
+	CHECK(iwe_cm_accept(p->cb, p->b.qp, rep, sizeof(rep), on_event,
+			    &p->lb) == 0 &&
+	      wait_type(&p->la, 0, IWE_CM_ESTABLISHED) &&
+	      wait_type(&p->lb, 0, IWE_CM_ESTABLISHED),
+	      "%s: ESTABLISHED on both sides", tag);
+	CHECK(p->la.r[0].pdata_len == sizeof(rep) &&
+	      !memcmp(p->la.r[0].pdata, rep, sizeof(rep)),
+	      "%s: the reply's private data reaches the initiator", tag);
+	return evlog_count(&p->lb) > 0 && evlog_count(&p->la) > 0;
+}
+
+/* The passive side posts first: with no RTR it may only speak once the
+ * initiator's first packet came, which TRP's ack of the reply is. */
+static void cpair_traffic(struct cpair *p, const char *tag)
+{
+	struct ibv_wc wc;
+	int other;
+
+	fill(p->a.buf + 8192, 100, 3);
+	fill(p->b.buf + 8192, 200, 4);
+	post_recv1(&p->a, 7, 0, 4096);
+	post_send1(&p->b, 8, IBV_WR_SEND, 8192, 200, 0, 0, IBV_SEND_SIGNALED);
+	post_send1(&p->a, 9, IBV_WR_SEND, 8192, 100, 0, 0, IBV_SEND_SIGNALED);
+	CHECK(wait_cq(p->b.rcq, 1) && poll1(p->b.rcq, &wc) && wc.wr_id == 1 &&
+	      wc.byte_len == 100 && !memcmp(p->b.buf, p->a.buf + 8192, 100),
+	      "%s: passive receives the Send in its first receive", tag);
+	CHECK(wait_cq(p->a.rcq, 1) && poll1(p->a.rcq, &wc) && wc.wr_id == 7 &&
+	      wc.byte_len == 200 && !memcmp(p->a.buf, p->b.buf + 8192, 200),
+	      "%s: active receives the passive side's Send", tag);
+	fill(p->a.buf + 65536, 65536, 5);
+	fill(p->b.buf + 200000, 4096, 6);
+	post_send1(&p->a, 10, IBV_WR_RDMA_WRITE, 65536, 65536,
+		   (uintptr_t)(p->b.buf + 131072), p->b.mr->rkey,
+		   IBV_SEND_SIGNALED);
+	post_send1(&p->a, 11, IBV_WR_RDMA_READ, 300000, 4096,
+		   (uintptr_t)(p->b.buf + 200000), p->b.mr->rkey,
+		   IBV_SEND_SIGNALED);
+	CHECK(wait_cq(p->a.scq, 3) &&
+	      count_status(p->a.scq, IBV_WC_SUCCESS, &other) == 3 &&
+	      other == 0 && wait_cq(p->b.scq, 1) &&
+	      count_status(p->b.scq, IBV_WC_SUCCESS, &other) == 1,
+	      "%s: Sends, Write and Read complete", tag);
+	CHECK(!memcmp(p->b.buf + 131072, p->a.buf + 65536, 65536) &&
+	      !memcmp(p->a.buf + 300000, p->b.buf + 200000, 4096),
+	      "%s: Write and Read data correct", tag);
+}
+
+/* ------------------------------------------------------------- tests */
+
+static void test_rtr_variants(void)
+{
+	static const struct { const char *tag; unsigned rtr; int graceful;
+			      int passive; } v[] = {
+		{ "rtr none", 0, 1, 0 }, { "rtr write", IW_RTR_WRITE, 1, 1 },
+		{ "rtr read", IW_RTR_READ, 0, 0 },
+		{ "rtr send", IW_RTR_SEND, 0, 1 },
+	};
+	struct ibv_wc wc;
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct cpair p;
+
+		cpair_open(&p);
+		if (cpair_establish(&p, v[i].tag, v[i].rtr)) {
+			cpair_traffic(&p, v[i].tag);
+			CHECK(iwe_cm_disconnect(v[i].passive ? p.cb : p.ca,
+						v[i].graceful) == 0 &&
+			      wait_type(&p.la, 1, IWE_CM_DISCONNECTED) &&
+			      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
+			      "%s: %s disconnect from the %s side: "
+			      "DISCONNECTED on both (F)", v[i].tag,
+			      v[i].graceful ? "graceful" : "abrupt",
+			      v[i].passive ? "passive" : "active");
+			CHECK(wait_cq(p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
+			      wc.wr_id == 2 && wc.status == IBV_WC_WR_FLUSH_ERR,
+			      "%s: outstanding receive flushed", v[i].tag);
+		}
+		cpair_close(&p);
+	}
+}
+
+static void test_reject(void)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct cpair p;
+	struct rec *r;
+
+	cpair_open(&p);
+	r = cpair_request(&p, 0, &ap, &bp, 8);
+	CHECK(r && iwe_cm_reject(r->conn, "no thanks", 9) == 0 &&
+	      wait_type(&p.la, 0, IWE_CM_REJECTED) &&
+	      p.la.r[0].pdata_len == 9 && !memcmp(p.la.r[0].pdata,
+						   "no thanks", 9),
+	      "reject: REJECTED with the consumer's private data");
+	if (r)
+		iwe_cm_conn_destroy(r->conn);
+	cpair_close(&p);
+}
+
+static void connect_to(struct cpair *p, uint16_t port, int timeout_ms)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
+	struct sockaddr_in dst = lo_addr(0);
+
+	if (iwe_cm_connect(p->a.qp, &dst, port, "x", 1, timeout_ms, &ap,
+			   on_event, &p->la, &p->ca))
+		BAIL("connect");
+}
+
+static void test_failures(void)
+{
+	struct sockaddr_in a;
+	struct cpair p;
+	uint8_t buf[2048];
+	int raw, n = 0;
+	long t0;
+
+	/* Nobody on the port: ICMP port unreachable. */
+	cpair_open(&p);
+	raw = udp_bound(&a);
+	close(raw);
+	connect_to(&p, ntohs(a.sin_port), 3000);
+	CHECK(wait_type(&p.la, 0, IWE_CM_UNREACHABLE),
+	      "closed UDP port: UNREACHABLE");
+	cpair_close(&p);
+
+	/* A silent peer: the request goes again, then TIMED_OUT. */
+	cpair_open(&p);
+	raw = udp_bound(&a);
+	t0 = now_ms();
+	connect_to(&p, ntohs(a.sin_port), 900);
+	CHECK(wait_type(&p.la, 0, IWE_CM_TIMED_OUT) && now_ms() - t0 >= 850,
+	      "silent peer: TIMED_OUT after the timeout");
+	while (recv(raw, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		n++;
+	CHECK(n >= 3, "the request was retransmitted with backoff (%d sent)",
+	      n);
+	close(raw);
+	cpair_close(&p);
+
+	/* A peer that answers with something else. */
+	cpair_open(&p);
+	raw = udp_bound(&a);
+	connect_to(&p, ntohs(a.sin_port), 3000);
+	{
+		struct sockaddr_in from;
+		socklen_t fl = sizeof(from);
+
+		if (recvfrom(raw, buf, sizeof(buf), 0,
+			     (struct sockaddr *)&from, &fl) > 0)
+			sendto(raw, "HELLO, WORLD!", 13, 0,
+			       (struct sockaddr *)&from, fl);
+	}
+	CHECK(wait_type(&p.la, 0, IWE_CM_NON_PEER_REJECTED),
+	      "a datagram that is not a TRP reply: NON_PEER_REJECTED");
+	close(raw);
+	cpair_close(&p);
+}
+
+static void test_broken(void)
+{
+	struct cpair p;
+
+	cpair_open(&p);
+	if (cpair_establish(&p, "broken", IW_RTR_WRITE)) {
+		/* b's two receives taken, then a third Send: fatal. */
+		for (int i = 0; i < 3; i++)
+			post_send1(&p.a, 20 + (uint64_t)i, IBV_WR_SEND, 0, 10,
+				   0, 0, IBV_SEND_SIGNALED);
+		CHECK(wait_type(&p.lb, 1, IWE_CM_BROKEN) &&
+		      wait_type(&p.la, 1, IWE_CM_BROKEN),
+		      "a Send with no receive: fatal Terminate, BROKEN on "
+		      "both sides");
+	}
+	cpair_close(&p);
+}
+
+static void test_service_hdr(void)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_SEND);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct cpair p;
+	struct rec *r;
+
+	cpair_open(&p);
+	r = cpair_request(&p, 7000000123ULL, &ap, &bp, 30);
+	CHECK(r && ntohs(r->local.sin_port) ==
+	      IWE_CM_SERVICE_PORT_BASE + 7000000123ULL % IWE_CM_SERVICE_PORTS,
+	      "service > 65535: routed through its hashed port, header "
+	      "stripped");
+	if (r) {
+		p.cb = r->conn;
+		CHECK(iwe_cm_accept(p.cb, p.b.qp, NULL, 0, on_event, &p.lb) ==
+		      0 && wait_type(&p.la, 0, IWE_CM_ESTABLISHED) &&
+		      wait_type(&p.lb, 0, IWE_CM_ESTABLISHED),
+		      "service > 65535: ESTABLISHED");
+	}
+	cpair_close(&p);
+}
+
+/* ESTABLISHED before any completion: the initiator's Send goes out right
+ * behind its RTR, from its ESTABLISHED handler. */
+struct order {
+	struct side *s;
+	atomic_int est, cq_at_est;
+};
+
+static void order_active(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct order *o = ctx;
+
+	if (ev->type == IWE_CM_ESTABLISHED) {
+		post_send1(o->s, 99, IBV_WR_SEND, 0, 16, 0, 0, 0);
+		atomic_store(&o->est, 1);
+	}
+}
+
+static void order_passive(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct order *o = ctx;
+
+	if (ev->type == IWE_CM_ESTABLISHED) {
+		atomic_store(&o->cq_at_est, iwe_cq_count(o->s->rcq));
+		atomic_store(&o->est, 1);
+	}
+}
+
+static void test_established_first(void)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_SEND);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct sockaddr_in dst = lo_addr(0);
+	struct order oa = { 0 }, ob = { 0 };
+	struct cpair p;
+	struct rec *r;
+
+	cpair_open(&p);
+	oa.s = &p.a;
+	ob.s = &p.b;
+	atomic_store(&ob.cq_at_est, -1);
+	if (iwe_cm_listen_any(g_dev, &p.service, &bp, on_event, &p.lp, &p.l) ||
+	    iwe_cm_connect(p.a.qp, &dst, p.service, NULL, 0, 3000, &ap,
+			   order_active, &oa, &p.ca))
+		BAIL("listen/connect");
+	r = wait_ev(&p.lp, 0, WAIT_MS);
+	if (r) {
+		p.cb = r->conn;
+		post_recv1(&p.b, 1, 0, 64);
+		iwe_cm_accept(p.cb, p.b.qp, NULL, 0, order_passive, &ob);
+	}
+	CHECK(r && wait_cq(p.b.rcq, 1) && atomic_load(&ob.est) &&
+	      atomic_load(&ob.cq_at_est) == 0,
+	      "a Send right behind the RTR completes after ESTABLISHED");
+	cpair_close(&p);
+}
+
+/* ----------------------------------------------------------------- SSP */
+
+static void test_ssp(void)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iwe_device *tcpdev;
+	struct cpair p;
+	char fin[16] = { 0 };
+	int x, y, t1, t2, fl;
+
+	cpair_open(&p);
+	udp_pair(&x, &y);
+	CHECK(iwe_device_owns_socket(g_dev, y) == 0,
+	      "a connected UDP socket on 127.0.0.1 belongs to the udp device");
+	CHECK(iwe_cm_adopt_passive(g_dev, y, "final", 5, &bp, on_event,
+				   &p.lp, &p.cb) == 0,
+	      "SSP passive: adopt a connected UDP socket");
+	CHECK(recv(x, fin, sizeof(fin), 0) == 5 && !memcmp(fin, "final", 5),
+	      "the final streaming-mode message arrives as one datagram");
+	CHECK(iwe_cm_adopt_active(p.a.qp, x, "hi", 2, 3000, &ap, on_event,
+				  &p.la, &p.ca) == 0 &&
+	      wait_type(&p.lp, 0, IWE_CM_CONNECT_REQUEST) &&
+	      p.lp.r[0].pdata_len == 2,
+	      "SSP active over the peer's socket: CONNECT_REQUEST");
+	post_recv1(&p.b, 1, 0, 4096);
+	post_recv1(&p.b, 2, 4096, 4096);
+	CHECK(iwe_cm_accept(p.cb, p.b.qp, NULL, 0, on_event, &p.lb) == 0 &&
+	      wait_type(&p.la, 0, IWE_CM_ESTABLISHED) &&
+	      wait_type(&p.lb, 0, IWE_CM_ESTABLISHED),
+	      "SSP over UDP: ESTABLISHED on both sides");
+	if (evlog_count(&p.lb) && evlog_count(&p.la))
+		cpair_traffic(&p, "ssp");
+	cpair_close(&p);
+
+	/* BAD_REQUEST leaves the datagram where it was. */
+	memset(&p, 0, sizeof(p));
+	evlog_init(&p.lp);
+	udp_pair(&x, &y);
+	send(x, "GET / HTTP/1.0", 14, 0);
+	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, 0, &bp, on_event, &p.lp,
+				   &p.cb) == 0 &&
+	      wait_type(&p.lp, 0, IWE_CM_BAD_REQUEST) &&
+	      iwe_cm_release_socket(p.cb) == y &&
+	      recv(y, fin, sizeof(fin), 0) == 14,
+	      "SSP: a datagram that is no request: BAD_REQUEST, left unread");
+	iwe_cm_conn_destroy(p.cb);
+	close(x);
+	close(y);
+	evlog_fini(&p.lp);
+
+	/* Wrong socket types, refused untouched. */
+	tcp_pair(&t1, &t2);
+	fl = fcntl(t1, F_GETFL);
+	CHECK(iwe_device_owns_socket(g_dev, t1) == EINVAL &&
+	      iwe_cm_adopt_passive(g_dev, t1, NULL, 0, &bp, on_event, &p.lp,
+				   &p.cb) == EINVAL && fcntl(t1, F_GETFL) == fl,
+	      "a TCP socket given to a udp device: EINVAL, flags unchanged");
+	close(t1);
+	close(t2);
+	tcpdev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_TCP);
+	udp_pair(&x, &y);
+	fl = fcntl(x, F_GETFL);
+	CHECK(tcpdev && iwe_device_owns_socket(tcpdev, x) == EINVAL &&
+	      iwe_cm_adopt_passive(tcpdev, x, NULL, 0, &bp, on_event, &p.lp,
+				   &p.cb) == EINVAL && fcntl(x, F_GETFL) == fl,
+	      "a UDP socket given to a tcp device: EINVAL, flags unchanged");
+	close(x);
+	close(y);
+	iwe_device_close(tcpdev);
+}
+
+/* ---------------------------------------------------- many at once */
+
+#define MANY 100
+
+struct many {
+	struct side a[MANY], b[MANY];
+	struct iwe_conn *ca[MANY], *cb[MANY];
+	atomic_int next_b, est_a, est_b, disc;
+};
+
+static void many_active(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct many *m = ctx;
+
+	if (ev->type == IWE_CM_ESTABLISHED)
+		atomic_fetch_add(&m->est_a, 1);
+	else if (ev->type == IWE_CM_DISCONNECTED)
+		atomic_fetch_add(&m->disc, 1);
+}
+
+static void many_passive(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct many *m = ctx;
+	int i;
+
+	switch (ev->type) {
+	case IWE_CM_CONNECT_REQUEST:
+		i = atomic_fetch_add(&m->next_b, 1);
+		if (i < MANY) {
+			m->cb[i] = ev->conn;
+			post_recv1(&m->b[i], 1, 0, 64);
+			iwe_cm_accept(ev->conn, m->b[i].qp, NULL, 0,
+				      many_passive, m);
+		}
+		break;
+	case IWE_CM_ESTABLISHED:
+		atomic_fetch_add(&m->est_b, 1);
+		break;
+	case IWE_CM_DISCONNECTED:
+		atomic_fetch_add(&m->disc, 1);
+		break;
+	default:
+		break;
+	}
+}
+
+static int wait_count(atomic_int *v, int n, int ms)
+{
+	long end = now_ms() + ms;
+
+	while (atomic_load(v) < n && now_ms() < end)
+		sleep_ms(2);
+	return atomic_load(v) >= n;
+}
+
+static void test_many(void)
+{
+	struct iwe_cm_params prm = cm_params(2, 0, IW_RTR_WRITE);
+	struct sockaddr_in dst = lo_addr(0);
+	struct many *m = calloc(1, sizeof(*m));
+	struct iwe_listener *l;
+	uint64_t svc;
+	int ok = 1, got = 0;
+
+	for (int i = 0; i < MANY; i++) {
+		side_fresh(&m->a[i]);
+		side_fresh(&m->b[i]);
+	}
+	if (iwe_cm_listen_any(g_dev, &svc, &prm, many_passive, m, &l))
+		BAIL("listen");
+	for (int i = 0; i < MANY; i++)
+		ok &= iwe_cm_connect(m->a[i].qp, &dst, svc, NULL, 0, 5000,
+				     &prm, many_active, m, &m->ca[i]) == 0;
+	CHECK(ok && wait_count(&m->est_a, MANY, 20000) &&
+	      wait_count(&m->est_b, MANY, 20000),
+	      "%d connections at once on one UDP port: all ESTABLISHED "
+	      "(%d/%d)", MANY, atomic_load(&m->est_a), atomic_load(&m->est_b));
+	for (int i = 0; i < MANY; i++)
+		post_send1(&m->a[i], 5, IBV_WR_SEND, 0, 64, 0, 0, 0);
+	for (int i = 0; i < MANY; i++)
+		got += wait_cq(m->b[i].rcq, 1);
+	CHECK(got == MANY, "each passive QP got its own peer's Send (%d)",
+	      got);
+	for (int i = 0; i < MANY; i++)
+		iwe_cm_disconnect(m->ca[i], 1);
+	CHECK(wait_count(&m->disc, 2 * MANY, 20000),
+	      "all disconnected on both sides (%d)", atomic_load(&m->disc));
+	for (int i = 0; i < MANY; i++) {
+		iwe_cm_conn_destroy(m->ca[i]);
+		if (m->cb[i])
+			iwe_cm_conn_destroy(m->cb[i]);
+	}
+	iwe_cm_listen_destroy(l);
+	for (int i = 0; i < MANY; i++) {
+		side_close(&m->a[i]);
+		side_close(&m->b[i]);
+	}
+	free(m);
+}
+
+int main(void)
+{
+	g_dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
+	if (!g_dev)
+		BAIL("udp device: %s", strerror(errno));
+	test_rtr_variants();
+	test_reject();
+	test_failures();
+	test_broken();
+	test_service_hdr();
+	test_established_first();
+	test_ssp();
+	test_many();
+	iwe_device_close(g_dev);
+	return tap_done();
+}
