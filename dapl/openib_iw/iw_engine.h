@@ -81,7 +81,8 @@ int iwe_device_set_mtu(struct iwe_device *dev, uint32_t mtu);
  * (hold back behind the next packet) and duplicate that per cent of the
  * packets they send, from a PRNG seeded with seed.  spec is
  * "drop:PCT,reorder:PCT,dup:PCT,seed:N", any subset in any order ("" is
- * off).  EINVAL for a malformed spec. */
+ * off).  EINVAL for a malformed spec.  With dev NULL the spec is only
+ * checked. */
 int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec);
 
 /* Whether a connected socket's local address is reachable through this
@@ -423,6 +424,24 @@ int iwe_qp_attach_stream(struct iwe_qp *qp, int fd,
  * WRs flushed. */
 int iwe_qp_progress_tx(struct iwe_qp *qp);
 int iwe_qp_progress_rx(struct iwe_qp *qp);
+
+/* Counters of a QP since it was created (reset by nothing: a consumer
+ * takes differences).  Messages count the last segment of each; the
+ * arrays are indexed by RDMAP opcode (0 Write, 1 Read Request, 2 Read
+ * Response, 3-6 the Send family, 7 Terminate). */
+struct iwe_qp_stats {
+	uint64_t tx_msgs[16], tx_bytes[16];	/* payload bytes */
+	uint64_t rx_msgs[16], rx_bytes[16];
+	uint64_t tx_segments, rx_segments;
+	uint64_t tx_syscalls, rx_syscalls;	/* sendmsg / recvmsg calls */
+	uint64_t tx_blocked;		/* the socket was full */
+	uint64_t crc_errors;		/* FPDUs with a bad CRC */
+	uint64_t retransmits;		/* datagrams sent again (udp) */
+	uint64_t queue_full;		/* posts refused: SQ or RQ full */
+	uint64_t term_sent, term_rcvd;	/* Terminates, by layer: */
+	uint64_t term_sent_layer[3], term_rcvd_layer[3];
+};
+void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st);
 
 /* The last Terminate sent and received (layer/etype/ecode as in RFC 5040
  * 4.8, see iw_wire.h); valid is 0 when there was none. */

@@ -47,6 +47,8 @@ struct mpa_rx {
 	uint32_t zc_left;		/* bytes still to read in place */
 	uint32_t zc_tail;		/* then this many through the buffer */
 	uint32_t zc_trailer;		/* then pad + CRC */
+	int zc_refused;			/* the next FPDU's header is bad: it
+					 * is reported once it is whole */
 };
 
 static struct mpa_rx *mrx(const struct iwe_qp_priv *q)
@@ -127,8 +129,10 @@ static int deliver(struct iwe_qp_priv *q, const uint8_t *f, uint32_t ulpdu)
 	uint32_t hl;
 	int err;
 
-	if (q->crc && !crc_ok(f, iw_fpdu_len(ulpdu)))
+	if (q->crc && !crc_ok(f, iw_fpdu_len(ulpdu))) {
+		q->stats.crc_errors++;
 		return iwe_rx_llp_error(q, IW_TERM_LLP_CRC);
+	}
 	if (ulpdu < IW_TAGGED_HDR_LEN)
 		return iwe_rx_short_segment(q, u, ulpdu);
 	hl = iwe_rx_hdr_need(be16_at(u), ulpdu);
@@ -184,7 +188,7 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 	*want = 0;
 	while (iwe_rx_may_take(q) || m->zc) {
 		uint32_t avail = m->wr - m->rd, ulpdu, flen, hl;
-		const uint8_t *f = m->buf + m->rd;
+		const uint8_t *f;
 
 		if (m->zc) {
 			if (m->zc_left)
@@ -196,10 +200,12 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		}
 		if (avail < IW_FPDU_LEN_FIELD)
 			return 0;
+		f = m->buf + m->rd;
 		ulpdu = be16_at(f);
 		flen = iw_fpdu_len(ulpdu);
 		if (avail >= flen) {
 			m->rd += flen;
+			m->zc_refused = 0;
 			err = deliver(q, f, ulpdu);
 			if (err)
 				return err;
@@ -210,10 +216,19 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		    avail < IW_FPDU_LEN_FIELD + 2)
 			return 0;
 		hl = iwe_rx_hdr_need(be16_at(f + IW_FPDU_LEN_FIELD), ulpdu);
-		if (avail >= IW_FPDU_LEN_FIELD + hl &&
+		/* Only payload may still be missing, and plenty of it.  A
+		 * bad header waits for its whole FPDU, as with CRC, so an
+		 * error never depends on how the stream was cut. */
+		if (!m->zc_refused && avail >= IW_FPDU_LEN_FIELD + hl &&
+		    avail < IW_FPDU_LEN_FIELD + ulpdu &&
 		    IW_FPDU_LEN_FIELD + ulpdu - avail > RX_ZC_MIN + RX_ZC_TAIL) {
-			*want = 0;
-			return zc_start(q, m, ulpdu, hl);
+			err = zc_start(q, m, ulpdu, hl);
+			if (err != EPROTO) {
+				*want = 0;
+				return err;
+			}
+			iwe_rx_forget_error(q);
+			m->zc_refused = 1;
 		}
 		return 0;
 	}
@@ -268,6 +283,7 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 	*asked = pay + (m->cap - m->wr);
 	do {
 		n = recvmsg(q->fd, &msg, MSG_DONTWAIT);
+		q->stats.rx_syscalls++;
 	} while (n < 0 && errno == EINTR);
 	if (n == 0)
 		return -ENODATA;

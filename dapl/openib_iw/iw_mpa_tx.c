@@ -200,10 +200,12 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 		};
 		ssize_t n = sendmsg(q->fd, &m, flags);
 
+		q->stats.tx_syscalls++;
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			err = errno == EWOULDBLOCK ? EAGAIN : errno;
+			q->stats.tx_blocked += err == EAGAIN;
 			break;
 		}
 		iov_advance(b, (size_t)n);

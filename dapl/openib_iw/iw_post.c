@@ -92,8 +92,10 @@ static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)
 
 	if (!send_wr_valid(q, wr))
 		return EINVAL;
-	if (q->sq_tail - q->sq_head >= q->pub.cap.max_send_wr)
+	if (q->sq_tail - q->sq_head >= q->pub.cap.max_send_wr) {
+		q->stats.queue_full++;
 		return ENOMEM;
+	}
 	w = iwe_sq_slot(q, q->sq_tail);
 	if (fill_swqe(q, wr, w))
 		return EINVAL;
@@ -140,8 +142,10 @@ static int post_recv_one(struct iwe_qp_priv *q, const struct ibv_recv_wr *wr)
 	    (uint32_t)wr->num_sge > q->pub.cap.max_recv_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
-	if (q->rq_tail - q->rq_head >= q->pub.cap.max_recv_wr)
+	if (q->rq_tail - q->rq_head >= q->pub.cap.max_recv_wr) {
+		q->stats.queue_full++;
 		return ENOMEM;
+	}
 	w = iwe_rq_slot(q, q->rq_tail);
 	if (iwe_sgl_resolve(q->pub.pd, wr->sg_list, wr->num_sge, IWE_SGE_SINK,
 			    w->sg, &w->total) || w->total > UINT32_MAX)

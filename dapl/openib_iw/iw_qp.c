@@ -29,7 +29,27 @@
 
 /* How long after its last poll a consumer counts as polling: the most a
  * segment waits when a poller stops polling without arming its CQ. */
-#define QP_POLL_LEASE_NS (100u * 1000u)
+static uint64_t qp_poll_lease_ns(void)
+{
+	static uint64_t v = ~0ull;
+	const char *e;
+
+	if (v == ~0ull) {
+		e = getenv("IWDAPL_POLL_LEASE_US");
+		v = (e ? strtoull(e, NULL, 10) : 100) * 1000u;
+	}
+	return v;
+}
+#define QP_POLL_LEASE_NS qp_poll_lease_ns()
+
+/* Posts closer together than this are a burst: they are sent together
+ * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
+ * consumer polls or arms a CQ of the QP, or at the latest QP_DEFER_NS
+ * after the first one (the progress thread's safety net).  A post after a
+ * pause goes out at once: a ping-pong never waits. */
+#define QP_BURST_NS  (5u * 1000u)
+#define QP_DEFER_NS  (20u * 1000u)
+#define QP_DEFER_MAX 16
 
 static atomic_uint qp_num_next = 1;
 
@@ -211,6 +231,7 @@ static int run_tx(struct iwe_qp_priv *q)
 
 	if (q->fd < 0 || !q->llp)
 		return 0;
+	atomic_store(&q->tx_deferred, 0);
 	err = iwe_tx_progress_locked(q);
 	if (err && err != EAGAIN)
 		iwe_qp_fail(q, err);
@@ -292,24 +313,50 @@ static void poll_hook(struct iwe_qp_priv *q)
 	if (!q->prog || !qp_trylock(q))
 		return;
 	atomic_store(&q->kick, 0);
-	if (q->watch.fd >= 0)
+	if (q->watch.fd >= 0) {
 		run_io(q);
+		q->tx_last_ns = now_ns();
+	}
 	qp_release(q, 1);
 }
 
-/* A consumer armed a CQ of this QP and may sleep: the progress thread
- * takes over at once. */
+/* A consumer armed a CQ of this QP and may sleep: a burst of posts goes
+ * out, and the progress thread takes over at once. */
 static void arm_hook(struct iwe_qp_priv *q)
 {
-	if (!atomic_load(&q->poll_until))
+	if (!q->prog || (!atomic_load(&q->poll_until) &&
+			 !atomic_load(&q->tx_deferred)))
 		return;
 	atomic_store(&q->poll_until, 0);
-	if (!q->prog)
-		return;
 	qp_lock(q);
-	if (atomic_exchange(&q->lease_off, 0))
-		update_watch(q);
+	if (atomic_load(&q->tx_deferred))
+		run_tx(q);
+	atomic_store(&q->lease_off, 0);
+	update_watch(q);
 	qp_release(q, 1);
+}
+
+/* Progress thread: the safety net of a burst of posts. */
+static void defer_task(struct iwe_prog_task *t)
+{
+	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
+						 defer_task);
+
+	iwe_prog_timer_arm_ns(q->prog, &q->defer_timer, QP_DEFER_NS);
+}
+
+static void defer_timer_cb(struct iwe_prog_timer *t)
+{
+	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
+						 defer_timer);
+
+	if (!atomic_load(&q->tx_deferred))
+		return;
+	atomic_store(&q->kick, 1);
+	if (!qp_trylock(q))
+		return;		/* the holder runs the kick */
+	qp_kicked(q);
+	qp_release(q, 0);
 }
 
 static void send_poll_hook(struct iwe_cq_hook *h)
@@ -423,6 +470,8 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->watch.fd = -1;
 	q->watch.cb = watch_cb;
 	q->lease_timer.cb = lease_cb;
+	q->defer_task.fn = defer_task;
+	q->defer_timer.cb = defer_timer_cb;
 	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
 	q->recv_hook = (struct iwe_cq_hook){ recv_poll_hook, recv_arm_hook };
 	q->state = IWE_QPS_RESET;
@@ -447,6 +496,8 @@ static void unwatch(void *arg)
 	qp_lock(q);
 	iwe_prog_watch_del(q->prog, &q->watch);
 	iwe_prog_timer_cancel(q->prog, &q->lease_timer);
+	iwe_prog_unpost(q->prog, &q->defer_task);
+	iwe_prog_timer_cancel(q->prog, &q->defer_timer);
 	q->notify = NULL;
 	q->notify_arg = NULL;
 	iwe_qp_unlock(q);
@@ -574,11 +625,20 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp)
 
 void iwe_qp_post_kick(struct iwe_qp_priv *q)
 {
-	if (q->state == IWE_QPS_RTS && q->fd >= 0 && q->llp &&
-	    !q->llp->tx_blocked(q)) {
+	if (q->state != IWE_QPS_RTS || q->fd < 0 || !q->llp ||
+	    q->llp->tx_blocked(q))
+		return;		/* the watch resumes once there is room */
+	/* The gap since the last post (or flush) returned is the
+	 * consumer's own time between posts. */
+	if (q->prog && now_ns() - q->tx_last_ns < QP_BURST_NS &&
+	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX) {
+		if (atomic_fetch_add(&q->tx_deferred, 1) == 0)
+			iwe_prog_post(q->prog, &q->defer_task);
+	} else {
 		run_tx(q);
 		update_watch(q);
 	}
+	q->tx_last_ns = now_ns();
 }
 
 void iwe_qp_lock_for_post(struct iwe_qp_priv *q)
@@ -802,6 +862,15 @@ void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
 		*sent = q->term_sent;
 	if (rcvd)
 		*rcvd = q->term_rcvd;
+	iwe_qp_unlock(q);
+}
+
+void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+
+	qp_lock(q);
+	*st = q->stats;
 	iwe_qp_unlock(q);
 }
 

@@ -269,6 +269,7 @@ struct iwe_qp_priv {
 	struct iwe_tx tx;
 	struct iwe_rx rx;
 	struct iwe_term_info term_sent, term_rcvd;
+	struct iwe_qp_stats stats;
 	int stream_err;			/* errno the progress calls report */
 	int rx_dead;			/* the receive side gave up */
 	int want_drain;			/* notify when TX goes idle */
@@ -293,6 +294,11 @@ struct iwe_qp_priv {
 	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
 					 * (only with the lease timer armed) */
 	atomic_int kick;		/* progress asked for while locked */
+	/* Posts of a burst not sent yet (iwe_qp_post_kick). */
+	atomic_int tx_deferred;
+	uint64_t tx_last_ns;		/* the last post's time */
+	struct iwe_prog_task defer_task;
+	struct iwe_prog_timer defer_timer;
 	atomic_int rx_hup;		/* the peer closed (or the socket
 					 * failed): read up to the end */
 	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
@@ -455,6 +461,9 @@ int iwe_rx_end(struct iwe_qp_priv *q);
 /* A segment whose ULPDU is too short for any DDP header. */
 int iwe_rx_short_segment(struct iwe_qp_priv *q, const uint8_t *ulpdu,
 			 uint32_t ulpdu_len);
+/* The header checked by iwe_rx_begin before its segment is whole will be
+ * checked again when it is: forget the error found now. */
+void iwe_rx_forget_error(struct iwe_qp_priv *q);
 /* The transport's own error (bad CRC...): a Terminate of layer LLP. */
 int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode);
 /* Whether the transport may take the next segment off the wire now. */

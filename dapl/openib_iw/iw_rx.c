@@ -105,6 +105,12 @@ static void tagged_error(struct iwe_qp_priv *q, enum iwe_access_error e)
 	rx_error(q, map[e].layer, map[e].etype, map[e].ecode);
 }
 
+void iwe_rx_forget_error(struct iwe_qp_priv *q)
+{
+	q->rx.term_out = 0;
+	q->rx.bad_read_resp = 0;
+}
+
 int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode)
 {
 	/* A damaged segment proves nothing about what it named. */
@@ -467,8 +473,13 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 
 	memset(t, 0, sizeof(*t));
 	r->term_in = 1;
-	if (avail < 4)
-		return;		/* no control word: nothing to report */
+	q->stats.term_rcvd++;
+	if (avail < 4) {
+		/* No control word: recorded as layer/type/code all ones. */
+		q->term_rcvd = (struct iwe_term_info){ .valid = 1,
+			.layer = 0xF, .etype = 0xF, .ecode = 0xFF };
+		return;
+	}
 	memcpy(&ctrl_be, b, 4);
 	ctrl = iw_be32(ctrl_be);
 	t->layer = (uint8_t)iw_term_layer(ctrl);
@@ -476,6 +487,7 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 	t->ecode = (uint8_t)iw_term_ecode(ctrl);
 	t->has_hdr = 0;
 	term_echo(t, ctrl, b + 4, avail - 4);
+	q->stats.term_rcvd_layer[t->layer < 3 ? t->layer : 2]++;
 	q->term_rcvd = (struct iwe_term_info){ .valid = 1, .layer = t->layer,
 		.etype = t->etype, .ecode = t->ecode };
 }
@@ -563,6 +575,9 @@ int iwe_rx_end(struct iwe_qp_priv *q)
 	/* A responder may transmit once the first segment is in. */
 	q->first_rx = 1;
 	q->tx_gate = 0;
+	q->stats.rx_segments++;
+	q->stats.rx_bytes[r->opcode] += r->payload_len;
+	q->stats.rx_msgs[r->opcode] += (uint64_t)iw_ctrl_last(r->ctrl);
 	if (end)
 		end(q);
 	return r->term_out || r->term_in ? EPROTO : 0;

@@ -212,6 +212,9 @@ static int emit_segment(struct iwe_qp_priv *q)
 	s.hdr_len = put_hdr(t, hdr, last);
 	s.npay = gather(t, n, iov);
 	q->llp->tx_add(q, &s);
+	q->stats.tx_segments++;
+	q->stats.tx_bytes[t->opcode] += n;
+	q->stats.tx_msgs[t->opcode] += (uint64_t)last;
 	t->msg_off += n;
 	if (last)
 		msg_cut(q);
@@ -534,6 +537,8 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 		return;		/* one Terminate per stream */
 	t->term = *tm;
 	t->term_pending = 1;
+	q->stats.term_sent++;
+	q->stats.term_sent_layer[tm->layer < 3 ? tm->layer : 2]++;
 	q->term_sent = (struct iwe_term_info){ .valid = 1,
 					       .layer = tm->layer,
 					       .etype = tm->etype,
