@@ -139,7 +139,8 @@ static int deliver(struct iwe_qp_priv *q, const uint8_t *f, uint32_t ulpdu)
 	err = iwe_rx_begin(q, u, hl, ulpdu);
 	if (err)
 		return err;
-	iwe_rx_place(q, 0, u + hl, ulpdu - hl);
+	if (iwe_rx_place(q, 0, u + hl, ulpdu - hl))
+		return iwe_rx_local_error(q);
 	return iwe_rx_end(q);
 }
 
@@ -156,7 +157,8 @@ static int zc_start(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t ulpdu,
 
 	if (err)
 		return err;
-	iwe_rx_place(q, 0, u + hl, have);
+	if (iwe_rx_place(q, 0, u + hl, have))
+		return iwe_rx_local_error(q);
 	m->zc = 1;
 	m->zc_off = have;
 	m->zc_tail = RX_ZC_TAIL;
@@ -172,7 +174,8 @@ static int zc_finish(struct iwe_qp_priv *q, struct mpa_rx *m)
 	if (m->wr - m->rd < m->zc_tail + m->zc_trailer)
 		return EAGAIN;
 	iw_place_fence();
-	iwe_rx_place(q, m->zc_off, m->buf + m->rd, m->zc_tail);
+	if (iwe_rx_place(q, m->zc_off, m->buf + m->rd, m->zc_tail))
+		return iwe_rx_local_error(q);
 	m->rd += m->zc_tail + m->zc_trailer;
 	m->zc = 0;
 	return iwe_rx_end(q);
@@ -303,8 +306,11 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 
 /* The stream ended: between FPDUs it is the peer's close; inside one,
  * the stream was cut. */
-static int stream_lost(const struct mpa_rx *m, ssize_t n)
+static int stream_lost(struct iwe_qp_priv *q, const struct mpa_rx *m,
+		       ssize_t n)
 {
+	if (n == -EFAULT)	/* the in-place destination is gone */
+		return iwe_rx_local_error(q);
 	if (n != -ENODATA)
 		return (int)-n;
 	return !m->zc && m->rd == m->wr ? ENOTCONN : ECONNABORTED;
@@ -333,7 +339,7 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 		if (n < 0) {
 			/* Whole FPDUs read before the end still count. */
 			err = parse(q, m, &want);
-			return err ? err : stream_lost(m, n);
+			return err ? err : stream_lost(q, m, n);
 		}
 		if ((size_t)n < asked && !atomic_load(&q->rx_hup)) {
 			/* The socket is drained: no recv that could only say

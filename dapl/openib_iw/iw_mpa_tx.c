@@ -22,6 +22,7 @@
 #include <sys/socket.h>
 
 #include "iw_crc32c.h"
+#include "iw_guard.h"
 #include "iw_llp.h"
 #include "iw_qp.h"
 
@@ -50,6 +51,7 @@ struct mpa_tx {
 	char *stage;			/* CRC staging, MPA_TX_BATCH_BYTES */
 	size_t stage_used;
 	char *bounce;			/* a detached FPDU's unsent rest */
+	int fault;			/* a payload was not mapped: EFAULT */
 };
 
 static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
@@ -92,37 +94,41 @@ static int mpa_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
 	return 1;
 }
 
-/* Copy the payload pieces to dst; with crc, chain the CRC over the copy. */
-static uint32_t copy_payload(const struct iwe_llp_seg *s, uint8_t *dst,
-			     int crc, uint32_t c)
+/* Copy the payload pieces to dst; with crc, chain the CRC over the copy.
+ * 0, or EFAULT when the consumer unmapped them. */
+static int copy_payload(const struct iwe_llp_seg *s, uint8_t *dst, int crc,
+			uint32_t *c)
 {
 	for (int i = 0; i < s->npay; i++) {
-		if (crc)
-			c = iw_crc32c_copy(c, dst, s->pay[i].iov_base,
-					   s->pay[i].iov_len);
-		else
-			memcpy(dst, s->pay[i].iov_base, s->pay[i].iov_len);
+		if (iwe_copy_guarded(dst, s->pay[i].iov_base,
+				     s->pay[i].iov_len,
+				     crc ? IWE_COPY_CRC : IWE_COPY_PLAIN, c))
+			return EFAULT;
 		dst += s->pay[i].iov_len;
 	}
-	return c;
+	return 0;
 }
 
 static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 {
 	struct mpa_tx *b = mtx(q);
-	struct mpa_fpdu *f = &b->f[b->nf++];
+	struct mpa_fpdu *f = &b->f[b->nf];
 	uint32_t ulpdu = s->hdr_len + s->pay_len;
 	unsigned pad = iw_fpdu_pad(ulpdu);
 	size_t hbytes = IW_FPDU_LEN_FIELD + s->hdr_len;
 	uint16_t len_be = iw_be16((uint16_t)ulpdu);
 	uint8_t *trl;
 	uint32_t crc = 0;
+	int iov_mark = b->iovcnt;
 
+	if (b->fault)
+		return;		/* the QP fails at the next write */
 	memcpy(f->head, &len_be, IW_FPDU_LEN_FIELD);
 	memcpy(f->head + IW_FPDU_LEN_FIELD, s->hdr, s->hdr_len);
 	if (s->pay_len <= MPA_INLINE) {
 		/* One contiguous FPDU. */
-		copy_payload(s, f->head + hbytes, 0, 0);
+		if (copy_payload(s, f->head + hbytes, 0, &crc))
+			goto fault;
 		trl = f->head + hbytes + s->pay_len;
 		memset(trl, 0, pad);
 		if (q->crc)
@@ -135,8 +141,9 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 		if (q->crc) {
 			char *dst = b->stage + b->stage_used;
 
-			crc = copy_payload(s, (uint8_t *)dst, 1,
-					   iw_crc32c(0, f->head, hbytes));
+			crc = iw_crc32c(0, f->head, hbytes);
+			if (copy_payload(s, (uint8_t *)dst, 1, &crc))
+				goto fault;
 			iov_push(b, dst, s->pay_len);
 			b->stage_used += s->pay_len;
 		} else {
@@ -150,9 +157,15 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 		iw_fpdu_put_crc(f->trailer + pad, crc);
 		iov_push(b, f->trailer, pad + IW_FPDU_CRC_LEN);
 	}
+	b->nf++;
 	b->len += iw_fpdu_len(ulpdu);
 	f->end = b->len;
 	b->more = s->more;
+	return;
+fault:
+	/* Not sent: the FPDUs before it go, then the QP fails. */
+	b->iovcnt = iov_mark;
+	b->fault = 1;
 }
 
 /* ---------------------------------------------------------- writing */
@@ -213,6 +226,8 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 	*done = count_done(b);
 	if (b->len && b->sent == b->len)
 		batch_reset(b);
+	if (!err && b->fault)
+		err = EFAULT;
 	return err;
 }
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iw_guard.h"
 #include "iw_priv.h"
 
 #define MR_ACCESS_ALLOWED                                            \
@@ -206,6 +207,7 @@ static void mr_fill_entry(struct iwe_stag_entry *e, struct iwe_mr_priv *m)
 struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
 			  int access)
 {
+	iwe_guard_install();
 	struct iwe_mr_priv *m;
 	struct iwe_device *dev;
 	uint32_t idx = 0;

@@ -233,8 +233,17 @@ static int run_tx(struct iwe_qp_priv *q)
 		return 0;
 	atomic_store(&q->tx_deferred, 0);
 	err = iwe_tx_progress_locked(q);
-	if (err && err != EAGAIN)
+	if (err == EFAULT) {
+		/* The consumer unmapped memory a message was sent from. */
+		struct iwe_term t = { .layer = IW_TERM_LAYER_RDMAP,
+			.etype = IW_TERM_RDMAP_ETYPE_CATASTROPHIC };
+
+		iwe_tx_queue_terminate(q, &t);
 		iwe_qp_fail(q, err);
+		iwe_tx_progress_locked(q);
+	} else if (err && err != EAGAIN) {
+		iwe_qp_fail(q, err);
+	}
 	if (q->want_drain && !drained_before && !iwe_tx_busy(q))
 		qp_notify(q);
 	return q->state == IWE_QPS_ERROR ? q->stream_err : 0;

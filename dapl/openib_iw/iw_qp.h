@@ -452,9 +452,12 @@ uint32_t iwe_rx_hdr_need(uint16_t ctrl, uint32_t ulpdu_len);
  * rx.payload_len.  0, or EPROTO with rx.term_out set. */
 int iwe_rx_begin(struct iwe_qp_priv *q, const uint8_t *hdr,
 		 uint32_t hdr_len, uint32_t ulpdu_len);
-/* Place len payload bytes at payload offset off (ordered, iw_place.h). */
-void iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
-		  uint32_t len);
+/* Place len payload bytes at payload offset off (ordered, iw_place.h).
+ * 0, or EFAULT: the consumer unmapped the destination (iw_guard.h). */
+int iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
+		 uint32_t len);
+/* The destination is gone: a local catastrophic Terminate (EPROTO). */
+int iwe_rx_local_error(struct iwe_qp_priv *q);
 /* The whole segment arrived intact.  0, or EPROTO (rx.term_out: a
  * Terminate to send; rx.term_in: the peer's Terminate was received). */
 int iwe_rx_end(struct iwe_qp_priv *q);

@@ -35,8 +35,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "iw_guard.h"
 #include "iw_mpa.h"
-#include "iw_place.h"
 #include "iw_qp.h"
 
 void iwe_rx_init(struct iwe_qp_priv *q)
@@ -121,6 +121,14 @@ int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode)
 	return EPROTO;
 }
 
+/* Consumer memory the segment goes to is no longer mapped. */
+int iwe_rx_local_error(struct iwe_qp_priv *q)
+{
+	rx_error(q, IW_TERM_LAYER_RDMAP, IW_TERM_RDMAP_ETYPE_CATASTROPHIC,
+		 IW_TERM_RDMAP_CATASTROPHIC);
+	return EPROTO;
+}
+
 /* No telling what such a segment was: DDP catastrophic, no echo. */
 int iwe_rx_short_segment(struct iwe_qp_priv *q, const uint8_t *ulpdu,
 			 uint32_t ulpdu_len)
@@ -165,8 +173,8 @@ static void place_rwqe(struct iwe_rx *r, const struct iwe_rwqe *w,
 	}
 }
 
-void iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
-		  uint32_t len)
+int iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
+		 uint32_t len)
 {
 	const char *s = src;
 	int i;
@@ -182,12 +190,15 @@ void iwe_rx_place(struct iwe_qp_priv *q, uint32_t off, const void *src,
 		take = (uint32_t)v->iov_len - off;
 		if (take > len)
 			take = len;
-		iw_place_ordered((char *)v->iov_base + off, s, take);
+		if (iwe_copy_guarded((char *)v->iov_base + off, s, take,
+				     IWE_COPY_ORDERED, NULL))
+			return EFAULT;
 		s += take;
 		len -= take;
 		off = 0;
 	}
 	/* Bytes past the placement are dropped (a Terminate's tail). */
+	return 0;
 }
 
 /* ------------------------------------------------ per-opcode begin */
