@@ -56,6 +56,7 @@ struct dapl_evd {
 	int cq_overflow_reported;
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
+	uint32_t spin_us;		/* current spin before sleeping (evd.c) */
 	struct dapl_cno *cno;
 	struct dapl_evd *cno_next;	/* cno->evds list, under cno->lock */
 	/* DTO and RMR-bind completions are produced by the engine into this

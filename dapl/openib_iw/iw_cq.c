@@ -370,6 +370,12 @@ static void cq_run_poll_hooks(struct iwe_cq_priv *q)
 	pthread_mutex_unlock(&q->hooks_lock);
 }
 
+void iwe_cq_progress(struct iwe_cq *cq)
+{
+	if (cq)
+		cq_run_poll_hooks(cq_priv(cq));
+}
+
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)
 {
 	pthread_mutex_lock(&q->hooks_lock);

@@ -169,6 +169,10 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
+/* Drive the QPs completing into cq from the calling thread (what
+ * iwe_poll_cq does on an empty CQ): a waiter that spins before sleeping
+ * calls it between looks at iwe_cq_count. */
+void iwe_cq_progress(struct iwe_cq *cq);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.
