@@ -17,10 +17,11 @@
 # with the TSan runtime preloaded into dapltest; a race report with a
 # frame in libdaploiw fails the case (races wholly inside dapltest are
 # its own).  IW_DAPLTEST_ITER overrides the iteration count of the large
-# mixes (default 10000).
+# mixes (default 10000).  IW_TOOL_IA names the IA (default iw-lo;
+# iw-lo-udp runs over TRP/UDP).
 
 here=$(cd "$(dirname "$0")" && pwd)
-ia=iw-lo
+ia=${IW_TOOL_IA:-iw-lo}
 host=127.0.0.1
 # shellcheck source=test/tool_lib.sh
 . "$here/tool_lib.sh"

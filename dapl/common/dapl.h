@@ -76,6 +76,8 @@ struct dapl_config {
 	int crc;			/* 0 off, 1 on */
 	int rtr;			/* 0 none, else IW_RTR_* preference */
 	int mpa_timeout_ms;
+	int mtu;			/* udp: path MTU, 0 = the netdev's */
+	char trp_test[64];		/* udp: test aid spec, "" = off */
 	char error[160];		/* non-empty: the instance data is bad */
 };
 

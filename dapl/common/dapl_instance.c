@@ -49,6 +49,15 @@ static int parse_rtr(const char *v, int *out)
 	return -1;
 }
 
+/* The TRP test aid's spec, checked by the engine (a NULL device). */
+static int parse_trp_test(const char *v, char *out, size_t cap)
+{
+	if (strlen(v) >= cap || iwe_device_set_trp_test(NULL, v))
+		return -1;
+	strcpy(out, v);
+	return 0;
+}
+
 static void parse_option(struct dapl_config *cfg, char *opt)
 {
 	char *eq = strchr(opt, '=');
@@ -69,6 +78,11 @@ static void parse_option(struct dapl_config *cfg, char *opt)
 		bad = parse_rtr(v, &cfg->rtr);
 	else if (!strcmp(opt, "mpa_timeout"))
 		bad = parse_int(v, 1, 3600 * 1000, &cfg->mpa_timeout_ms);
+	else if (!strcmp(opt, "mtu"))
+		bad = parse_int(v, 576, 65535, &cfg->mtu);
+	else if (!strcmp(opt, "trp_test"))
+		bad = parse_trp_test(v, cfg->trp_test,
+				     sizeof(cfg->trp_test));
 	else {
 		snprintf(cfg->error, sizeof(cfg->error), "unknown option \"%s\"",
 			 opt);

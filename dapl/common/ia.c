@@ -85,6 +85,12 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 		ia_free(ia);
 		return ret;
 	}
+	/* udp: the path MTU and the test aid of the instance data (both
+	 * checked when it was parsed). */
+	if (prov->cfg.mtu)
+		iwe_device_set_mtu(ia->dev, (uint32_t)prov->cfg.mtu);
+	if (prov->cfg.trp_test[0])
+		iwe_device_set_trp_test(ia->dev, prov->cfg.trp_test);
 	iwe_device_query(ia->dev, &ia->dev_attr);
 	sin = (struct sockaddr_in *)&ia->ia_addr;
 	*sin = ia->dev_attr.addr;

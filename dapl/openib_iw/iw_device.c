@@ -282,12 +282,9 @@ int iwe_device_set_mtu(struct iwe_device *dev, uint32_t mtu)
 int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec)
 {
 	struct iwe_trp_test t;
-	int err;
+	int err = iwe_trp_test_parse(spec, &t);
 
-	if (!dev)
-		return EINVAL;
-	err = iwe_trp_test_parse(spec, &t);
-	if (!err)
+	if (!err && dev)
 		dev->trp_test = t;
 	return err;
 }

@@ -32,7 +32,7 @@
 #define TRP_MAX_RETX       10		/* then the connection is lost */
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
-#define TRP_WINDOW_BYTES   (1u << 20)	/* packets in flight / reordering */
+#define TRP_WINDOW_BYTES   (2u << 20)	/* packets in flight / reordering */
 #define TRP_WINDOW_MIN     8u
 #define TRP_WINDOW_MAX     1024u	/* powers of two */
 #define TRP_BATCH          32u		/* packets per sendmmsg/recvmmsg */
@@ -95,6 +95,8 @@ struct trp {
 	uint64_t srtt_us, rttvar_us, rto_us;
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
+	uint32_t recover;		/* after a timeout: snd_sent then */
+	uint64_t recover_ns;		/* the timeout's time, 0: none */
 	/* Receive: PSNs [rcv_dlv, rcv_nxt) arrived in order and wait for
 	 * DDP; slots up to rcv_dlv + rx_cap - 1 hold packets that came
 	 * early. */
@@ -169,7 +171,9 @@ int trp_term_outgoing(struct iwe_qp_priv *q, uint8_t *ulpdu, uint32_t len);
 int trp_term_incoming(const uint8_t *ulpdu, uint32_t len,
 		      uint32_t *quiet_ms);
 /* iw_qp.c's rx_failed, first: 1 when the receive side's error was a
- * non-fatal Terminate (sent or received) and the connection goes on. */
+ * non-fatal Terminate (sent or received) and the connection goes on;
+ * 0 when the QP fails, after the WRs whose segments the peer has
+ * acknowledged completed. */
 int iwe_trp_rx_failed(struct iwe_qp_priv *q);
 
 /* ---- for the connection manager (any thread; they lock the QP) */

@@ -167,6 +167,18 @@ static void marker(struct iwe_qp_priv *q, const struct iwe_term *named)
 		q->sq_tx = stop;	/* not started: never sent */
 }
 
+/* The stream ends: segments the peer acknowledged in the same batch
+ * complete their WRs (successfully) before the QP fails and flushes the
+ * rest.  Nothing new goes out meanwhile. */
+static int fatal(struct iwe_qp_priv *q, struct trp *t)
+{
+	if (t->done) {
+		t->ending = 1;
+		iwe_tx_progress_locked(q);
+	}
+	return 0;
+}
+
 int iwe_trp_rx_failed(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
@@ -180,7 +192,7 @@ int iwe_trp_rx_failed(struct iwe_qp_priv *q)
 
 		if (t->term_in_quiet ||
 		    !trp_term_nonfatal(tm->layer, tm->etype, tm->ecode))
-			return 0;
+			return fatal(q, t);
 		r->term_in = 0;
 		marker(q, tm);
 	} else {
@@ -188,7 +200,7 @@ int iwe_trp_rx_failed(struct iwe_qp_priv *q)
 		    (r->opcode != IW_OP_WRITE && r->opcode != IW_OP_READ_REQ) ||
 		    !trp_term_nonfatal(r->term.layer, r->term.etype,
 				       r->term.ecode))
-			return 0;
+			return fatal(q, t);
 		if (r->opcode == IW_OP_READ_REQ) {
 			r->msn_rreq++;	/* it took its MSN */
 		} else if (!iw_ctrl_last(r->ctrl)) {

@@ -22,6 +22,7 @@
  * side (trp_check_rto), which every kick runs.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -273,6 +274,35 @@ static void rtt_sample(struct trp *t, uint64_t r_us)
 		t->rto_us = TRP_RTO_MAX_US;
 }
 
+/* Send packet psn again at the next flush. */
+static void queue_retx(struct trp *t, uint32_t psn)
+{
+	struct trp_txp *p = slot(t, psn);
+
+	p->retx++;
+	if (!p->want_retx) {
+		p->want_retx = 1;
+		t->nretx++;
+	}
+}
+
+/* After a timeout, an ack that leaves packets sent before it
+ * unacknowledged: the oldest of them is lost too (NewReno's partial
+ * ack). */
+static void partial_ack(struct trp *t)
+{
+	struct trp_txp *p;
+
+	if (!t->recover_ns || !iw_psn_lt(t->snd_una, t->recover)) {
+		t->recover_ns = 0;
+		return;
+	}
+	p = slot(t, t->snd_una);
+	if (!p->sacked && !p->want_retx && p->sent_ns &&
+	    p->sent_ns <= t->recover_ns)
+		queue_retx(t, t->snd_una);
+}
+
 /* The oldest packet is acknowledged: free its slot. */
 static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 			  uint64_t *sample_sent)
@@ -313,6 +343,7 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
 	while (iw_psn_le(t->snd_una, ack))
 		retire_oldest(t, q, &sent);
+	partial_ack(t);
 	now = trp_now_ns();
 	if (sent && now > sent)
 		rtt_sample(t, (now - sent) / 1000u);
@@ -348,9 +379,7 @@ static void fast_retransmit(struct trp *t)
 		    top - psn < TRP_FAST_RETX_GAP)
 			continue;
 		p->fast = 1;
-		p->retx++;
-		p->want_retx = 1;
-		t->nretx++;
+		queue_retx(t, psn);
 		t->st.fast_retx++;
 	}
 }
@@ -408,24 +437,19 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
 		t->deadline_ns = 0;
 		return 0;
 	}
-	for (uint32_t psn = t->snd_una; psn != t->snd_sent && n < TRP_BATCH;
-	     psn++) {
-		struct trp_txp *p = slot(t, psn);
-
-		if (p->sacked && psn != t->snd_una)
-			continue;
-		if (p->retx >= TRP_MAX_RETX) {
-			send_lost_terminate(t, q);
-			return ETIMEDOUT;
-		}
-		p->retx++;
-		p->fast = 0;
-		if (!p->want_retx) {
-			p->want_retx = 1;
-			t->nretx++;
-		}
-		n++;
+	/* The oldest packet goes again (RFC 6298 5.4); the ones behind it
+	 * follow one per partial ack (trp_on_ack), so a timeout that only
+	 * waited for late acks -- a busy CPU -- costs one packet. */
+	if (slot(t, t->snd_una)->retx >= TRP_MAX_RETX) {
+		send_lost_terminate(t, q);
+		return ETIMEDOUT;
 	}
+	queue_retx(t, t->snd_una);
+	n = 1;
+	for (uint32_t psn = t->snd_una; psn != t->snd_sent; psn++)
+		slot(t, psn)->fast = 0;
+	t->recover = t->snd_sent;
+	t->recover_ns = now;
 	t->st.rto++;
 	t->st.retx += n;
 	t->rto_us = t->rto_us * 2 > TRP_RTO_MAX_US ? TRP_RTO_MAX_US
@@ -640,12 +664,32 @@ static int trp_attach(struct iwe_qp_priv *q)
 	return trp_attach_with(q, NULL);
 }
 
+/* IWDAPL_TRP_STATS=1: a QP's counters on stderr when it lets go. */
+static void stats_dump(const struct trp *t, const struct iwe_qp_priv *q)
+{
+	const char *e = getenv("IWDAPL_TRP_STATS");
+
+	if (!e || *e != '1')
+		return;
+	fprintf(stderr, "iwdapl: TRP qp %u: sent %llu retx %llu fast %llu "
+		"rto %llu acks %llu dup %llu ooo %llu srtt %llu us rto %llu us\n",
+		q->pub.qp_num, (unsigned long long)t->st.sent,
+		(unsigned long long)t->st.retx,
+		(unsigned long long)t->st.fast_retx,
+		(unsigned long long)t->st.rto,
+		(unsigned long long)t->st.acks_sent,
+		(unsigned long long)t->st.dup_rcvd,
+		(unsigned long long)t->st.ooo_rcvd,
+		(unsigned long long)t->srtt_us, (unsigned long long)t->rto_us);
+}
+
 static void trp_detach(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
 
 	if (!t)
 		return;
+	stats_dump(t, q);
 	pthread_mutex_lock(&t->mx);
 	t->q = NULL;		/* the timer leaves the QP alone from now */
 	pthread_mutex_unlock(&t->mx);

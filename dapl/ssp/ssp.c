@@ -30,8 +30,14 @@ DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd, int *connected)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 ||
-	    type != SOCK_STREAM || proto != IPPROTO_TCP)
+	    !((type == SOCK_STREAM && proto == IPPROTO_TCP) ||
+	      (type == SOCK_DGRAM && proto == IPPROTO_UDP)))
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
+	/* A TCP socket on a udp IA (or UDP on tcp) is a socket, just not
+	 * one this IA can carry. */
+	if ((type == SOCK_DGRAM) !=
+	    (ia->dev_attr.transport == IWE_TRANSPORT_UDP))
+		return DAT_INVALID_STATE;
 	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0) {
 		/* Not connected: the SSP reports it as SOCKET_DOWN; a
 		 * connect over it fails as UNREACHABLE. */

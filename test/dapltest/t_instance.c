@@ -84,6 +84,12 @@ int main(int argc, char **argv)
 	      "a netdev name resolves to its IPv4 address (lo -> 127.0.0.1)");
 	CHECK(strstr(a.adapter_name, "lo") != NULL, "adapter name names the interface (%s)", a.adapter_name);
 	CHECK_RET(try_open("iw-lo-udp", NULL, NULL), DAT_SUCCESS, "\"lo udp\" opens");
+	CHECK_RET(try_open("iw-lo-udp-opts", NULL, NULL), DAT_SUCCESS,
+		  "\"lo udp\" with mtu= and trp_test= opens");
+	CHECK_RET(try_open("iw-bad-mtu", NULL, NULL), DAT_INVALID_PARAMETER,
+		  "mtu below 576 -> DAT_INVALID_PARAMETER");
+	CHECK_RET(try_open("iw-bad-trp-test", NULL, NULL), DAT_INVALID_PARAMETER,
+		  "malformed trp_test -> DAT_INVALID_PARAMETER");
 	CHECK_RET(try_open("iw-bad-transport", NULL, NULL), DAT_INVALID_PARAMETER,
 		  "unknown transport -> DAT_INVALID_PARAMETER");
 	CHECK_RET(try_open("iw-bad-dev", NULL, NULL), DAT_INVALID_ADDRESS,

@@ -200,7 +200,7 @@ static void test_create_errors(void)
 	CHECK_RET(dat_iw_ssp_create(S.ia, p[0], ep, S.cr, NULL, 0, &ssp),
 		  DAT_INVALID_PARAMETER, "ssp_create: a pipe -> DAT_INVALID_PARAMETER");
 	CHECK_RET(dat_iw_ssp_create(S.ia, u, ep, S.cr, NULL, 0, &ssp),
-		  DAT_INVALID_PARAMETER, "ssp_create: a UDP socket -> DAT_INVALID_PARAMETER");
+		  DAT_INVALID_STATE, "ssp_create: a UDP socket on a tcp IA -> DAT_INVALID_STATE");
 	CHECK_RET(dat_iw_ssp_create(S.ia, closed, ep, S.cr, NULL, 0, &ssp),
 		  DAT_INVALID_PARAMETER, "ssp_create: a closed fd -> DAT_INVALID_PARAMETER");
 	CHECK_RET(dat_iw_ssp_create(S.ia, -1, ep, S.cr, NULL, 0, &ssp),

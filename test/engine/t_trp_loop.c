@@ -449,6 +449,24 @@ static void fin_and_lost_peer(void)
 	CHECK(err == ENOTCONN, "the peer's F ends the stream (ENOTCONN)");
 	pair_close(&p);
 
+	/* The peer acknowledges a Send and closes at once: the ack and the
+	 * F reach the sender in one batch, and the Send still succeeds. */
+	pair_open(&p, 1, 1);
+	post_recv1(&p.b, 1, 0, 64);
+	post_send1(&p.a, 2, IBV_WR_SEND, 0, 64, 0, 0);
+	for (int i = 0; i < 200 && !iwe_cq_count(p.b.rcq); i++) {
+		iwe_qp_progress_rx(p.b.qp);
+		usleep(100);
+	}
+	iwe_trp_send_fin(p.b.qp);
+	usleep(2000);
+	err = iwe_qp_progress_rx(p.a.qp);
+	CHECK(iwe_cq_count(p.b.rcq) == 1 && err == ENOTCONN &&
+	      next_wc(p.a.scq, 2, IBV_WC_SUCCESS, NULL),
+	      "ack and F in one batch: the Send completes with success, then "
+	      "the stream ends");
+	pair_close(&p);
+
 	pair_open(&p, 1, 1);
 	close(p.b.fd);			/* b vanishes without a word */
 	p.b.fd = -1;
