@@ -269,7 +269,13 @@ static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
 
 		if (l > rest - off)
 			l = rest - off;
-		memcpy(p + off, b->iov[i].iov_base, l);
+		if (iwe_copy_guarded(p + off, b->iov[i].iov_base, l,
+				     IWE_COPY_PLAIN, NULL)) {
+			/* The consumer unmapped it: the FPDU is lost. */
+			free(p);
+			batch_reset(b);
+			return 0;
+		}
 		off += l;
 	}
 	batch_reset(b);
