@@ -8,7 +8,9 @@
  *     epoll, eventfds) may survive the exec (they are O_CLOEXEC), and
  *     while that child lives, freeing a connected EP still ends the
  *     connection at the other side (a socket inherited by the child would
- *     keep it open).
+ *     keep it open);
+ *   - lives on without exec, holding copies of every descriptor: freeing
+ *     a connected EP must still end the connection at the other side.
  * After each, the parent's connection must carry data both ways,
  * validated.
  */
@@ -277,6 +279,41 @@ static void test_fork_exec(const struct fd_ent *before, int nbefore)
 	S.ep = DAT_HANDLE_NULL;
 }
 
+/* A child that lives on without exec holds copies of every descriptor:
+ * the provider must still end a connection it frees (a reset, not a
+ * close that the copies would keep from reaching the peer). */
+static void test_fork_child_lives(void)
+{
+	uint64_t t0;
+	pid_t pid;
+	int ev;
+
+	CHECK(establish(), "a new connection between the two IAs");
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		alarm(30);
+		pause();
+		_exit(0);
+	}
+	CHECK(both_ways(40), "the connection carries data both ways while a "
+	      "forked child (no exec) lives");
+	t0 = now_us();
+	CHECK_RET(dat_ep_free(C.ep), DAT_SUCCESS, "free the connected client "
+		  "EP while that child lives");
+	C.ep = DAT_HANDLE_NULL;
+	ev = side_wait(S.conn, END_US).event_number;
+	CHECK(ev == DAT_CONNECTION_EVENT_DISCONNECTED ||
+	      ev == DAT_CONNECTION_EVENT_BROKEN,
+	      "the server EP's connection ends within %d ms although the child "
+	      "holds copies of the socket (event 0x%x after %.1f ms)",
+	      END_US / 1000, ev, (now_us() - t0) / 1000.0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	dat_ep_free(S.ep);
+	S.ep = DAT_HANDLE_NULL;
+}
+
 int main(int argc, char **argv)
 {
 	struct fd_ent before[MAX_FDS];
@@ -296,6 +333,7 @@ int main(int argc, char **argv)
 	test_fork_exit_now();
 	test_fork_exit_handlers();
 	test_fork_exec(before, nbefore);
+	test_fork_child_lives();
 	dat_psp_free(psp);
 	side_close(&C);
 	side_close(&S);
