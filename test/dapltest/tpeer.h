@@ -314,6 +314,31 @@ static inline void peer_dispatch(int argc, char **argv,
 	exit(2);
 }
 
+/* An EP of side s with room for dtos requests and receives (side_ep
+ * has the provider's default depth). */
+static inline DAT_EP_HANDLE side_ep_deep(struct side *s, int dtos)
+{
+	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+	DAT_EP_ATTR a;
+
+	memset(&a, 0, sizeof(a));
+	a.service_type = DAT_SERVICE_TYPE_RC;
+	a.qos = DAT_QOS_BEST_EFFORT;
+	a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a.max_recv_dtos = dtos;
+	a.max_request_dtos = dtos;
+	a.max_recv_iov = 1;
+	a.max_request_iov = 1;
+	a.max_rdma_read_in = 8;
+	a.max_rdma_read_out = 8;
+	a.srq_soft_hw = DAT_HW_DEFAULT;
+	if (dat_ep_create(s->ia, s->pz, s->rcv, s->req, s->conn, &a, &ep) !=
+	    DAT_SUCCESS)
+		BAIL("dat_ep_create (%d deep)", dtos);
+	return ep;
+}
+
 /* ------------------------------------------- the peer's DAT helpers */
 
 static inline struct sockaddr_in peer_loopback(void)
