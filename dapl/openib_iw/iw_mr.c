@@ -602,3 +602,46 @@ enum iwe_access_error iwe_read_sink_check(struct iwe_device *dev,
 	 * freed and reused index fails the key check below. */
 	return iwe_mr_check(dev, pd, stag, va, len, access, ptr);
 }
+
+/* ------------------------------------------------- local SGE lookups */
+
+/* The lkey must name memory of our PD covering the range, with the
+ * rights its use needs. */
+static int sge_resolve(const struct iwe_pd *pd, const struct ibv_sge *s,
+		       enum iwe_sge_use use, struct iwe_sge_res *out)
+{
+	void *p = NULL;
+	enum iwe_access_error e;
+
+	out->length = s->length;
+	out->lkey = s->lkey;
+	out->addr = NULL;
+	if (s->length == 0)
+		return 0;
+	if (use == IWE_SGE_READ_SINK)
+		e = iwe_read_sink_check(pd->dev, pd, s->lkey, s->addr,
+					s->length, &p);
+	else
+		e = iwe_mr_check(pd->dev, pd, s->lkey, s->addr, s->length,
+				 use == IWE_SGE_SINK ? IBV_ACCESS_LOCAL_WRITE : 0,
+				 &p);
+	if (e)
+		return EINVAL;
+	out->addr = p;
+	return 0;
+}
+
+int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
+		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
+		    uint64_t *total)
+{
+	int i;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		if (sge_resolve(pd, &sg[i], use, &out[i]))
+			return EINVAL;
+		*total += sg[i].length;
+	}
+	return 0;
+}

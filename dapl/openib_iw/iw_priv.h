@@ -160,6 +160,25 @@ enum iwe_access_error iwe_read_sink_check(struct iwe_device *dev,
 					  uint32_t stag, uint64_t va,
 					  uint64_t len, void **ptr);
 
+/* An SGE resolved against the STag table when it was posted. */
+struct iwe_sge_res {
+	char *addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+/* How an SGE list is resolved against the STag table (iw_mr.c): the
+ * lkey must name memory of pd covering the range, with the rights the
+ * use needs.  0 or EINVAL; *total: the bytes of the list. */
+enum iwe_sge_use {
+	IWE_SGE_SOURCE = 0,		/* read locally: any MR of the PD */
+	IWE_SGE_SINK,			/* written locally: MR, local write */
+	IWE_SGE_READ_SINK,		/* RDMA Read sink: iwe_read_sink_check */
+};
+int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
+		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
+		    uint64_t *total);
+
 /* ------------------------------------------------------ CQ / channel */
 
 enum iwe_cq_arm {

@@ -61,65 +61,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ------------------------------------------------------------ locking */
-
-static void qp_lock(struct iwe_qp_priv *q)
-{
-	pthread_mutex_lock(&q->lock);
-	q->owner = pthread_self();
-}
-
-static int qp_trylock(struct iwe_qp_priv *q)
-{
-	if (pthread_mutex_trylock(&q->lock))
-		return 0;
-	q->owner = pthread_self();
-	return 1;
-}
-
-static void qp_kicked(struct iwe_qp_priv *q);
-
-/* Deliver the asynchronous events noticed under the lock. */
-static void deliver_events(struct iwe_qp_priv *q, unsigned ev)
-{
-	struct iwe_async_event e = { .type = IWE_EVENT_QP_LAST_WQE_REACHED,
-				     .element.qp = &q->pub,
-				     .context = q->pub.qp_context };
-
-	/* The limit first: it is older than an error that stops the QP. */
-	if (ev & IWE_QP_EV_SRQ_LIMIT)
-		iwe_srq_report_limit(q->srq);
-	if ((ev & IWE_QP_EV_LAST_WQE) && q->handler)
-		q->handler(&e);
-}
-
-/* Let go of the lock; run the progress a kick asked for meanwhile.  With
- * keep_events the events stay pending (the caller may hold locks a
- * handler needs) and the connection manager is told to deliver them. */
-static void qp_release(struct iwe_qp_priv *q, int keep_events)
-{
-	for (;;) {
-		unsigned ev = keep_events ? 0 : q->ev_pending;
-
-		if (!keep_events)
-			q->ev_pending = 0;
-		else if (q->ev_pending && q->notify)
-			q->notify(q->notify_arg);
-		q->owner = (pthread_t)0;
-		pthread_mutex_unlock(&q->lock);
-		if (ev)
-			deliver_events(q, ev);
-		if (!atomic_load(&q->kick) || !qp_trylock(q))
-			return;	/* a new holder sees the kick */
-		qp_kicked(q);
-	}
-}
-
-void iwe_qp_unlock(struct iwe_qp_priv *q)
-{
-	qp_release(q, 0);
-}
-
 /* ---------------------------------------------------- the CM's watch */
 
 static void qp_notify(struct iwe_qp_priv *q)
@@ -258,6 +199,8 @@ static int run_io(struct iwe_qp_priv *q)
 	return err ? err : terr;
 }
 
+/* What a kick asks for: run the QP's progress (iw_qp_lock.c calls it
+ * through q->on_kick when the lock it left is taken back). */
 static void qp_kicked(struct iwe_qp_priv *q)
 {
 	atomic_store(&q->kick, 0);
@@ -275,11 +218,11 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 	if (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		atomic_store(&q->rx_hup, 1);
 	atomic_store(&q->kick, 1);
-	if (!qp_trylock(q))
+	if (!iwe_qp_trylock(q))
 		return;		/* the holder runs the kick */
 	if (!q->llp) {
 		atomic_store(&q->kick, 0);
-		qp_release(q, 0);
+		iwe_qp_release(q, 0);
 		return;
 	}
 	if (until > now && !q->llp->tx_blocked(q)) {
@@ -289,11 +232,11 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		atomic_store(&q->lease_off, 1);
 		update_watch(q);
 		iwe_prog_timer_arm_ns(q->prog, &q->lease_timer, until - now);
-		qp_release(q, 0);
+		iwe_qp_release(q, 0);
 		return;
 	}
 	qp_kicked(q);
-	qp_release(q, 0);
+	iwe_qp_release(q, 0);
 }
 
 /* Progress thread: a poller's lease may have run out. */
@@ -309,24 +252,24 @@ static void lease_cb(struct iwe_prog_timer *t)
 	}
 	atomic_store(&q->lease_off, 0);
 	atomic_store(&q->kick, 1);
-	if (!qp_trylock(q))
+	if (!iwe_qp_trylock(q))
 		return;
 	qp_kicked(q);		/* watches for input again */
-	qp_release(q, 0);
+	iwe_qp_release(q, 0);
 }
 
 /* A consumer polled a CQ of this QP empty: drive the QP from its thread. */
 static void poll_hook(struct iwe_qp_priv *q)
 {
 	atomic_store(&q->poll_until, now_ns() + QP_POLL_LEASE_NS);
-	if (!q->prog || !qp_trylock(q))
+	if (!q->prog || !iwe_qp_trylock(q))
 		return;
 	atomic_store(&q->kick, 0);
 	if (q->watch.fd >= 0) {
 		run_io(q);
 		q->tx_last_ns = now_ns();
 	}
-	qp_release(q, 1);
+	iwe_qp_release(q, 1);
 }
 
 /* A consumer armed a CQ of this QP and may sleep: a burst of posts goes
@@ -337,12 +280,12 @@ static void arm_hook(struct iwe_qp_priv *q)
 			 !atomic_load(&q->tx_deferred)))
 		return;
 	atomic_store(&q->poll_until, 0);
-	qp_lock(q);
+	iwe_qp_lock(q);
 	if (atomic_load(&q->tx_deferred))
 		run_tx(q);
 	atomic_store(&q->lease_off, 0);
 	update_watch(q);
-	qp_release(q, 1);
+	iwe_qp_release(q, 1);
 }
 
 /* Progress thread: the safety net of a burst of posts. */
@@ -362,10 +305,10 @@ static void defer_timer_cb(struct iwe_prog_timer *t)
 	if (!atomic_load(&q->tx_deferred))
 		return;
 	atomic_store(&q->kick, 1);
-	if (!qp_trylock(q))
+	if (!iwe_qp_trylock(q))
 		return;		/* the holder runs the kick */
 	qp_kicked(q);
-	qp_release(q, 0);
+	iwe_qp_release(q, 0);
 }
 
 static void send_poll_hook(struct iwe_cq_hook *h)
@@ -476,6 +419,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->pub.qp_num = atomic_fetch_add(&qp_num_next, 1);
 	q->sq_sig_all = !!attr->sq_sig_all;
 	q->fd = -1;
+	q->on_kick = qp_kicked;
 	q->watch.fd = -1;
 	q->watch.cb = watch_cb;
 	q->lease_timer.cb = lease_cb;
@@ -502,7 +446,7 @@ static void unwatch(void *arg)
 {
 	struct iwe_qp_priv *q = arg;
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	iwe_prog_watch_del(q->prog, &q->watch);
 	iwe_prog_timer_cancel(q->prog, &q->lease_timer);
 	iwe_prog_unpost(q->prog, &q->defer_task);
@@ -533,7 +477,7 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 		iwe_prog_call(q->prog, unwatch, q);
 	/* Nobody else can reach the QP now; the lock keeps the checks of
 	 * the lower floors true. */
-	qp_lock(q);
+	iwe_qp_lock(q);
 	iwe_wq_drop_sq(q);
 	transport_detach(q);
 	q->owner = (pthread_t)0;
@@ -602,7 +546,7 @@ int iwe_modify_qp(struct iwe_qp *qp, enum iwe_qp_state state)
 	if (!qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
-	qp_lock(q);
+	iwe_qp_lock(q);
 	if (!transition_ok(q->state, (int)state))
 		err = EINVAL;
 	else if (state == IWE_QPS_ERROR)
@@ -624,7 +568,7 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp)
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 	int s;
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	s = q->state;
 	iwe_qp_unlock(q);
 	return (enum iwe_qp_state)s;
@@ -648,11 +592,6 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q)
 		update_watch(q);
 	}
 	q->tx_last_ns = now_ns();
-}
-
-void iwe_qp_lock_for_post(struct iwe_qp_priv *q)
-{
-	qp_lock(q);
 }
 
 /* ------------------------------------------------------------ stream */
@@ -755,7 +694,7 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 	    (o && (o->rtr & ~7u)))
 		return EINVAL;
 	q = iwe_qp_priv(qp);
-	qp_lock(q);
+	iwe_qp_lock(q);
 	err = attach_locked(q, fd, p, o, llp, start);
 	iwe_qp_unlock(q);
 	return err;
@@ -772,7 +711,7 @@ void iwe_qp_release_hold(struct iwe_qp *qp)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	if (q->rx_hold != IWE_RX_OPEN) {
 		q->rx_hold = IWE_RX_OPEN;
 		run_io(q);
@@ -792,7 +731,7 @@ void iwe_qp_want_drain(struct iwe_qp *qp)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	q->want_drain = 1;
 	if (!iwe_tx_busy(q))
 		qp_notify(q);
@@ -803,7 +742,7 @@ void iwe_qp_io_status(struct iwe_qp *qp, struct iwe_qp_io_status *st)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	st->state = q->state;
 	st->stream_err = q->stream_err;
 	st->first_rx = q->first_rx;
@@ -840,7 +779,7 @@ int iwe_qp_progress_tx(struct iwe_qp *qp)
 	if (!qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
-	qp_lock(q);
+	iwe_qp_lock(q);
 	err = run_tx(q);
 	update_watch(q);
 	iwe_qp_unlock(q);
@@ -855,7 +794,7 @@ int iwe_qp_progress_rx(struct iwe_qp *qp)
 	if (!qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
-	qp_lock(q);
+	iwe_qp_lock(q);
 	err = q->fd >= 0 ? run_io(q) : 0;
 	iwe_qp_unlock(q);
 	return err;
@@ -866,7 +805,7 @@ void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	if (sent)
 		*sent = q->term_sent;
 	if (rcvd)
@@ -878,7 +817,7 @@ void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	*st = q->stats;
 	iwe_qp_unlock(q);
 }
@@ -888,7 +827,7 @@ uint32_t iwe_qp_srq_held(struct iwe_qp *qp)
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 	uint32_t n;
 
-	qp_lock(q);
+	iwe_qp_lock(q);
 	n = (uint32_t)q->srq_cur_valid;
 	iwe_qp_unlock(q);
 	return n;

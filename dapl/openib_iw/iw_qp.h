@@ -47,13 +47,6 @@
 
 struct iwe_llp_ops;
 
-/* An SGE resolved against the STag table when it was posted. */
-struct iwe_sge_res {
-	char *addr;
-	uint32_t length;
-	uint32_t lkey;
-};
-
 struct iwe_swqe {
 	uint64_t wr_id;
 	uint64_t remote_addr;
@@ -294,6 +287,7 @@ struct iwe_qp_priv {
 	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
 					 * (only with the lease timer armed) */
 	atomic_int kick;		/* progress asked for while locked */
+	void (*on_kick)(struct iwe_qp_priv *q);	/* runs it (iw_qp.c) */
 	/* Posts of a burst not sent yet (iwe_qp_post_kick). */
 	atomic_int tx_deferred;
 	uint64_t tx_last_ns;		/* the last post's time */
@@ -362,16 +356,27 @@ struct iwe_qp_io_status {
 };
 void iwe_qp_io_status(struct iwe_qp *qp, struct iwe_qp_io_status *st);
 
+/* ---- iw_qp_lock.c: the QP lock and its kick */
+
+void iwe_qp_lock(struct iwe_qp_priv *q);
+int iwe_qp_trylock(struct iwe_qp_priv *q);	/* 1: locked */
+/* Unlock; run the progress a kick asked for meanwhile (q->on_kick);
+ * deliver the asynchronous events, or with keep_events leave them
+ * pending and tell the connection manager (the caller may hold locks a
+ * handler needs). */
+void iwe_qp_release(struct iwe_qp_priv *q, int keep_events);
+void iwe_qp_unlock(struct iwe_qp_priv *q);	/* iwe_qp_release(q, 0) */
+void iwe_qp_lock_for_post(struct iwe_qp_priv *q);
+/* Have the QP's progress run now, or by the holder of its lock. */
+void iwe_qp_kick(struct iwe_qp_priv *q);
+
 /* ---- iw_qp.c, for iw_post.c */
 
-void iwe_qp_lock_for_post(struct iwe_qp_priv *q);
 /* Transmit what was just posted, inline, unless the socket is full. */
 void iwe_qp_post_kick(struct iwe_qp_priv *q);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
-/* Unlock; run progress a kick asked for; deliver asynchronous events. */
-void iwe_qp_unlock(struct iwe_qp_priv *q);
 
 /* ---- iw_wq.c (all with q->lock held) */
 
@@ -402,16 +407,6 @@ int iwe_wq_fail_matching(struct iwe_qp_priv *q, const struct iwe_term *t,
 			 enum ibv_wc_status status, uint32_t end);
 /* Our oldest Read got a response that does not fit it: BAD_RESP_ERR. */
 void iwe_wq_fail_oldest_read(struct iwe_qp_priv *q);
-
-/* How an SGE list is resolved against the STag table. */
-enum iwe_sge_use {
-	IWE_SGE_SOURCE = 0,		/* read locally: any MR of the PD */
-	IWE_SGE_SINK,			/* written locally: MR, local write */
-	IWE_SGE_READ_SINK,		/* RDMA Read sink: iwe_read_sink_check */
-};
-int iwe_sgl_resolve(const struct iwe_pd *pd, const struct ibv_sge *sg,
-		    int n, enum iwe_sge_use use, struct iwe_sge_res *out,
-		    uint64_t *total);
 
 /* ---- iw_srq.c (QP lock held where a QP is involved) */
 
