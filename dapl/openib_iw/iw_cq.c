@@ -203,19 +203,19 @@ static int cq_reserve(struct iwe_device *dev)
 {
 	int ok;
 
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	ok = dev->ncq < IWE_MAX_CQ;
 	if (ok)
 		dev->ncq++;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return ok;
 }
 
 static void cq_unreserve(struct iwe_device *dev)
 {
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	dev->ncq--;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 }
 
 static void channel_attach(struct iwe_comp_channel *ch)

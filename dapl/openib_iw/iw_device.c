@@ -241,7 +241,7 @@ struct iwe_device *iwe_device_open(const char *where,
 	dev->attr.transport = transport;
 	fill_limits(&dev->attr);
 	dev->stags.reuse_delay = IWE_STAG_REUSE_DELAY;
-	pthread_mutex_init(&dev->lock, NULL);
+	iwe_lock_init(&dev->lock);
 	return dev;
 }
 
@@ -257,7 +257,7 @@ void iwe_device_close(struct iwe_device *dev)
 		iwe_cm_dev_fini(dev);
 		iwe_prog_stop(dev->prog);
 	}
-	pthread_mutex_destroy(&dev->lock);
+	pthread_mutex_destroy(&dev->lock.m);
 	free(dev->stags.ent);
 	free(dev);
 }

@@ -112,9 +112,9 @@ static void stag_free(struct iwe_stag_table *t, uint32_t idx)
 
 void iwe_stag_set_reuse_delay(struct iwe_device *dev, uint32_t delay)
 {
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	dev->stags.reuse_delay = delay;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 }
 
 /* --------------------------------------------------------------- PDs */
@@ -133,15 +133,15 @@ struct iwe_pd *iwe_alloc_pd(struct iwe_device *dev)
 		return NULL;
 	}
 	pd->dev = dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (dev->npd >= IWE_MAX_PD) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		free(pd);
 		errno = ENOMEM;
 		return NULL;
 	}
 	dev->npd++;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return pd;
 }
 
@@ -152,30 +152,30 @@ int iwe_dealloc_pd(struct iwe_pd *pd)
 	if (!pd)
 		return EINVAL;
 	dev = pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (pd->users) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return EBUSY;
 	}
 	dev->npd--;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	free(pd);
 	return 0;
 }
 
 void iwe_pd_get(struct iwe_pd *pd)
 {
-	pthread_mutex_lock(&pd->dev->lock);
+	iwe_lock(&pd->dev->lock);
 	pd->users++;
-	pthread_mutex_unlock(&pd->dev->lock);
+	iwe_unlock(&pd->dev->lock);
 }
 
 void iwe_pd_put(struct iwe_pd *pd)
 {
-	pthread_mutex_lock(&pd->dev->lock);
+	iwe_lock(&pd->dev->lock);
 	if (pd->users)
 		pd->users--;
-	pthread_mutex_unlock(&pd->dev->lock);
+	iwe_unlock(&pd->dev->lock);
 }
 
 /* --------------------------------------------------------------- MRs */
@@ -224,7 +224,7 @@ struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
 	m->pub = (struct iwe_mr){ .pd = pd, .addr = addr, .length = length,
 				  .access = access };
 	dev = pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (dev->stags.nmr < IWE_MAX_MR)
 		idx = stag_alloc(&dev->stags, IWE_STAG_MR, m);
 	if (idx) {
@@ -235,7 +235,7 @@ struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
 		dev->stags.nmr++;
 		pd->users++;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	if (!idx) {
 		free(m);
 		errno = ENOMEM;
@@ -253,15 +253,15 @@ int iwe_dereg_mr(struct iwe_mr *mr)
 		return EINVAL;
 	m = IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub);
 	dev = mr->pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (m->binds) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return EBUSY;
 	}
 	stag_free(&dev->stags, m->index);
 	dev->stags.nmr--;
 	mr->pd->users--;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	free(m);
 	return 0;
 }
@@ -303,16 +303,16 @@ enum iwe_access_error iwe_mr_check(struct iwe_device *dev,
 
 	if (!dev || idx == 0)
 		return IWE_ACCESS_BAD_STAG;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (idx >= dev->stags.next_fresh) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return IWE_ACCESS_BAD_STAG;
 	}
 	e = &dev->stags.ent[idx];
 	r = check_entry(e, pd, IWE_STAG_KEY(stag), va, len, access);
 	if (r == IWE_ACCESS_OK && ptr)
 		*ptr = e->host + (va - e->base);
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return r;
 }
 
@@ -335,7 +335,7 @@ struct iwe_mw *iwe_alloc_mw(struct iwe_pd *pd)
 	}
 	w->pub.pd = pd;
 	dev = pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (dev->stags.nmw < IWE_MAX_MW)
 		idx = stag_alloc(&dev->stags, IWE_STAG_MW, w);
 	if (idx) {
@@ -344,7 +344,7 @@ struct iwe_mw *iwe_alloc_mw(struct iwe_pd *pd)
 		dev->stags.nmw++;
 		pd->users++;
 	}
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	if (!idx) {
 		free(w);
 		errno = ENOMEM;
@@ -356,6 +356,7 @@ struct iwe_mw *iwe_alloc_mw(struct iwe_pd *pd)
 /* dev->lock held. */
 static void mw_unbind_locked(struct iwe_device *dev, struct iwe_mw_priv *w)
 {
+	IWE_ASSERT_LOCKED(&dev->lock);
 	struct iwe_stag_entry *e = &dev->stags.ent[w->index];
 
 	e->valid = 0;
@@ -375,9 +376,9 @@ int iwe_dealloc_mw(struct iwe_mw *mw)
 		return EINVAL;
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	dev = mw->pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (w->pending) {		/* a send queue will still bind it */
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return EBUSY;
 	}
 	if (w->mr)
@@ -385,7 +386,7 @@ int iwe_dealloc_mw(struct iwe_mw *mw)
 	stag_free(&dev->stags, w->index);
 	dev->stags.nmw--;
 	mw->pd->users--;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	free(w);
 	return 0;
 }
@@ -421,6 +422,7 @@ static void mw_bind_locked(struct iwe_device *dev, struct iwe_mw_priv *w,
 			   struct iwe_mr_priv *m, uint64_t addr, uint64_t len,
 			   int access, uint32_t rkey)
 {
+	IWE_ASSERT_LOCKED(&dev->lock);
 	struct iwe_stag_entry *e = &dev->stags.ent[w->index];
 	const struct iwe_mr *mr = &m->pub;
 
@@ -455,14 +457,14 @@ int iwe_mw_bind(struct iwe_mw *mw, struct iwe_mr *mr, uint64_t addr,
 		return EINVAL;
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	dev = mw->pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (!mw_bind_allowed(mw, mr, addr, len, access)) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return EINVAL;
 	}
 	mw_bind_locked(dev, w, IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub),
 		       addr, len, access, mw_next_rkey(dev, w));
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return 0;
 }
 
@@ -476,12 +478,12 @@ int iwe_mw_unbind(struct iwe_mw *mw)
 		return EINVAL;
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	dev = mw->pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (w->mr)
 		mw_unbind_locked(dev, w);
 	else
 		err = EINVAL;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return err;
 }
 
@@ -500,9 +502,9 @@ int iwe_mw_bind_reserve(const struct iwe_pd *pd, struct iwe_mw *mw,
 		return EINVAL;
 	w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	dev = mw->pd->dev;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (len && !mw_bind_allowed(mw, mr, addr, len, access)) {
-		pthread_mutex_unlock(&dev->lock);
+		iwe_unlock(&dev->lock);
 		return EINVAL;
 	}
 	w->pending++;
@@ -512,13 +514,14 @@ int iwe_mw_bind_reserve(const struct iwe_pd *pd, struct iwe_mw *mw,
 		IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub)->binds++;
 		*rkey = mw_next_rkey(dev, w);
 	}
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return 0;
 }
 
 /* dev->lock held.  Drop what iwe_mw_bind_reserve pinned. */
 static void bind_unpin_locked(struct iwe_mw_priv *w, struct iwe_mr *mr)
 {
+	IWE_ASSERT_LOCKED(&w->pub.pd->dev->lock);
 	if (mr)
 		IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub)->binds--;
 	w->pending--;
@@ -531,7 +534,7 @@ void iwe_mw_bind_execute(struct iwe_mw *mw, struct iwe_mr *mr,
 	struct iwe_mw_priv *w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	struct iwe_device *dev = mw->pd->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (len)
 		mw_bind_locked(dev, w,
 			       IWE_CONTAINER_OF(mr, struct iwe_mr_priv, pub),
@@ -539,7 +542,7 @@ void iwe_mw_bind_execute(struct iwe_mw *mw, struct iwe_mr *mr,
 	else if (w->mr)
 		mw_unbind_locked(dev, w);
 	bind_unpin_locked(w, len ? mr : NULL);
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 }
 
 void iwe_mw_bind_cancel(struct iwe_mw *mw, struct iwe_mr *mr)
@@ -547,11 +550,11 @@ void iwe_mw_bind_cancel(struct iwe_mw *mw, struct iwe_mr *mr)
 	struct iwe_mw_priv *w = IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub);
 	struct iwe_device *dev = mw->pd->dev;
 
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (w->mr)
 		mw_unbind_locked(dev, w);
 	bind_unpin_locked(w, mr);
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 }
 
 /* ------------------------------------------ invalidation, read sinks */
@@ -564,7 +567,7 @@ enum iwe_access_error iwe_stag_invalidate(struct iwe_device *dev,
 	struct iwe_stag_entry *e;
 	enum iwe_access_error r = IWE_ACCESS_BAD_STAG;
 
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (idx == 0 || idx >= dev->stags.next_fresh)
 		goto out;
 	e = &dev->stags.ent[idx];
@@ -579,7 +582,7 @@ enum iwe_access_error iwe_stag_invalidate(struct iwe_device *dev,
 	mw_unbind_locked(dev, e->obj);
 	r = IWE_ACCESS_OK;
 out:
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	return r;
 }
 
@@ -593,11 +596,11 @@ enum iwe_access_error iwe_read_sink_check(struct iwe_device *dev,
 
 	if (!dev || idx == 0)
 		return IWE_ACCESS_BAD_STAG;
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (idx < dev->stags.next_fresh &&
 	    dev->stags.ent[idx].kind == IWE_STAG_MW)
 		access = IBV_ACCESS_REMOTE_WRITE;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	/* The kind of an index never changes while it is allocated; a
 	 * freed and reused index fails the key check below. */
 	return iwe_mr_check(dev, pd, stag, va, len, access, ptr);

@@ -13,6 +13,7 @@
 #ifndef IW_PRIV_H
 #define IW_PRIV_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,38 @@
 
 #define IWE_CONTAINER_OF(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+/* A mutex that knows its holder, so functions named *_locked can assert
+ * what they promise (IWE_ASSERT_LOCKED; off with NDEBUG). */
+struct iwe_lock {
+	pthread_mutex_t m;
+	pthread_t owner;
+};
+
+static inline void iwe_lock_init(struct iwe_lock *l)
+{
+	pthread_mutex_init(&l->m, NULL);
+	l->owner = (pthread_t)0;
+}
+
+static inline void iwe_lock(struct iwe_lock *l)
+{
+	pthread_mutex_lock(&l->m);
+	l->owner = pthread_self();
+}
+
+static inline void iwe_unlock(struct iwe_lock *l)
+{
+	l->owner = (pthread_t)0;
+	pthread_mutex_unlock(&l->m);
+}
+
+#ifdef NDEBUG
+#define IWE_ASSERT_LOCKED(l) ((void)(l))
+#else
+#define IWE_ASSERT_LOCKED(l) \
+	assert(pthread_equal((l)->owner, pthread_self()))
+#endif
 
 /* ------------------------------------------------------------ STags */
 
@@ -74,7 +107,7 @@ struct iwe_trp_test {
 };
 
 struct iwe_device {
-	pthread_mutex_t lock;		/* counters and the STag table */
+	struct iwe_lock lock;		/* counters and the STag table */
 	struct iwe_device_attr attr;	/* immutable after open */
 	int is_loopback;		/* interface has IFF_LOOPBACK */
 	struct iwe_stag_table stags;

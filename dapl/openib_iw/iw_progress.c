@@ -426,11 +426,11 @@ struct iwe_prog *iwe_prog_get(struct iwe_device *dev)
 {
 	struct iwe_prog *p;
 
-	pthread_mutex_lock(&dev->lock);
+	iwe_lock(&dev->lock);
 	if (!dev->prog)
 		dev->prog = prog_create();
 	p = dev->prog;
-	pthread_mutex_unlock(&dev->lock);
+	iwe_unlock(&dev->lock);
 	if (!p)
 		errno = ENOMEM;
 	return p;

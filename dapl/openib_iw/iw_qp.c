@@ -428,7 +428,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
 	q->recv_hook = (struct iwe_cq_hook){ recv_poll_hook, recv_arm_hook };
 	q->state = IWE_QPS_RESET;
-	pthread_mutex_init(&q->lock, NULL);
+	iwe_lock_init(&q->lock);
 	iwe_tx_init(q);
 	iwe_rx_init(q);
 	iwe_pd_get(pd);
@@ -480,14 +480,13 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 	iwe_qp_lock(q);
 	iwe_wq_drop_sq(q);
 	transport_detach(q);
-	q->owner = (pthread_t)0;
-	pthread_mutex_unlock(&q->lock);
+	iwe_unlock(&q->lock);
 	if (q->srq)
 		iwe_srq_detach(q->srq);
 	iwe_cq_put(qp->send_cq);
 	iwe_cq_put(qp->recv_cq);
 	iwe_pd_put(qp->pd);
-	pthread_mutex_destroy(&q->lock);
+	pthread_mutex_destroy(&q->lock.m);
 	qp_free(q);
 	return 0;
 }
@@ -652,6 +651,7 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_qp_cm_opts *o,
 			 const struct iwe_llp_ops *llp, const void *start)
 {
+	IWE_QP_ASSERT_LOCKED(q);
 	int err;
 
 	if ((q->state != IWE_QPS_INIT && q->state != IWE_QPS_RTR) ||

@@ -37,13 +37,8 @@
 #include "iw_progress.h"
 #include "iw_wire.h"
 
-/* Debug assertion that the QP lock is held by this thread. */
-#ifdef NDEBUG
-#define IWE_QP_ASSERT_LOCKED(q) ((void)(q))
-#else
-#define IWE_QP_ASSERT_LOCKED(q) \
-	assert(pthread_equal((q)->owner, pthread_self()))
-#endif
+/* The QP lock is held by this thread (debug builds). */
+#define IWE_QP_ASSERT_LOCKED(q) IWE_ASSERT_LOCKED(&(q)->lock)
 
 struct iwe_llp_ops;
 
@@ -197,7 +192,7 @@ struct iwe_rx {
  * before the CQ and device locks. */
 struct iwe_srq_priv {
 	struct iwe_srq pub;
-	pthread_mutex_t lock;
+	struct iwe_lock lock;
 	struct iwe_rwqe *ring;		/* max_wr slots */
 	struct iwe_sge_res *sge;	/* max_sge per slot */
 	uint32_t max_wr, max_sge;
@@ -228,8 +223,7 @@ enum iwe_rx_hold {
 
 struct iwe_qp_priv {
 	struct iwe_qp pub;
-	pthread_mutex_t lock;
-	pthread_t owner;		/* holder of lock (debug checks) */
+	struct iwe_lock lock;
 	/* SRQ: the receive taken for the Send being placed, copied out of
 	 * the SRQ (which may be resized meanwhile). */
 	struct iwe_srq_priv *srq;

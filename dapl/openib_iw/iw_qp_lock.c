@@ -9,15 +9,14 @@
 
 void iwe_qp_lock(struct iwe_qp_priv *q)
 {
-	pthread_mutex_lock(&q->lock);
-	q->owner = pthread_self();
+	iwe_lock(&q->lock);
 }
 
 int iwe_qp_trylock(struct iwe_qp_priv *q)
 {
-	if (pthread_mutex_trylock(&q->lock))
+	if (pthread_mutex_trylock(&q->lock.m))
 		return 0;
-	q->owner = pthread_self();
+	q->lock.owner = pthread_self();
 	return 1;
 }
 
@@ -44,8 +43,7 @@ void iwe_qp_release(struct iwe_qp_priv *q, int keep_events)
 			q->ev_pending = 0;
 		else if (q->ev_pending && q->notify)
 			q->notify(q->notify_arg);
-		q->owner = (pthread_t)0;
-		pthread_mutex_unlock(&q->lock);
+		iwe_unlock(&q->lock);
 		if (ev)
 			deliver_events(q, ev);
 		if (!atomic_load(&q->kick) || !iwe_qp_trylock(q))

@@ -71,7 +71,7 @@ struct iwe_srq *iwe_create_srq(struct iwe_pd *pd,
 	s->max_sge = attr->attr.max_sge;
 	s->limit = attr->attr.srq_limit;
 	s->handler = attr->event_handler;
-	pthread_mutex_init(&s->lock, NULL);
+	iwe_lock_init(&s->lock);
 	iwe_pd_get(pd);
 	return &s->pub;
 }
@@ -83,15 +83,15 @@ int iwe_destroy_srq(struct iwe_srq *srq)
 	if (!srq)
 		return EINVAL;
 	s = iwe_srq_priv(srq);
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	if (s->users) {
-		pthread_mutex_unlock(&s->lock);
+		iwe_unlock(&s->lock);
 		return EBUSY;
 	}
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	/* The WRs still posted are discarded without completions. */
 	iwe_pd_put(srq->pd);
-	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->lock.m);
 	free(s->ring);
 	free(s->sge);
 	free(s);
@@ -101,6 +101,7 @@ int iwe_destroy_srq(struct iwe_srq *srq)
 /* s->lock held.  New ring of n slots holding the posted WRs in order. */
 static int srq_resize_locked(struct iwe_srq_priv *s, uint32_t n)
 {
+	IWE_ASSERT_LOCKED(&s->lock);
 	struct iwe_rwqe *ring;
 	struct iwe_sge_res *sge;
 	uint32_t i, count = s->tail - s->head;
@@ -130,7 +131,7 @@ int iwe_modify_srq(struct iwe_srq *srq, const struct iwe_srq_attr *attr,
 	    (attr_mask & ~(IWE_SRQ_MAX_WR | IWE_SRQ_LIMIT)))
 		return EINVAL;
 	s = iwe_srq_priv(srq);
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	max_wr = (attr_mask & IWE_SRQ_MAX_WR) ? attr->max_wr : s->max_wr;
 	if (max_wr < 1 || max_wr > IWE_MAX_SRQ_WR ||
 	    ((attr_mask & IWE_SRQ_LIMIT) && attr->srq_limit > max_wr))
@@ -139,7 +140,7 @@ int iwe_modify_srq(struct iwe_srq *srq, const struct iwe_srq_attr *attr,
 		err = srq_resize_locked(s, max_wr);
 	if (!err && (attr_mask & IWE_SRQ_LIMIT))
 		s->limit = attr->srq_limit;
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	return err;
 }
 
@@ -150,11 +151,11 @@ int iwe_query_srq(struct iwe_srq *srq, struct iwe_srq_attr *attr)
 	if (!srq || !attr)
 		return EINVAL;
 	s = iwe_srq_priv(srq);
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	attr->max_wr = s->max_wr;
 	attr->max_sge = s->max_sge;
 	attr->srq_limit = s->limit;
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	return 0;
 }
 
@@ -163,9 +164,9 @@ uint32_t iwe_srq_count(struct iwe_srq *srq)
 	struct iwe_srq_priv *s = iwe_srq_priv(srq);
 	uint32_t n;
 
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	n = s->tail - s->head;
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	return n;
 }
 
@@ -198,7 +199,7 @@ int iwe_post_srq_recv(struct iwe_srq *srq, struct ibv_recv_wr *wr,
 	if (!srq || !bad_wr)
 		return EINVAL;
 	s = iwe_srq_priv(srq);
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	for (; wr; wr = wr->next) {
 		err = post_one(s, wr);
 		if (err) {
@@ -206,7 +207,7 @@ int iwe_post_srq_recv(struct iwe_srq *srq, struct ibv_recv_wr *wr,
 			break;
 		}
 	}
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	return err;
 }
 
@@ -218,7 +219,7 @@ int iwe_srq_take(struct iwe_srq_priv *s, struct iwe_rwqe *out,
 	int err = 0;
 
 	*limit_hit = 0;
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	if (s->head == s->tail) {
 		err = ENOENT;
 	} else {
@@ -230,23 +231,23 @@ int iwe_srq_take(struct iwe_srq_priv *s, struct iwe_rwqe *out,
 			*limit_hit = 1;
 		}
 	}
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 	return err;
 }
 
 void iwe_srq_attach(struct iwe_srq_priv *s)
 {
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	s->users++;
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 }
 
 void iwe_srq_detach(struct iwe_srq_priv *s)
 {
-	pthread_mutex_lock(&s->lock);
+	iwe_lock(&s->lock);
 	if (s->users)
 		s->users--;
-	pthread_mutex_unlock(&s->lock);
+	iwe_unlock(&s->lock);
 }
 
 void iwe_srq_report_limit(struct iwe_srq_priv *s)

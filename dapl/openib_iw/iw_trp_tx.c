@@ -481,10 +481,8 @@ static void timer_cb(struct iwe_prog_timer *tm)
 	q = t->q;
 	if (q) {
 		atomic_store(&q->kick, 1);
-		if (pthread_mutex_trylock(&q->lock) == 0) {
-			q->owner = pthread_self();
+		if (iwe_qp_trylock(q))
 			iwe_qp_unlock(q);	/* runs the kick */
-		}
 	}
 	pthread_mutex_unlock(&t->mx);
 }
