@@ -95,6 +95,7 @@ struct trp {
 	uint64_t srtt_us, rttvar_us, rto_us;
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
+	uint64_t rack_ns;		/* newest send time the peer has */
 	uint32_t recover;		/* after a timeout: snd_sent then */
 	uint64_t recover_ns;		/* the timeout's time, 0: none */
 	/* Receive: PSNs [rcv_dlv, rcv_nxt) arrived in order and wait for

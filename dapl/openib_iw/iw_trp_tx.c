@@ -303,11 +303,23 @@ static void partial_ack(struct trp *t)
 		queue_retx(t, t->snd_una);
 }
 
-/* The oldest packet is acknowledged: free its slot. */
+/* The newest send time of a packet the peer has (RACK, RFC 8985). */
+static void rack_update(struct trp *t, const struct trp_txp *p)
+{
+	if (p->sent_ns > t->rack_ns)
+		t->rack_ns = p->sent_ns;
+}
+
+/* The oldest packet is acknowledged: free its slot.  *clean stays 1
+ * while no packet of the range was sent twice. */
 static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
-			  uint64_t *sample_sent)
+			  uint64_t *sample_sent, int *clean)
 {
 	struct trp_txp *p = slot(t, t->snd_una);
+
+	rack_update(t, p);
+	if (p->retx)
+		*clean = 0;
 
 	if (p->token)
 		t->done++;
@@ -330,6 +342,7 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		uint32_t credits)
 {
 	uint64_t sent = 0, now;
+	int clean = 1;
 
 	if (iw_psn_ge(ack, t->snd_nxt))
 		return;		/* acknowledges what we never sent */
@@ -342,10 +355,12 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 	if (iw_psn_ge(ack, t->snd_sent))
 		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
 	while (iw_psn_le(t->snd_una, ack))
-		retire_oldest(t, q, &sent);
+		retire_oldest(t, q, &sent, &clean);
 	partial_ack(t);
 	now = trp_now_ns();
-	if (sent && now > sent)
+	/* Karn: no sample from a range that needed a retransmission (its
+	 * newest packet waited for the hole to close). */
+	if (clean && sent && now > sent)
 		rtt_sample(t, (now - sent) / 1000u);
 	t->deadline_ns = t->snd_una == t->snd_sent ? 0 :
 			 now + (uint64_t)t->rto_us * 1000u;
@@ -358,25 +373,36 @@ static void sack_range(struct trp *t, uint32_t first, uint32_t last)
 
 	if (iw_psn_gt(first, last) || n > t->tx_cap)
 		return;
-	for (uint32_t psn = first; n--; psn++)
-		if (in_flight(t, psn))
-			slot(t, psn)->sacked = 1;
+	for (uint32_t psn = first; n--; psn++) {
+		if (!in_flight(t, psn) || slot(t, psn)->sacked)
+			continue;
+		slot(t, psn)->sacked = 1;
+		rack_update(t, slot(t, psn));
+	}
 }
 
-/* Holes below the highest sacked packet, TRP_FAST_RETX_GAP or more
- * below it, go again now (once per timeout). */
+/* Lost packets go again now:
+ *  - a hole TRP_FAST_RETX_GAP or more below the highest sacked packet
+ *    (once per timeout);
+ *  - a packet sent (or sent again) a reordering window before one the
+ *    peer has (RACK, RFC 8985): so a lost retransmission is found without
+ *    waiting for the timeout. */
 static void fast_retransmit(struct trp *t)
 {
+	uint64_t reo = t->srtt_us * 1000u / 4;
 	uint32_t top = t->snd_una, psn;
 
+	if (reo < 1000000u)
+		reo = 1000000u;
 	for (psn = t->snd_una; psn != t->snd_sent; psn++)
 		if (slot(t, psn)->sacked)
 			top = psn;
 	for (psn = t->snd_una; iw_psn_lt(psn, top); psn++) {
 		struct trp_txp *p = slot(t, psn);
+		int gap = !p->fast && top - psn >= TRP_FAST_RETX_GAP;
+		int rack = p->sent_ns && p->sent_ns + reo < t->rack_ns;
 
-		if (p->sacked || p->fast || p->want_retx ||
-		    top - psn < TRP_FAST_RETX_GAP)
+		if (p->sacked || p->want_retx || (!gap && !rack))
 			continue;
 		p->fast = 1;
 		queue_retx(t, psn);
