@@ -11,17 +11,13 @@ if [ -n "$IW_SKIP_DEBIAN_TOOLS" ] || [ -n "$IW_SKIP_SOAK" ]; then
 	echo "1..0 # SKIP the soak already ran against this build's twin"
 	exit 0
 fi
-if [ -n "$1" ]; then
-	builddir=$1
-elif [ -n "$DAT_OVERRIDE" ]; then
-	builddir=$(dirname "$DAT_OVERRIDE")
-else
-	builddir=$(pwd)
-fi
-out=$builddir/test/soak_short.d
-rm -rf "$out"
+ia=iw-lo
+# shellcheck source=test/tool_lib.sh
+. "$here/tool_lib.sh"
+tool_setup "$1" soak_short
+rm -rf "$logdir"
 # Short dapltest runs, so a minute holds many of them (and the warm-up).
 SOAK_DT_ITER=${SOAK_DT_ITER:-500}
 export SOAK_DT_ITER
 exec sh "$here/../bench/soak.sh" --cycles "${IW_SOAK_CYCLES:-1000}" \
-	--minutes "${IW_SOAK_MINUTES:-1}" --interval 1 --out "$out" "$builddir"
+	--minutes "${IW_SOAK_MINUTES:-1}" --interval 1 --out "$logdir" "$builddir"

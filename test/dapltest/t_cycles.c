@@ -128,13 +128,10 @@ static const struct peer_role roles[] = {
 
 static int connect_to(struct side *c, DAT_CONN_QUAL q, struct srv_pd *pd)
 {
-	struct sockaddr_in a = peer_loopback();
 	const DAT_CONNECTION_EVENT_DATA *d;
 	DAT_EVENT ev;
 
-	if (dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&a, q, WAIT_US, 0, NULL,
-			   DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS ||
+	if (connect_lo(c->ep, q) != DAT_SUCCESS ||
 	    !wait_event(c->conn, DAT_CONNECTION_EVENT_ESTABLISHED, &ev))
 		return 0;
 	d = &ev.event_data.connect_event_data;

@@ -55,11 +55,6 @@ struct bound {
 
 /* =========================================================== the peer */
 
-static DAT_CONN_QUAL arg_qual(const char *s)
-{
-	return (DAT_CONN_QUAL)strtoull(s, NULL, 0);
-}
-
 /* Sends NWR messages of MSG bytes, SEND_WINDOW at a time, then parks. */
 static int role_sender(int argc, char **argv)
 {
@@ -125,15 +120,11 @@ static int role_listener(int argc, char **argv)
 {
 	struct side s;
 	DAT_PSP_HANDLE p;
-	DAT_CONN_QUAL q = 0;
 
 	(void)argc;
 	(void)argv;
-	side_open(&s);
-	if (dat_psp_create_any(s.ia, &q, s.cr, DAT_PSP_CONSUMER_FLAG, &p) !=
-	    DAT_SUCCESS)
+	if (!peer_listen(&s, &p))
 		return 3;
-	peer_tell(PM_READY, 0, q, 0, 0);
 	if (side_wait(s.cr, TSIDE_WAIT_US).event_number !=
 	    DAT_CONNECTION_REQUEST_EVENT)
 		return 4;
@@ -145,15 +136,12 @@ static int role_listener(int argc, char **argv)
 static int role_connector(int argc, char **argv)
 {
 	struct side s;
-	struct sockaddr_in a = peer_loopback();
 
 	if (argc < 1)
 		return 2;
 	side_open(&s);
 	s.ep = side_ep(&s);
-	if (dat_ep_connect(s.ep, (DAT_IA_ADDRESS_PTR)&a, arg_qual(argv[0]),
-			   TSIDE_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
+	if (connect_lo(s.ep, arg_qual(argv[0])) != DAT_SUCCESS)
 		return 3;
 	return peer_park();
 }
@@ -216,11 +204,6 @@ static const struct peer_role roles[] = {
 };
 
 /* ================================================= the surviving side */
-
-static void tap_skip(const char *what, const char *why)
-{
-	printf("ok %d - %s # SKIP %s\n", ++tap_count, what, why);
-}
 
 /* Spawn a peer in a role that connects to our PSP; accept it on S.ep
  * and wait for ESTABLISHED. */
@@ -417,57 +400,63 @@ static int first_ok(struct wr_count *w, DAT_EVD_HANDLE evd)
 
 /* ---------------------------------------------------------- scenarios */
 
-static void sc_peer_sending(struct bound *b)
+/* A transfer cut by the kill: the peer's role, what we post (NWR of
+ * them; before the accept when the peer starts sending at once, else
+ * once it told us its buffer) and where those complete. */
+struct transfer {
+	const char *role, *what;
+	DAT_RETURN (*post)(int i, uint64_t ck);
+	int post_first;
+	int recv_side;		/* completions on S.rcv, else S.req */
+	int seed;		/* the peer's buffer pattern to check, or -1 */
+};
+
+static void sc_transfer(struct bound *b, const struct transfer *t,
+			uint64_t cookie_base)
 {
 	int fds0 = fd_count();
-	struct wr_count rc;
+	DAT_EVD_HANDLE evd = t->recv_side ? S.rcv : S.req;
+	struct wr_count w;
 	struct peer p;
 	int ok;
 
 	S.ep = side_ep_deep(&S, EP_DEPTH);
-	wrc_init(&rc, 1000);
-	ok = post_n(&rc, NWR, post_recv_msg) &&
-	     accept_peer(&p, "sender", NULL, NULL) && first_ok(&rc, S.rcv);
-	CHECK(ok, "%s: connected, the first 1 MiB Send arrived", b->name);
+	wrc_init(&w, cookie_base);
+	ok = (!t->post_first || post_n(&w, NWR, t->post)) &&
+	     accept_peer(&p, t->role, NULL, NULL) &&
+	     (t->post_first ||
+	      (take_rmr(&p) && post_n(&w, NWR, t->post))) &&
+	     first_ok(&w, evd) &&
+	     (t->seed < 0 || side_same(S.buf + SINK_OFF, MSG, (unsigned)t->seed));
+	CHECK(ok, "%s: connected, the first of %d %s of 1 MiB done", b->name,
+	      NWR, t->what);
 	kill_and_check(b, &p, END_CONNECTED);
-	check_wrs(b, "receives", &rc, S.rcv);
+	check_wrs(b, t->what, &w, evd);
 	end_scenario(b, fds0);
+}
+
+static void sc_peer_sending(struct bound *b)
+{
+	static const struct transfer t = { "sender", "receives",
+					   post_recv_msg, 1, 1, -1 };
+
+	sc_transfer(b, &t, 1000);
 }
 
 static void sc_peer_receiving(struct bound *b)
 {
-	int fds0 = fd_count();
-	struct wr_count sc;
-	struct peer p;
-	int ok;
+	static const struct transfer t = { "receiver", "Sends and RDMA Writes",
+					   post_send_or_write, 0, 0, -1 };
 
-	S.ep = side_ep_deep(&S, EP_DEPTH);
-	wrc_init(&sc, 2000);
-	ok = accept_peer(&p, "receiver", NULL, NULL) && take_rmr(&p) &&
-	     post_n(&sc, NWR, post_send_or_write) && first_ok(&sc, S.req);
-	CHECK(ok, "%s: connected, 1 MiB Sends and Writes under way", b->name);
-	kill_and_check(b, &p, END_CONNECTED);
-	check_wrs(b, "Sends and RDMA Writes", &sc, S.req);
-	end_scenario(b, fds0);
+	sc_transfer(b, &t, 2000);
 }
 
 static void sc_read_responder(struct bound *b)
 {
-	int fds0 = fd_count();
-	struct wr_count rd;
-	struct peer p;
-	int ok;
+	static const struct transfer t = { "responder", "RDMA Reads",
+					   post_read, 0, 0, 9 };
 
-	S.ep = side_ep_deep(&S, EP_DEPTH);
-	wrc_init(&rd, 3000);
-	ok = accept_peer(&p, "responder", NULL, NULL) && take_rmr(&p) &&
-	     post_n(&rd, NWR, post_read) && first_ok(&rd, S.req);
-	CHECK(ok && side_same(S.buf + SINK_OFF, MSG, 9),
-	      "%s: connected, the first 1 MiB RDMA Read returned the data",
-	      b->name);
-	kill_and_check(b, &p, END_CONNECTED);
-	check_wrs(b, "RDMA Reads", &rd, S.req);
-	end_scenario(b, fds0);
+	sc_transfer(b, &t, 3000);
 }
 
 /* The peer's request arrived, the peer dies, then we accept. */
@@ -506,7 +495,6 @@ static void sc_request_then_accept(struct bound *b)
 static void sc_request_active(struct bound *b)
 {
 	int fds0 = fd_count();
-	struct sockaddr_in a = peer_loopback();
 	struct peer_msg m;
 	struct peer p;
 	int ok;
@@ -514,9 +502,7 @@ static void sc_request_active(struct bound *b)
 	S.ep = side_ep(&S);
 	ok = peer_spawn(&p, "listener", NULL) &&
 	     peer_expect(&p, PM_READY, &m, STEP_MS) &&
-	     dat_ep_connect(S.ep, (DAT_IA_ADDRESS_PTR)&a, m.v[0],
-			    TSIDE_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
-			    DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS &&
+	     connect_lo(S.ep, m.v[0]) == DAT_SUCCESS &&
 	     peer_expect(&p, PM_REQUEST, NULL, STEP_MS);
 	CHECK(ok, "%s: our request reached the listening peer", b->name);
 	kill_and_check(b, &p, END_CONNECTING);

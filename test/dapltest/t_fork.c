@@ -85,14 +85,11 @@ static int conn_event(struct side *s, DAT_EVENT_NUMBER want, DAT_TIMEOUT us)
 
 static int establish(void)
 {
-	struct sockaddr_in a = peer_loopback();
 	DAT_EVENT ev;
 
 	C.ep = side_ep(&C);
 	S.ep = side_ep(&S);
-	if (dat_ep_connect(C.ep, (DAT_IA_ADDRESS_PTR)&a, qual, TSIDE_WAIT_US,
-			   0, NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
+	if (connect_lo(C.ep, qual) != DAT_SUCCESS)
 		return 0;
 	ev = side_wait(S.cr, TSIDE_WAIT_US);
 	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
@@ -234,13 +231,28 @@ static int exec_done(pid_t pid, const char *prog)
 	return 0;
 }
 
+/* Free the connected client EP: the server EP's connection must end
+ * within END_US all the same. */
+static void free_client_while(const char *while_what)
+{
+	uint64_t t0 = now_us();
+	int ev;
+
+	CHECK_RET(dat_ep_free(C.ep), DAT_SUCCESS, "free the connected client "
+		  "EP while %s", while_what);
+	C.ep = DAT_HANDLE_NULL;
+	ev = side_wait(S.conn, END_US).event_number;
+	CHECK(ev == DAT_CONNECTION_EVENT_DISCONNECTED ||
+	      ev == DAT_CONNECTION_EVENT_BROKEN,
+	      "... the server EP's connection ends within %d ms (event 0x%x "
+	      "after %.1f ms)", END_US / 1000, ev, (now_us() - t0) / 1000.0);
+}
+
 static void test_fork_exec(const struct fd_ent *before, int nbefore)
 {
 	struct fd_ent mine[MAX_FDS], child[MAX_FDS];
 	int nmine = fd_list(0, mine, MAX_FDS), nchild, inherited = 0;
-	uint64_t t0;
 	pid_t pid;
-	int st;
 
 	fflush(stdout);
 	pid = fork();
@@ -264,15 +276,7 @@ static void test_fork_exec(const struct fd_ent *before, int nbefore)
 	      "the exec'd child runs");
 	/* Freeing a connected EP closes its socket: the other side must
 	 * learn of it although a child process exists. */
-	t0 = now_us();
-	CHECK_RET(dat_ep_free(C.ep), DAT_SUCCESS, "free the connected client "
-		  "EP while the child runs");
-	C.ep = DAT_HANDLE_NULL;
-	st = side_wait(S.conn, END_US).event_number;
-	CHECK(st == DAT_CONNECTION_EVENT_DISCONNECTED ||
-	      st == DAT_CONNECTION_EVENT_BROKEN,
-	      "the server EP's connection ends within %d ms (event 0x%x "
-	      "after %.1f ms)", END_US / 1000, st, (now_us() - t0) / 1000.0);
+	free_client_while("the exec'd child runs");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	dat_ep_free(S.ep);
@@ -284,9 +288,7 @@ static void test_fork_exec(const struct fd_ent *before, int nbefore)
  * close that the copies would keep from reaching the peer). */
 static void test_fork_child_lives(void)
 {
-	uint64_t t0;
 	pid_t pid;
-	int ev;
 
 	CHECK(establish(), "a new connection between the two IAs");
 	fflush(stdout);
@@ -298,16 +300,8 @@ static void test_fork_child_lives(void)
 	}
 	CHECK(both_ways(40), "the connection carries data both ways while a "
 	      "forked child (no exec) lives");
-	t0 = now_us();
-	CHECK_RET(dat_ep_free(C.ep), DAT_SUCCESS, "free the connected client "
-		  "EP while that child lives");
-	C.ep = DAT_HANDLE_NULL;
-	ev = side_wait(S.conn, END_US).event_number;
-	CHECK(ev == DAT_CONNECTION_EVENT_DISCONNECTED ||
-	      ev == DAT_CONNECTION_EVENT_BROKEN,
-	      "the server EP's connection ends within %d ms although the child "
-	      "holds copies of the socket (event 0x%x after %.1f ms)",
-	      END_US / 1000, ev, (now_us() - t0) / 1000.0);
+	free_client_while("a forked child holding copies of its socket "
+			  "lives");
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	dat_ep_free(S.ep);

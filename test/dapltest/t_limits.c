@@ -37,18 +37,12 @@ static DAT_PSP_HANDLE psp;
 
 /* =========================================================== the peer */
 
-static DAT_CONN_QUAL arg_qual(const char *s)
-{
-	return (DAT_CONN_QUAL)strtoull(s, NULL, 0);
-}
-
 /* Connects to qualifier argv[0] (with argv[1] "wait": once the parent
  * says PM_GO); tells the connection event it got and how long after the
  * connect call (us), then parks (the parent stops or kills it). */
 static int role_client(int argc, char **argv)
 {
 	struct side s;
-	struct sockaddr_in a = peer_loopback();
 	DAT_EVENT ev;
 	uint64_t t0;
 
@@ -59,9 +53,7 @@ static int role_client(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "wait") && !peer_wait_go(30000))
 		return 4;
 	t0 = now_us();
-	if (dat_ep_connect(s.ep, (DAT_IA_ADDRESS_PTR)&a, arg_qual(argv[0]),
-			   TSIDE_WAIT_US, 0, NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
+	if (connect_lo(s.ep, arg_qual(argv[0])) != DAT_SUCCESS)
 		return 3;
 	ev = side_wait(s.conn, 2 * TSIDE_WAIT_US);
 	peer_tell(PM_EVENT, (int)ev.event_number, now_us() - t0, 0, 0);
@@ -73,15 +65,11 @@ static int role_acceptor(int argc, char **argv)
 {
 	struct side s;
 	DAT_PSP_HANDLE p;
-	DAT_CONN_QUAL q = 0;
 
 	(void)argc;
 	(void)argv;
-	side_open(&s);
-	if (dat_psp_create_any(s.ia, &q, s.cr, DAT_PSP_CONSUMER_FLAG, &p) !=
-	    DAT_SUCCESS)
+	if (!peer_listen(&s, &p))
 		return 3;
-	peer_tell(PM_READY, 0, q, 0, 0);
 	for (;;) {
 		DAT_EVENT ev = side_wait(s.cr, 100000);
 
@@ -166,11 +154,6 @@ static const struct peer_role roles[] = {
 };
 
 /* ================================================== the limited side */
-
-static void tap_skip(const char *what, const char *why)
-{
-	printf("ok %d - %s # SKIP %s\n", ++tap_count, what, why);
-}
 
 /* A client peer for qualifier q (wait: it connects at PM_GO). */
 static int spawn_client(struct peer *p, DAT_CONN_QUAL q, int wait)
@@ -429,7 +412,6 @@ static void fd_release(struct fd_fill *f)
 static void test_no_descriptors(void)
 {
 	struct fd_fill fill;
-	struct sockaddr_in a = peer_loopback();
 	struct peer acc, cli;
 	struct peer_msg m, ev_m;
 	DAT_EVD_HANDLE evd = DAT_HANDLE_NULL;
@@ -452,9 +434,7 @@ static void test_no_descriptors(void)
 	r = dat_cno_create(S.ia, agent, &cno);
 	CHECK_RET(r, DAT_INSUFFICIENT_RESOURCES,
 		  "no descriptor: dat_cno_create is refused");
-	r = dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&a, m.v[0], TSIDE_WAIT_US,
-			   0, NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG);
+	r = connect_lo(ep, m.v[0]);
 	CHECK_RET(r, DAT_INSUFFICIENT_RESOURCES,
 		  "no descriptor: dat_ep_connect is refused");
 	CHECK(side_ep_state(ep) == DAT_EP_STATE_UNCONNECTED,
@@ -474,9 +454,7 @@ static void test_no_descriptors(void)
 	      ev_m.arg == DAT_CONNECTION_EVENT_ESTABLISHED,
 	      "... and its connection is ESTABLISHED");
 	peer_kill(&cli);
-	r = dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&a, m.v[0], TSIDE_WAIT_US,
-			   0, NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG);
+	r = connect_lo(ep, m.v[0]);
 	ev = conn_event_of(ep, STEP_MS * 1000);
 	CHECK(r == DAT_SUCCESS && ev == DAT_CONNECTION_EVENT_ESTABLISHED,
 	      "the EP refused before connects now (0x%x, event 0x%x)", r, ev);
@@ -708,7 +686,6 @@ static void take_ready(struct wr_count *w)
 
 static void test_never_reads(void)
 {
-	struct sockaddr_in a = peer_loopback();
 	struct wr_count w;
 	struct peer acc;
 	struct peer_msg m;
@@ -721,9 +698,7 @@ static void test_never_reads(void)
 	wrc_init(&w, 7000);
 	ok = peer_spawn(&acc, "acceptor", NULL) &&
 	     peer_expect(&acc, PM_READY, &m, STEP_MS) &&
-	     dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&a, m.v[0], TSIDE_WAIT_US,
-			    0, NULL, DAT_QOS_BEST_EFFORT,
-			    DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS &&
+	     connect_lo(ep, m.v[0]) == DAT_SUCCESS &&
 	     conn_event_of(ep, STEP_MS * 1000) ==
 		     DAT_CONNECTION_EVENT_ESTABLISHED &&
 	     kill(acc.pid, SIGSTOP) == 0 &&

@@ -351,20 +351,37 @@ static inline struct sockaddr_in peer_loopback(void)
 	return a;
 }
 
+/* dat_ep_connect to qualifier q on 127.0.0.1, no private data. */
+static inline DAT_RETURN connect_lo(DAT_EP_HANDLE ep, DAT_CONN_QUAL q)
+{
+	struct sockaddr_in a = peer_loopback();
+
+	return dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&a, q, TSIDE_WAIT_US, 0,
+			      NULL, DAT_QOS_BEST_EFFORT,
+			      DAT_CONNECT_DEFAULT_FLAG);
+}
+
 /* Connect s->ep (created here unless it exists) to qualifier q on
  * 127.0.0.1 and wait for ESTABLISHED: 1 on success. */
 static inline int peer_connect(struct side *s, DAT_CONN_QUAL q)
 {
-	struct sockaddr_in a = peer_loopback();
-
 	if (!s->ep)
 		s->ep = side_ep(s);
-	if (dat_ep_connect(s->ep, (DAT_IA_ADDRESS_PTR)&a, q, TSIDE_WAIT_US, 0,
-			   NULL, DAT_QOS_BEST_EFFORT,
-			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
+	if (connect_lo(s->ep, q) != DAT_SUCCESS)
 		return 0;
 	return side_wait(s->conn, TSIDE_WAIT_US).event_number ==
 	       DAT_CONNECTION_EVENT_ESTABLISHED;
+}
+
+static inline DAT_CONN_QUAL arg_qual(const char *s)
+{
+	return (DAT_CONN_QUAL)strtoull(s, NULL, 0);
+}
+
+/* A TAP point skipped, with the reason. */
+static inline void tap_skip(const char *what, const char *why)
+{
+	printf("ok %d - %s # SKIP %s\n", ++tap_count, what, why);
 }
 
 /* In the peer: wait up to ms for the parent's PM_GO. */
@@ -379,6 +396,19 @@ static inline int peer_tell(int type, int arg, uint64_t a, uint64_t b,
 			    uint64_t c)
 {
 	return peer_send(PEER_CTL_FD, type, arg, a, b, c);
+}
+
+/* In the peer: open a side listening on a free qualifier, and tell the
+ * parent which (PM_READY).  0 when it cannot listen. */
+static inline int peer_listen(struct side *s, DAT_PSP_HANDLE *psp)
+{
+	DAT_CONN_QUAL q = 0;
+
+	side_open(s);
+	if (dat_psp_create_any(s->ia, &q, s->cr, DAT_PSP_CONSUMER_FLAG, psp) !=
+	    DAT_SUCCESS)
+		return 0;
+	return peer_tell(PM_READY, 0, q, 0, 0);
 }
 
 /* Block until the parent kills this process (events are not read). */
