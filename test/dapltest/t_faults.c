@@ -567,6 +567,14 @@ static void sc_unmapped(int write, const char *crc)
 
 	snprintf(name, sizeof(name), "peer unmaps registered memory under "
 		 "RDMA %s (CRC %s)", write ? "Writes" : "Reads", crc);
+	if (under_valgrind()) {
+		/* The peer runs under valgrind too, which reports the engine's
+		 * guarded access to the unmapped page: the very fault under
+		 * test (the plain and ASan builds judge it). */
+		tap_skip(name, "valgrind flags the deliberate access to "
+			 "unmapped memory");
+		return;
+	}
 	S.ep = side_ep(&S);
 	wrc_init(&w, 5000);
 	/* CRC is on when either side asks: both say the same. */
@@ -638,7 +646,8 @@ static void check_growth(int rounds, long rss1, long rssn, int fds1,
 int main(int argc, char **argv)
 {
 	const char *env = getenv("T_FAULTS_ROUNDS");
-	int rounds = env ? atoi(env) : ROUNDS_DEFAULT;
+	/* Under valgrind every peer starts slowly, and RSS is not judged. */
+	int rounds = env ? atoi(env) : under_valgrind() ? 2 : ROUNDS_DEFAULT;
 	int fds_start, fds1 = 0;
 	long rss1 = 0;
 

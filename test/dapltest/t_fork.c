@@ -167,9 +167,7 @@ static int leak_checker_status(void)
 #ifdef __SANITIZE_ADDRESS__
 	return 1;	/* ASan's exitcode */
 #else
-	const char *pre = getenv("LD_PRELOAD");
-
-	return pre && strstr(pre, "vgpreload") ? 99 : -1;
+	return under_valgrind() ? 99 : -1;
 #endif
 }
 

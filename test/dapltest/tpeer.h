@@ -127,6 +127,14 @@ static inline long rss_kib(void)
 	return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
+/* Whether valgrind runs this process (its preload is in LD_PRELOAD). */
+static inline int under_valgrind(void)
+{
+	const char *pre = getenv("LD_PRELOAD");
+
+	return pre && strstr(pre, "vgpreload");
+}
+
 /* Growth of RSS only means something without a sanitizer or valgrind:
  * ASan's quarantine holds freed memory, valgrind has its own allocator. */
 static inline int rss_meaningful(void)
@@ -134,9 +142,7 @@ static inline int rss_meaningful(void)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	return 0;
 #else
-	const char *pre = getenv("LD_PRELOAD");
-
-	return !(pre && strstr(pre, "vgpreload"));
+	return !under_valgrind();
 #endif
 }
 
