@@ -259,6 +259,7 @@ static int burst(struct pair *p, int n)
 	int ok = 1, i;
 	uint32_t got = 0;
 
+	memset(p->b.buf, 0, (size_t)n * 64);
 	for (i = 0; i < n; i++)
 		ok &= post_recv1(&p->b, 100 + (uint64_t)i, (size_t)i * 64, 64) == 0;
 	for (i = 0; i < n; i++) {
@@ -266,13 +267,23 @@ static int burst(struct pair *p, int n)
 		ok &= post_send1(&p->a, 500 + (uint64_t)i, IBV_WR_SEND,
 				 (size_t)i * 64, 64, 0, 0) == 0;
 	}
-	memset(p->b.buf, 0, (size_t)n * 64);
-	ok &= pump(p, p->a.scq, n, p->b.rcq, n);
+	if (!pump(p, p->a.scq, n, p->b.rcq, n)) {
+		printf("#   burst: %d send and %d receive completions\n",
+		       iwe_cq_count(p->a.scq), iwe_cq_count(p->b.rcq));
+		ok = 0;
+	}
 	for (i = 0; i < n; i++) {
-		ok &= next_wc(p->a.scq, 500 + (uint64_t)i, IBV_WC_SUCCESS, NULL);
-		ok &= next_wc(p->b.rcq, 100 + (uint64_t)i, IBV_WC_SUCCESS, &got);
-		ok &= got == 64 && p->b.buf[(size_t)i * 64] == (char)(i + 1) &&
-		      p->b.buf[(size_t)i * 64 + 63] == (char)(i + 1);
+		int s = next_wc(p->a.scq, 500 + (uint64_t)i, IBV_WC_SUCCESS,
+				NULL);
+		int r = next_wc(p->b.rcq, 100 + (uint64_t)i, IBV_WC_SUCCESS,
+				&got);
+		int d = got == 64 && p->b.buf[(size_t)i * 64] == (char)(i + 1) &&
+			p->b.buf[(size_t)i * 64 + 63] == (char)(i + 1);
+
+		if (ok && !(s && r && d))
+			printf("#   burst: message %d: send %d recv %d data %d\n",
+			       i, s, r, d);
+		ok &= s && r && d;
 	}
 	/* Nothing twice: no completion left over after more progress. */
 	for (i = 0; i < 50; i++)
