@@ -36,6 +36,8 @@
 #define TRP_WINDOW_MIN     8u
 #define TRP_WINDOW_MAX     1024u	/* powers of two */
 #define TRP_BATCH          32u		/* packets per sendmmsg/recvmmsg */
+#define TRP_GSO_MAX        32		/* packets per UDP GSO send */
+#define TRP_GSO_BYTES      60000u	/* and bytes */
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
 #define TRP_MIN_MTU        576u
 #define TRP_MAX_MTU        65535u
@@ -87,6 +89,7 @@ struct trp {
 	uint32_t done;			/* tokens acknowledged, unreported */
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
+	int gso;			/* UDP GSO in use */
 	int ending;			/* the QP failed: no retransmission */
 	int quiet;			/* a fatal Terminate went out */
 	int gate;			/* responder: our reply is unacked */
@@ -123,7 +126,8 @@ struct trp {
 	/* Counters, for tests and IWDAPL_DEBUG. */
 	struct iwe_trp_stats {
 		uint64_t sent, retx, fast_retx, rto, dup_rcvd, ooo_rcvd,
-			 acks_sent, hook_drop, hook_dup, hook_reorder;
+			 acks_sent, hook_drop, hook_dup, hook_reorder,
+			 gso_sends;	/* sends that carried several */
 	} st;
 };
 

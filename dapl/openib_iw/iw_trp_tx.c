@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include "iw_trp.h"
@@ -125,32 +126,95 @@ static void stamp(struct trp *t, struct trp_txp *p)
 	iw_trp_put(p->buf, f.psn, t->rcv_nxt - 1, f.flags, trp_credits(t));
 }
 
-/* sendmmsg the batch: 0, or the error that stopped it (*sent: how many
- * went). */
-static int vec_send(int fd, const struct txvec *v, int *sent)
+/* The packets from v->p[i] that one UDP GSO send can carry: equal
+ * sizes (the last may be shorter), at most TRP_GSO_MAX of them and
+ * TRP_GSO_BYTES in all. */
+static int gso_run(const struct txvec *v, int i)
 {
-	struct mmsghdr mm[3 * TRP_BATCH];
-	struct iovec iov[3 * TRP_BATCH];
-	int off = 0, r, err = 0;
+	uint32_t len = v->p[i]->len, total = len;
+	int j = i + 1;
 
-	memset(mm, 0, sizeof(mm[0]) * (size_t)v->n);
+	while (j < v->n && j - i < TRP_GSO_MAX && v->p[j]->len <= len &&
+	       v->p[j - 1]->len == len &&
+	       total + v->p[j]->len <= TRP_GSO_BYTES)
+		total += v->p[j++]->len;
+	return j - i;
+}
+
+/* The batch as sendmmsg messages: one per packet, or with gso one per
+ * run of packets that the kernel cuts back into datagrams
+ * (UDP_SEGMENT).  Returns the message count; npk[k]: packets in k. */
+static int build_msgs(const struct txvec *v, int gso, struct mmsghdr *mm,
+		      struct iovec *iov, char (*cm)[CMSG_SPACE(2)], int *npk)
+{
+	int k = 0;
+
+	memset(mm, 0, sizeof(*mm) * (size_t)v->n);
 	for (int i = 0; i < v->n; i++) {
 		iov[i].iov_base = v->p[i]->buf;
 		iov[i].iov_len = v->p[i]->len;
-		mm[i].msg_hdr.msg_iov = &iov[i];
-		mm[i].msg_hdr.msg_iovlen = 1;
 	}
-	while (off < v->n) {
-		r = sendmmsg(fd, mm + off, (unsigned)(v->n - off), MSG_DONTWAIT);
+	for (int i = 0; i < v->n; i += npk[k++]) {
+		struct msghdr *m = &mm[k].msg_hdr;
+
+		npk[k] = gso ? gso_run(v, i) : 1;
+		m->msg_iov = &iov[i];
+		m->msg_iovlen = (size_t)npk[k];
+		if (npk[k] > 1) {
+			uint16_t seg = (uint16_t)v->p[i]->len;
+			struct cmsghdr *c;
+
+			m->msg_control = cm[k];
+			m->msg_controllen = sizeof(cm[k]);
+			c = CMSG_FIRSTHDR(m);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(seg));
+			memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+		}
+	}
+	return k;
+}
+
+/* sendmmsg the batch: 0, or the error that stopped it (*sent: how many
+ * packets went).  A kernel or socket without UDP GSO refuses it once;
+ * the QP then sends datagram by datagram. */
+static int vec_send(struct trp *t, int fd, const struct txvec *v, int *sent)
+{
+	struct mmsghdr mm[3 * TRP_BATCH];
+	struct iovec iov[3 * TRP_BATCH];
+	char cm[3 * TRP_BATCH][CMSG_SPACE(2)];
+	int npk[3 * TRP_BATCH];
+	int nmsg = build_msgs(v, t->gso, mm, iov, cm, npk);
+	int off = 0, r, err = 0;
+
+	*sent = 0;
+	while (off < nmsg) {
+		r = sendmmsg(fd, mm + off, (unsigned)(nmsg - off), MSG_DONTWAIT);
 		if (r < 0 && errno == EINTR)
 			continue;
+		if (r < 0 && t->gso && (errno == EINVAL || errno == EIO ||
+					errno == EOPNOTSUPP)) {
+			/* No GSO here: the rest one datagram at a time. */
+			struct txvec rest = { .n = v->n - *sent };
+			int more = 0;
+
+			memcpy(rest.p, v->p + *sent, sizeof(rest.p[0]) *
+			       (size_t)rest.n);
+			t->gso = 0;
+			err = vec_send(t, fd, &rest, &more);
+			*sent += more;
+			return err;
+		}
 		if (r < 0) {
 			err = errno == EWOULDBLOCK ? EAGAIN : errno;
 			break;
 		}
-		off += r;
+		while (r--) {
+			t->st.gso_sends += npk[off] > 1;
+			*sent += npk[off++];
+		}
 	}
-	*sent = off;
 	return err;
 }
 
@@ -207,7 +271,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	*any = npk != 0;
 	if (!npk)
 		return 0;
-	err = v.n ? vec_send(q->fd, &v, &sent) : 0;
+	err = v.n ? vec_send(t, q->fd, &v, &sent) : 0;
 	if (err == EAGAIN && !t->test.drop && !t->test.reorder &&
 	    !t->test.dup)
 		vec_unsent(t, &v, sent, &newc);
@@ -626,6 +690,9 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	t->peer_limit = t->peer_ack + s->peer_credits;
 	t->rto_us = TRP_RTO_INIT_US;
 	t->test = dev->trp_test;
+	/* UDP GSO (Linux 4.18) cuts equal packets out of one send; the test
+	 * aid works packet by packet, so it turns GSO off. */
+	t->gso = !t->test.drop && !t->test.reorder && !t->test.dup;
 	t->rng = ((uint64_t)t->test.seed << 32 | q->pub.qp_num) *
 		 0x9E3779B97F4A7C15ull | 1;
 	if (s->first) {

@@ -327,6 +327,10 @@ static void sweep(const char *what, const char *spec, uint32_t psn_a,
 	if (strstr(spec, "dup:"))
 		CHECK(sb.dup_rcvd > 0, "%s: duplicates arrived and were dropped",
 		      what);
+	if (!*spec && iwe_trp_pkt_max(dev) < 2000)
+		CHECK(sa.gso_sends > 0, "%s: datagrams left in UDP GSO sends "
+		      "(%llu), each cut to the path MTU", what,
+		      (unsigned long long)sa.gso_sends);
 	pair_close(&p);
 	iwe_device_set_trp_test(dev, "");
 }
@@ -507,6 +511,7 @@ int main(void)
 	      0xfffffff0u, 1u << 20);
 	if (iwe_device_set_mtu(dev, 1500))
 		BAIL("mtu");
+	sweep("mtu 1500", "", 0x7fffff00u, 0xffffff00u, 16u << 20);
 	sweep("mtu 1500 drop 1% reorder dup", "drop:1,reorder:5,dup:5,seed:11",
 	      0xfffff000u, 40, 1u << 20);
 	CHECK(iwe_device_set_mtu(dev, 575) == EINVAL &&
