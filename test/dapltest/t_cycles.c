@@ -5,7 +5,8 @@
  *   t_cycles --server QUAL            serve cycles on QUAL until a client
  *                                     asks to quit; "served N cycles"
  *   t_cycles --client QUAL N [--quit] N cycles, then (--quit) one more
- *                                     that ends the server
+ *                                     that ends the server; fails if a
+ *                                     cycle did or descriptors grew
  *
  * One cycle: the client creates an EP and connects; the server accepts
  * with a fresh EP, giving its buffer's RMR in the private data; the
@@ -257,7 +258,8 @@ static int client_main(DAT_CONN_QUAL q, long n, int quit)
 	       "per cycle; fds %d -> %d, rss %ld -> %ld KiB\n", r.ok, r.failed,
 	       r.first_failed, r.step, r.seconds, r.seconds * 1e6 / (n ? n : 1),
 	       r.fds_early, r.fds_end, r.rss_early, r.rss_end);
-	return r.failed != 0;
+	/* Measured between cycles: any descriptor more is a leak. */
+	return r.failed != 0 || r.fds_end > r.fds_early;
 }
 
 /* --------------------------------------------------------------- TAP */
