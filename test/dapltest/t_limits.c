@@ -372,6 +372,7 @@ static void test_max_eps(void)
 struct fd_fill {
 	int fds[1024];
 	int n;
+	int model;		/* what is dup'ed (stdin may be closed) */
 	struct rlimit saved;
 };
 
@@ -384,6 +385,9 @@ static int fd_exhaust(struct fd_fill *f)
 
 	f->n = 0;
 	if (getrlimit(RLIMIT_NOFILE, &f->saved) < 0)
+		BAIL("getrlimit");
+	f->model = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (f->model < 0)
 		return 0;
 	for (int fd = 0; fd < 4096; fd++)
 		if (fcntl(fd, F_GETFD) >= 0)
@@ -393,7 +397,7 @@ static int fd_exhaust(struct fd_fill *f)
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
 	while (f->n < (int)(sizeof(f->fds) / sizeof(f->fds[0]))) {
-		int fd = dup(0);
+		int fd = dup(f->model);
 
 		if (fd < 0)
 			break;
@@ -406,6 +410,8 @@ static void fd_release(struct fd_fill *f)
 {
 	while (f->n > 0)
 		close(f->fds[--f->n]);
+	if (f->model >= 0)
+		close(f->model);
 	setrlimit(RLIMIT_NOFILE, &f->saved);
 }
 
@@ -426,8 +432,10 @@ static void test_no_descriptors(void)
 	ok = peer_spawn(&acc, "acceptor", NULL) &&
 	     peer_expect(&acc, PM_READY, &m, STEP_MS) &&
 	     spawn_client(&cli, qual, 1);
-	CHECK(ok && fd_exhaust(&fill), "RLIMIT_NOFILE lowered, every "
-	      "descriptor taken (%d dups)", fill.n);
+	if (!ok)
+		BAIL("the peers of the descriptor test did not start");
+	CHECK(fd_exhaust(&fill), "RLIMIT_NOFILE lowered, every descriptor "
+	      "taken (%d dups)", fill.n);
 	r = dat_evd_create(S.ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &evd);
 	CHECK_RET(r, DAT_INSUFFICIENT_RESOURCES,
 		  "no descriptor: dat_evd_create is refused");
@@ -497,7 +505,7 @@ static int mem_exhaust(void **ballast, int *n, struct rlimit *saved)
 
 	*n = 0;
 	if (getrlimit(RLIMIT_AS, saved) < 0)
-		return 0;
+		BAIL("getrlimit");
 	rl = *saved;
 	rl.rlim_cur = (rlim_t)(vm_bytes() + (16u << 20));
 	if (setrlimit(RLIMIT_AS, &rl) < 0)
@@ -562,8 +570,9 @@ static void test_no_memory(void)
 		return;
 	}
 	/* The peer first: it is exec'd under our limits. */
-	ok = spawn_client(&cli, qual, 1);
-	CHECK(ok && mem_exhaust(ballast, &n, &saved), "RLIMIT_AS lowered, the "
+	if (!spawn_client(&cli, qual, 1))
+		BAIL("the peer of the memory test did not start");
+	CHECK(mem_exhaust(ballast, &n, &saved), "RLIMIT_AS lowered, the "
 	      "heap taken (%d allocations of ballast)", n);
 	check_refusal("dat_evd_create (1M entries)",
 		      dat_evd_create(S.ia, 1 << 20, DAT_HANDLE_NULL,
