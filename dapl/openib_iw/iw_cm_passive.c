@@ -325,6 +325,19 @@ static void listener_free_task(struct iwe_prog_task *t)
 	free(IWE_CONTAINER_OF(t, struct iwe_listener, free_task));
 }
 
+/* Connections of ours still hold this UDP port (their sockets share it
+ * with the listener that accepted them): a new listener shares it too. */
+static int udp_port_ours(struct iwe_device *dev, uint16_t port)
+{
+	const struct iwe_conn *c;
+
+	for (c = dev->cm ? dev->cm->conns : NULL; port && c; c = c->next)
+		if (c->udp && !c->dead && !c->active &&
+		    c->local.sin_port == htons(port))
+			return 1;
+	return 0;
+}
+
 static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 		       uint16_t *bound)
 {
@@ -339,9 +352,10 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 		return errno;
 	/* TCP: restart after a crash without waiting out TIME_WAIT; Linux
 	 * still refuses a second listener on the port.  UDP: bound
-	 * exclusively first (a port in use is EADDRINUSE), then shared
-	 * with the connected socket of each peer (iw_cm_trp.c). */
-	if (!udp)
+	 * exclusively first (a port in use is EADDRINUSE) unless our own
+	 * connections hold it, then shared with the connected socket of
+	 * each peer (iw_cm_trp.c). */
+	if (!udp || udp_port_ours(dev, port))
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	a.sin_port = htons(port);
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||

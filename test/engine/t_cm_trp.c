@@ -219,6 +219,39 @@ static void test_reject(void)
 	cpair_close(&p);
 }
 
+/* A listener goes while its connection lives, and comes back on the
+ * same port: the port is ours, shared; someone else's is refused. */
+static void test_relisten(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iwe_listener *l2 = NULL;
+	struct evlog lp2;
+	struct sockaddr_in a;
+	struct cpair p;
+	uint64_t svc;
+	int raw;
+
+	cpair_open(&p);
+	evlog_init(&lp2);
+	if (cpair_establish(&p, "relisten", IW_RTR_WRITE)) {
+		svc = p.service;
+		iwe_cm_listen_destroy(p.l);
+		p.l = NULL;
+		CHECK(iwe_cm_listen(g_dev, svc, &bp, 0, on_event, &lp2, &l2) ==
+		      0, "a listener again on the port our connection holds");
+		cpair_traffic(&p, "relisten");
+		if (l2)
+			iwe_cm_listen_destroy(l2);
+	}
+	raw = udp_bound(&a);
+	CHECK(iwe_cm_listen(g_dev, ntohs(a.sin_port), &bp, 0, on_event, &lp2,
+			    &l2) == EADDRINUSE,
+	      "a UDP port bound by another socket: EADDRINUSE");
+	close(raw);
+	evlog_fini(&lp2);
+	cpair_close(&p);
+}
+
 static void connect_to(struct cpair *p, uint16_t port, int timeout_ms)
 {
 	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
@@ -555,6 +588,7 @@ int main(void)
 		BAIL("udp device: %s", strerror(errno));
 	test_rtr_variants();
 	test_reject();
+	test_relisten();
 	test_failures();
 	test_broken();
 	test_service_hdr();

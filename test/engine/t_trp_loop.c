@@ -498,6 +498,43 @@ static void fin_and_lost_peer(void)
 	pair_close(&p);
 }
 
+/* Every packet lost: after the retransmission limit the stream ends
+ * (ETIMEDOUT), the WR is flushed, and the best-effort Terminate (sent
+ * past the test aid) tells the peer, which acts on it ahead of the gap. */
+static void lost_for_good(void)
+{
+	struct iwe_term_info r;
+	struct ibv_wc wc;
+	struct pair p;
+	int err = 0, berr = 0;
+	double end;
+
+	iwe_device_set_trp_test(dev, "drop:100");
+	pair_open(&p, 1, 1);
+	iwe_device_set_trp_test(dev, "");
+	post_send1(&p.a, 1, IBV_WR_RDMA_WRITE, 0, 100, (uintptr_t)p.b.buf,
+		   p.b.mr->rkey);
+	end = now_s() + 60;
+	while (!err && now_s() < end) {
+		err = iwe_qp_progress_rx(p.a.qp);
+		usleep(5000);
+	}
+	CHECK(err == ETIMEDOUT && poll1(p.a.scq, &wc) && wc.wr_id == 1 &&
+	      wc.status == IBV_WC_WR_FLUSH_ERR,
+	      "nothing gets through: ETIMEDOUT after the retransmission "
+	      "limit, the Write flushed (%s)", strerror(err));
+	for (int i = 0; i < 100 && !berr; i++) {
+		berr = iwe_qp_progress_rx(p.b.qp);
+		usleep(1000);
+	}
+	iwe_qp_terminate_info(p.b.qp, NULL, &r);
+	CHECK(berr == EPROTO && r.valid && r.layer == IW_TERM_LAYER_LLP &&
+	      r.ecode == IW_TERM_LLP_TCP_LOST,
+	      "the peer gets the best-effort Terminate (LLP, connection lost) "
+	      "and fails too");
+	pair_close(&p);
+}
+
 int main(void)
 {
 	dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
@@ -522,6 +559,7 @@ int main(void)
 	fatal_no_receive();
 	fatal_reserved_bit();
 	fin_and_lost_peer();
+	lost_for_good();
 	iwe_device_close(dev);
 	return tap_done();
 }
