@@ -19,9 +19,8 @@
  * hands it to the EP, reject destroys it.  An EP holds its conn from
  * dat_ep_connect / dat_cr_accept until dat_ep_reset, dat_ep_free or an
  * abrupt dat_ia_close destroys it (after its final event, or abandoning
- * it).  A request an SP must refuse inside the handler (handlers may not
- * destroy conns) is rejected there and parked on the SP, destroyed when
- * the SP is freed.
+ * it).  A request an SP must refuse inside the handler is rejected there
+ * and left to the engine, which frees it once the reply is out.
  *
  * Events (DAT 2.0):
  *   active: ESTABLISHED (with the accepter's private data), PEER_REJECTED

@@ -106,6 +106,7 @@ struct dapl_ia {
 	int async_evd_ours;		/* created by dat_ia_open */
 	DAT_IA_HANDLE consumer_handle;	/* the registry's index, once known */
 	struct dapl_obj *objs[DAPL_K_COUNT];
+	uint32_t nobjs[DAPL_K_COUNT];	/* live objects of each kind */
 	int closing;
 };
 

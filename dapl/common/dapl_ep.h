@@ -272,9 +272,6 @@ struct dapl_sp {
 	struct dapl_sp *qnext;
 	struct iwe_listener *listener;	/* engine listener */
 	int dead;			/* being freed: refuse new requests */
-	/* Requests refused by the handler, destroyed with the SP. */
-	struct iwe_conn **parked;
-	int nparked, parked_cap;
 };
 
 /* ------------------------------------------------- Connection Request */

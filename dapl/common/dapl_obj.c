@@ -23,11 +23,20 @@ extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE, DAT_IA_HANDLE *);
 
 /* ------------------------------------------------------ registration */
 
+/* dat_ia_query's max_eps holds: the EP past it is refused here (the
+ * engine caps its QPs per device as well). */
+static int kind_full_locked(const struct dapl_ia *ia, enum dapl_kind kind)
+{
+	return kind == DAPL_K_EP && ia->nobjs[kind] >= ia->dev_attr.max_qp;
+}
+
 DAT_RETURN dapl_obj_init_locked(struct dapl_obj *obj, struct dapl_ia *ia,
 				enum dapl_kind kind, int htype,
 				void (*destroy)(struct dapl_obj *))
 {
 	DAPL_ASSERT_IA_LOCKED(ia);
+	if (kind_full_locked(ia, kind))
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
 	obj->kind = kind;
 	obj->htype = htype;
 	obj->ia = ia;
@@ -42,6 +51,7 @@ DAT_RETURN dapl_obj_init_locked(struct dapl_obj *obj, struct dapl_ia *ia,
 	if (obj->next)
 		obj->next->prev = obj;
 	ia->objs[kind] = obj;
+	ia->nobjs[kind]++;
 	return DAT_SUCCESS;
 }
 
@@ -63,6 +73,8 @@ void dapl_obj_fini_locked(struct dapl_obj *obj)
 
 	DAPL_ASSERT_IA_LOCKED(ia);
 	dapl_handle_release(obj->handle);
+	if (obj->prev || ia->objs[obj->kind] == obj)
+		ia->nobjs[obj->kind]--;
 	if (obj->prev)
 		obj->prev->next = obj->next;
 	else if (ia->objs[obj->kind] == obj)

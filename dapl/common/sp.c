@@ -9,8 +9,8 @@
  * either collision is DAT_CONN_QUAL_IN_USE.
  *
  * Each request the listener delivers becomes a CR (cr.c), or is refused
- * when that fails: rejected and parked on the SP (a handler may not
- * destroy a conn) until the SP is freed.  Freeing an SP
+ * when that fails: rejected, and the engine frees it once the reply is
+ * out (iwe_cm_reject_forget).  Freeing an SP
  * stops the listener first (requests not yet delivered are refused as if
  * nobody listened, DAT 2.0 dat_psp_free), and releases its EVD only after
  * the engine promised no more handler calls.
@@ -82,36 +82,6 @@ static void qual_unregister(struct dapl_sp *sp)
 
 /* ---------------------------------------------------------- requests */
 
-/* Refuse a delivered request nobody will answer: reject it and park it
- * for destruction with the SP (handlers may not destroy conns). */
-static void sp_park_locked(struct dapl_sp *sp, struct iwe_conn *c)
-{
-	DAPL_ASSERT_IA_LOCKED(sp->obj.ia);
-	/* Allowed in a handler, and the reject reply goes out before the
-	 * close (the initiator sees PEER_REJECTED, not a reset). */
-	(void)iwe_cm_reject(c, NULL, 0);
-	if (sp->nparked == sp->parked_cap) {
-		int cap = sp->parked_cap ? 2 * sp->parked_cap : 4;
-		struct iwe_conn **a = realloc(sp->parked, (size_t)cap * sizeof(*a));
-
-		if (!a)
-			return;	/* freed with the device at IA close */
-		sp->parked = a;
-		sp->parked_cap = cap;
-	}
-	sp->parked[sp->nparked++] = c;
-}
-
-/* Destroy the parked conns of an SP whose listener is gone. */
-static void sp_reap(struct dapl_sp *sp)
-{
-	for (int i = 0; i < sp->nparked; i++)
-		iwe_cm_conn_destroy(sp->parked[i]);
-	free(sp->parked);
-	sp->parked = NULL;
-	sp->nparked = sp->parked_cap = 0;
-}
-
 /* The listener's handler.  The SP, its EVD and an RSP's reservation stay
  * valid until iwe_cm_listen_destroy has returned, which waits for us; the
  * PSP's flags never change, so the provider's EP is made before locking
@@ -138,8 +108,11 @@ static void sp_handler(const struct iwe_cm_event *ev, void *ctx)
 					   .ep = provider_ep ? pep : sp->ep };
 		r = dapl_cr_arrive_locked(ia, &v, ev);
 	}
+	/* Refused: the reject reply goes out before the close (the
+	 * initiator sees PEER_REJECTED, not a reset), and the engine frees
+	 * the conn: nothing is held for it. */
 	if (r != DAT_SUCCESS)
-		sp_park_locked(sp, ev->conn);
+		(void)iwe_cm_reject_forget(ev->conn, NULL, 0);
 	dapl_ia_unlock(ia);
 	if (r != DAT_SUCCESS && pep)
 		dapl_ep_destroy(pep);
@@ -174,7 +147,6 @@ static void sp_listen_stop(struct dapl_sp *sp)
 {
 	iwe_cm_listen_destroy(sp->listener);
 	sp->listener = NULL;
-	sp_reap(sp);
 }
 
 /* Claim the qualifier and listen; on failure nothing is held. */

@@ -374,6 +374,7 @@ struct answer_args {
 	iwe_cm_handler handler;
 	void *ctx;
 	int err;
+	int forget;			/* reject: the engine frees the conn */
 };
 
 /* The reply is written from the loop: no handler runs inside the call. */
@@ -416,14 +417,19 @@ static void do_reject(void *arg)
 		return;
 	}
 	a->err = cm_passive_answer(c, a->pdata, a->pdata_len, 1);
-	if (!a->err)
-		cm_enter(c, CS_REJECTING);
+	if (a->err)
+		return;
+	if (a->forget) {
+		c->orphan = 1;	/* dropped once the reply is out */
+		c->handler = NULL;
+	}
+	cm_enter(c, CS_REJECTING);
 }
 
 int iwe_cm_accept(struct iwe_conn *c, struct iwe_qp *qp, const void *pdata,
 		  size_t pdata_len, iwe_cm_handler handler, void *ctx)
 {
-	struct answer_args a = { c, qp, pdata, pdata_len, handler, ctx, 0 };
+	struct answer_args a = { c, qp, pdata, pdata_len, handler, ctx, 0, 0 };
 
 	if (!c || !qp || !handler || (pdata_len && !pdata) ||
 	    pdata_len > IWE_MAX_PRIVATE_DATA)
@@ -432,14 +438,27 @@ int iwe_cm_accept(struct iwe_conn *c, struct iwe_qp *qp, const void *pdata,
 	return a.err;
 }
 
-int iwe_cm_reject(struct iwe_conn *c, const void *pdata, size_t pdata_len)
+static int reject(struct iwe_conn *c, const void *pdata, size_t pdata_len,
+		  int forget)
 {
-	struct answer_args a = { c, NULL, pdata, pdata_len, NULL, NULL, 0 };
+	struct answer_args a = { c, NULL, pdata, pdata_len, NULL, NULL, 0,
+				 forget };
 
 	if (!c || (pdata_len && !pdata) || pdata_len > IWE_MAX_PRIVATE_DATA)
 		return EINVAL;
 	iwe_prog_call(c->prog, do_reject, &a);
 	return a.err;
+}
+
+int iwe_cm_reject(struct iwe_conn *c, const void *pdata, size_t pdata_len)
+{
+	return reject(c, pdata, pdata_len, 0);
+}
+
+int iwe_cm_reject_forget(struct iwe_conn *c, const void *pdata,
+			 size_t pdata_len)
+{
+	return reject(c, pdata, pdata_len, 1);
 }
 
 /* ------------------------------------------------ disconnect, destroy */

@@ -561,6 +561,12 @@ int iwe_cm_accept(struct iwe_conn *c, struct iwe_qp *qp, const void *pdata,
 		  size_t pdata_len, iwe_cm_handler handler, void *ctx);
 /* Passive side: answer with a reject reply carrying pdata, then close. */
 int iwe_cm_reject(struct iwe_conn *c, const void *pdata, size_t pdata_len);
+/* The same, and the conn is the engine's from now on: freed (its socket
+ * closed) once the reply is out, no more events; the caller never names
+ * it again.  Allowed in the conn's own handler: how a listener's handler
+ * refuses a request nobody will answer without holding a descriptor. */
+int iwe_cm_reject_forget(struct iwe_conn *c, const void *pdata,
+			 size_t pdata_len);
 
 /* Close an established (or pending) connection.  Graceful: finish queued
  * transmits, send FIN, wait for the peer's (bounded), then DISCONNECTED.

@@ -111,7 +111,7 @@ struct iwe_device {
 	struct iwe_device_attr attr;	/* immutable after open */
 	int is_loopback;		/* interface has IFF_LOOPBACK */
 	struct iwe_stag_table stags;
-	uint32_t npd, ncq;
+	uint32_t npd, ncq, nqp;
 	struct iwe_prog *prog;		/* progress thread, once started */
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
 	struct iwe_trp_test trp_test;	/* set before QPs attach */

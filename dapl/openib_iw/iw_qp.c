@@ -333,6 +333,26 @@ static void recv_arm_hook(struct iwe_cq_hook *h)
 
 /* ------------------------------------------------------------ create */
 
+/* IWE_MAX_QP per device, as iwe_device_query reports. */
+static int qp_reserve(struct iwe_device *dev)
+{
+	int ok;
+
+	iwe_lock(&dev->lock);
+	ok = dev->nqp < IWE_MAX_QP;
+	if (ok)
+		dev->nqp++;
+	iwe_unlock(&dev->lock);
+	return ok;
+}
+
+static void qp_unreserve(struct iwe_device *dev)
+{
+	iwe_lock(&dev->lock);
+	dev->nqp--;
+	iwe_unlock(&dev->lock);
+}
+
 /* With an SRQ the receive caps are ignored (verbs). */
 static int caps_valid(const struct iwe_qp_cap *c, int srq)
 {
@@ -395,8 +415,13 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (!qp_reserve(pd->dev)) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q) {
+		qp_unreserve(pd->dev);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -413,6 +438,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	}
 	if (qp_alloc_queues(q)) {
 		qp_free(q);
+		qp_unreserve(pd->dev);
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -485,6 +511,7 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 		iwe_srq_detach(q->srq);
 	iwe_cq_put(qp->send_cq);
 	iwe_cq_put(qp->recv_cq);
+	qp_unreserve(qp->pd->dev);
 	iwe_pd_put(qp->pd);
 	pthread_mutex_destroy(&q->lock.m);
 	qp_free(q);

@@ -231,7 +231,7 @@ static int service_works(void)
 
 /* dat_ia_query's max_eps is IWE_MAX_QP, which nothing counts yet:
  * dat_ep_create goes on succeeding past it.  Set to 0 once enforced. */
-#define MAX_EPS_BUG 1
+#define MAX_EPS_BUG 0
 #define MAX_EPS_TODO "max_eps is not enforced (dat_ep_create succeeds past it)"
 
 /* A point that a known provider bug makes fail: TAP TODO while the bug
