@@ -36,11 +36,12 @@ static uint64_t qp_poll_lease_ns(void)
 
 	if (v == ~0ull) {
 		e = getenv("IWDAPL_POLL_LEASE_US");
-		v = (e ? strtoull(e, NULL, 10) : 100) * 1000u;
+		v = (e ? strtoull(e, NULL, 10) : 20) * 1000u;
 	}
 	return v;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
+#define QP_LEASE_MAX_NS (1000u * 1000u)
 
 /* Posts closer together than this are a burst: they are sent together
  * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
@@ -247,9 +248,18 @@ static void lease_cb(struct iwe_prog_timer *t)
 	uint64_t until = atomic_load(&q->poll_until), now = now_ns();
 
 	if (until > now) {
-		iwe_prog_timer_arm_ns(q->prog, &q->lease_timer, until - now);
+		/* Still polling: look again later, less often the longer it
+		 * goes on (a poller that stops waits at most QP_LEASE_MAX_NS
+		 * for the progress thread). */
+		q->lease_backoff = q->lease_backoff ? q->lease_backoff * 2 :
+				   QP_POLL_LEASE_NS;
+		if (q->lease_backoff > QP_LEASE_MAX_NS)
+			q->lease_backoff = QP_LEASE_MAX_NS;
+		iwe_prog_timer_arm_ns(q->prog, &q->lease_timer,
+				      q->lease_backoff);
 		return;
 	}
+	q->lease_backoff = 0;
 	atomic_store(&q->lease_off, 0);
 	atomic_store(&q->kick, 1);
 	if (!iwe_qp_trylock(q))
@@ -265,10 +275,8 @@ static void poll_hook(struct iwe_qp_priv *q)
 	if (!q->prog || !iwe_qp_trylock(q))
 		return;
 	atomic_store(&q->kick, 0);
-	if (q->watch.fd >= 0) {
+	if (q->watch.fd >= 0)
 		run_io(q);
-		q->tx_last_ns = now_ns();
-	}
 	iwe_qp_release(q, 1);
 }
 

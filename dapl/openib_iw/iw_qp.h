@@ -280,6 +280,7 @@ struct iwe_qp_priv {
 	_Atomic uint64_t poll_until;
 	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
 					 * (only with the lease timer armed) */
+	uint64_t lease_backoff;		/* progress thread: next look, ns */
 	atomic_int kick;		/* progress asked for while locked */
 	void (*on_kick)(struct iwe_qp_priv *q);	/* runs it (iw_qp.c) */
 	/* Posts of a burst not sent yet (iwe_qp_post_kick). */
