@@ -498,6 +498,39 @@ static void fin_and_lost_peer(void)
 	pair_close(&p);
 }
 
+/* A receiver that does not read: the sender stops at the credits it was
+ * granted (the receive socket holds them all), and everything arrives
+ * once the receiver reads again. */
+static void slow_receiver(void)
+{
+	struct iwe_trp_stats sa, sb;
+	struct pair p;
+	uint32_t win = 2u << 20;
+	int n = 200, got = 0;
+
+	win /= iwe_trp_pkt_max(dev);
+	pair_open(&p, 5, 5);
+	for (int i = 0; i < n; i++)
+		post_recv1(&p.b, (uint64_t)i, (size_t)i * 64, 64);
+	for (int i = 0; i < n; i++)
+		post_send1(&p.a, (uint64_t)i, IBV_WR_SEND, 0, 64, 0, 0);
+	for (int i = 0; i < 30; i++) {	/* only a runs, 300 ms */
+		iwe_qp_progress_rx(p.a.qp);
+		usleep(10000);
+	}
+	iwe_trp_stats(p.a.qp, &sa);
+	CHECK(sa.sent - sa.retx <= win + 1 && sa.sent - sa.retx >= 8,
+	      "a receiver that does not read: %llu packets sent (window %u, "
+	      "%llu of them again)", (unsigned long long)sa.sent, win,
+	      (unsigned long long)sa.retx);
+	pump(&p, p.a.scq, n, p.b.rcq, n);
+	iwe_trp_stats(p.b.qp, &sb);
+	got = iwe_cq_count(p.b.rcq);
+	CHECK(got == n && iwe_cq_count(p.a.scq) == n && sb.ooo_rcvd == 0,
+	      "once it reads, all %d arrive, none out of order (%d)", n, got);
+	pair_close(&p);
+}
+
 /* Every packet lost: after the retransmission limit the stream ends
  * (ETIMEDOUT), the WR is flushed, and the best-effort Terminate (sent
  * past the test aid) tells the peer, which acts on it ahead of the gap. */
@@ -559,6 +592,7 @@ int main(void)
 	fatal_no_receive();
 	fatal_reserved_bit();
 	fin_and_lost_peer();
+	slow_receiver();
 	lost_for_good();
 	iwe_device_close(dev);
 	return tap_done();
