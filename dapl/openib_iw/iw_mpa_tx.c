@@ -226,8 +226,10 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 	*done = count_done(b);
 	if (b->len && b->sent == b->len)
 		batch_reset(b);
-	if (!err && b->fault)
+	if (!err && b->fault) {
+		b->fault = 0;	/* said once: a Terminate may follow */
 		err = EFAULT;
+	}
 	return err;
 }
 

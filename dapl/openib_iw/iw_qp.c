@@ -184,6 +184,10 @@ static int run_tx(struct iwe_qp_priv *q)
 		iwe_qp_fail(q, err);
 		iwe_tx_progress_locked(q);
 	} else if (err && err != EAGAIN) {
+		/* The peer reset the stream: a Terminate it sent first is
+		 * in our receive queue and says why. */
+		if (err == EPIPE || err == ECONNRESET)
+			run_rx(q);
 		iwe_qp_fail(q, err);
 	}
 	if (q->want_drain && !drained_before && !iwe_tx_busy(q))
