@@ -25,8 +25,10 @@ tool_setup() {
 	[ -r "$DAT_OVERRIDE" ] || { echo "Bail out! no $DAT_OVERRIDE (build first)"; exit 1; }
 }
 
-diag() {	# prefix each line of stdin with "#   " (TAP diagnostics)
-	sed 's/^/#   /'
+diag() {	# prefix each line of stdin with "#   " (TAP diagnostics);
+	# awk ends every line, even a last one without a newline, so the
+	# next TAP line starts on a line of its own
+	awk '{ print "#   " $0 }'
 }
 
 # A sanitizer build of the provider can only be loaded into Debian's
