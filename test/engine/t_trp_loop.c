@@ -402,7 +402,7 @@ static void fatal_reserved_bit(void)
 	struct iwe_trp_start st = { .tx_psn = 77, .rx_psn = 5,
 				    .peer_credits = 8 };
 	struct side s;
-	uint8_t pkt[64], got[256];
+	uint8_t pkt[64] = { 0 }, got[256];
 	struct iw_trp_fields f = { 0 };
 	struct iw_terminate_hdr th;
 	int raw, n, more = 0;
