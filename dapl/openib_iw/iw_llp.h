@@ -5,7 +5,7 @@
  * Two transports implement this table:
  *   - MPA over a TCP stream (iw_mpa_tx.c, iw_mpa_rx.c; RFC 5044): each
  *     segment becomes an FPDU (length, ULPDU, pad, CRC32c);
- *   - TRP over UDP datagrams (iw_trp_tx.c, iw_trp_rx.c; seed 003): one
+ *   - TRP over UDP datagrams (iw_trp_tx.c, iw_trp_rx.c; doc/trp.md): one
  *     segment per datagram behind a 10-byte TRP header, a segment done
  *     once the peer acknowledged it.
  *

@@ -120,7 +120,7 @@ static int rx_failed(struct iwe_qp_priv *q, int err)
 {
 	struct iwe_rx *r = &q->rx;
 
-	/* Over TRP a user error of one request is not fatal (seed 003). */
+	/* Over TRP a user error of one request is not fatal (doc/trp.md). */
 	if (q->llp == &iwe_llp_trp && iwe_trp_rx_failed(q))
 		return 0;
 	q->rx_dead = 1;

@@ -1,4 +1,4 @@
-/* TRP over UDP, the second transport under DDP (iw_llp.h; seed 003;
+/* TRP over UDP, the second transport under DDP (iw_llp.h;
  * the protocol is doc/trp.md, the header layout iw_wire.h).
  *
  * Files:

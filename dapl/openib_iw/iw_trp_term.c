@@ -1,4 +1,4 @@
-/* Terminates over TRP (seed 003; doc/trp.md "Terminate").
+/* Terminates over TRP (doc/trp.md "Terminate").
  *
  * Non-fatal: one request's user error -- a Write or a Read Request whose
  * STag, bounds, protection domain or rights are wrong (RDMAP remote

@@ -2,7 +2,7 @@
  *
  * One header for all of them, so that a reader can check the engine against
  * RFC 5040 (RDMAP), RFC 5041 (DDP), RFC 5044 (MPA), RFC 6581 (enhanced MPA
- * connection setup), RFC 7306 (RDMAP extensions) and seed 003 (TRP over UDP)
+ * connection setup), RFC 7306 (RDMAP extensions) and doc/trp.md (TRP over UDP)
  * in one place.
  *
  * Conventions:
@@ -262,7 +262,7 @@ _Static_assert(sizeof(struct iw_read_req) == 46, "Read Request segment");
  *
  * Terminate control word (host-order masks on the BE32):
  *   Layer(4) | EType(4) | Error code(8) | HdrCt M D R (3) | Reserved(13)
- * Seed 003 (TRP) carries the quiet time of a fatal Terminate, in ms, in
+ * TRP (doc/trp.md) carries the quiet time of a fatal Terminate, in ms, in
  * the 13 reserved bits.
  */
 #define IW_TERM_LAYER_MASK	0xF0000000u
@@ -388,7 +388,7 @@ enum iw_term_llp_ecode {
 };
 
 /* ================================================================== TRP
- * TRP, the trivial reliability protocol between UDP and DDP (seed 003;
+ * TRP, the trivial reliability protocol between UDP and DDP (doc/trp.md;
  * doc/trp.md is the protocol document).  Every UDP datagram is one TRP
  * packet: this 10-byte header (network byte order), then its body.
  *

@@ -239,7 +239,7 @@ static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp, int connected,
 	int err;
 
 	if (!connected) {
-		/* Seed 002 3.1.1.2: not connected at create is reported as
+		/* DAT iWARP extension 3.1.1.2: not connected at create is reported as
 		 * SOCKET_DOWN, not refused. */
 		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
 		post_ssp_event(ssp, (DAT_EVENT_NUMBER)DAT_CONNECTION_EVENT_SOCKET_DOWN);
@@ -343,7 +343,7 @@ DAT_RETURN dapl_ssp_query(DAT_IW_SSP_HANDLE handle, int mask,
 	ia = ssp->obj.ia;
 	dapl_ia_lock(ia);
 	param->ia_handle = dapl_ia_consumer_handle(ia);
-	/* Seed 002: a non-operational SSP has no socket associated. */
+	/* The DAT iWARP extension: a non-operational SSP has no socket associated. */
 	param->socket_id = ssp->state == DAT_IW_SSP_STATE_OPERATIONAL
 				   ? ssp->fd : -1;
 	param->evd_handle = ssp->evd->obj.handle;

@@ -1,4 +1,4 @@
-/* Socket Service Points (DAT iWARP extension, seed 002 section 3.1).
+/* Socket Service Points (iWARP Transport Specific Extensions for DAT 2.0, section 3.1).
  *
  * An SSP adopts a consumer's connected TCP socket and produces at most one
  * Connection Request from the MPA request that arrives on it.  Ownership of

@@ -30,7 +30,7 @@ DAT_RETURN dapl_ssp_socket_connect(DAT_EP_HANDLE ep_handle, int fd,
 		r = dapl_ssp_check_socket(ep->obj.ia, fd, &connected);
 	if (r != DAT_SUCCESS)
 		return r;
-	/* An unconnected socket is not refused (seed 002 3.1.4.2): sending
+	/* An unconnected socket is not refused (DAT iWARP extension 3.1.4.2): sending
 	 * the request fails and the EP reports UNREACHABLE. */
 	return dapl_cm_adopt_connect(ep, fd, timeout, pd_size, pd);
 }

@@ -1,4 +1,4 @@
-/* TRP's wire format (seed 003, iw_wire.h): the 10-byte header byte for
+/* TRP's wire format (doc/trp.md, iw_wire.h): the 10-byte header byte for
  * byte, flags and the 12-bit credit field, PSN serial-number arithmetic
  * (RFC 1982) across the 2^32 wrap, the test-aid spec, and which
  * Terminates are non-fatal. */
