@@ -1,8 +1,8 @@
 #!/bin/sh
 # Runs every test suite: the normal build, the AddressSanitizer +
-# UndefinedBehaviorSanitizer build, valgrind over the DAT suite, and the
-# threaded cases (dapltest's threaded mixes, t_mpi, t_ssp_stress) under
-# ThreadSanitizer.
+# UndefinedBehaviorSanitizer build, valgrind over the DAT and engine unit
+# programs, the threaded cases (t_mpi, t_ssp_stress) under ThreadSanitizer,
+# the fuzz targets, make distcheck and the Debian packages.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
 case ${1:-} in
@@ -17,6 +17,13 @@ esac
 . "$top/scripts/deps.sh"
 cd "$top" || exit 1
 status=0
+
+started=$(date +%s)
+section_time() {	# the seconds the last section took, for the CI budget
+	now=$(date +%s)
+	echo "   ($((now - started)) s)"
+	started=$now
+}
 
 run_suite() {	# name dir wrapper tests configure-options...
 	name=$1; dir=$2; wrapper=$3; tests=$4; shift 4
@@ -35,28 +42,68 @@ run_suite() {	# name dir wrapper tests configure-options...
 		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
 	fi
 	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$dir.check.out" || true
+	section_time
+}
+
+# The TESTS list of a configured tree, one per line.
+all_tests() {
+	printf 'print-tests:\n\t@echo $(TESTS)\n' |
+		make -s -C "$1" -f Makefile -f - print-tests | tr ' ' '\n' | grep .
 }
 
 run_suite "unit and conformance tests" "$top/build" "" ""
 # dapltest's large mixes run 10000 iterations in the plain build only.
 IW_DAPLTEST_ITER=2000
 export IW_DAPLTEST_ITER
-run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "" --enable-sanitizers
-unset IW_DAPLTEST_ITER
+# The soak judges resident sets and descriptors: the plain build's job (a
+# sanitizer's quarantine and threads blur both).
+IW_SKIP_SOAK=1
+export IW_SKIP_SOAK
+# Debian's dtest/dtestcm/dtestsrq and the bench smoke run in the plain tree;
+# dapltest's suite (our provider under its threads) runs here too.
+SAN_TESTS="$(echo $(all_tests "$top/build" | grep -v -e debian_tools -e bench_smoke))"
+run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "$SAN_TESTS" --enable-sanitizers
+unset IW_DAPLTEST_ITER IW_SKIP_SOAK
 # Races the tests provoke on purpose (t_crc_scribble) are not run here.
 run_suite "ThreadSanitizer" "$top/build-tsan" "" \
-	"test/dapltest/t_mpi test/dapltest/t_ssp_stress test/dapltest_suite.sh" \
+	"test/dapltest/t_mpi test/dapltest/t_ssp_stress" \
 	--enable-sanitizers=thread
-IW_SKIP_DEBIAN_TOOLS=1
-export IW_SKIP_DEBIAN_TOOLS
-run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" ""
-unset IW_SKIP_DEBIAN_TOOLS
+# valgrind runs the programs that own memory in every DAT and engine object
+# once; the timing-driven ones (faults, limits, cycles, floods, the fast
+# path ring, the UDP loss loop) ran in the two trees above, and under
+# valgrind's one-thread-at-a-time scheduler they test the scheduler.
+VG_TESTS="test/dapltest/t_ia test/dapltest/t_connect test/dapltest/t_ssp
+test/dapltest/t_srq_conn test/dapltest/t_instance test/dapltest/t_handles
+test/dapltest/t_calls test/dapltest/t_evd test/dapltest/t_cno
+test/dapltest/t_mem test/dapltest/t_ep test/dapltest/t_share test/dapltest/t_sp
+test/dapltest/t_srq test/dapltest/t_ext_dispatch test/engine/t_engine_local
+test/engine/t_mpa_parse test/engine/t_qp_loop test/engine/t_qp_term
+test/engine/t_cm test/engine/t_cm_ssp test/engine/t_srq test/engine/t_mw
+test/engine/t_trp_wire test/engine/t_cm_trp"
+run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" "$(echo $VG_TESTS)"
+
+# The tarball builds and its tests pass (a quick subset: the trees above
+# ran them all).
+echo "== make distcheck"
+DC_TESTS="test/dapltest/t_ia test/dapltest/t_connect test/dapltest/t_ssp
+test/engine/t_crc32c test/engine/t_qp_loop test/layers.sh"
+if (cd "$top/build" && make -s distcheck TESTS="$(echo $DC_TESTS)") \
+	>"$top/build-distcheck.check.out" 2>&1; then
+	echo ":test-result: PASS" >"$top/build-distcheck.trs"
+else
+	echo ":test-result: FAIL" >"$top/build-distcheck.trs"
+	echo "FAIL: make distcheck (build-distcheck.check.out)"
+	tail -20 "$top/build-distcheck.check.out"
+	status=1
+fi
+section_time
 
 # libFuzzer targets (clang; skipped with the reason when it is missing).
 echo "== fuzzing (libFuzzer, ASan + UBSan)"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_TRS="$top/build-fuzz/test/fuzz/run.trs" \
 	"$top/test/fuzz/run.sh" >"$top/build-fuzz.check.out" 2>&1 || status=1
 grep -E '^(not ok|ok .*# SKIP)' "$top/build-fuzz.check.out" || true
+section_time
 
 # Once, not per tree: build the Debian packages from a copy of the tree,
 # install, run dtest through /etc/dat.conf, purge (test/packaging.sh).
@@ -68,6 +115,7 @@ awk '/^ok .*# SKIP/ || /^1\.\.0 # SKIP/ { print ":test-result: SKIP"; next }
      /^Bail out!/ { print ":test-result: ERROR" }' \
 	"$top/build-packaging.check.out" >"$top/build-packaging.trs"
 grep -E '^(not ok|ok .*# SKIP|Bail out!|# lintian)' "$top/build-packaging.check.out" || true
+section_time
 
 results() {	# every .trs of the four trees, and the build failures
 	cat "$top"/build*/test/*.trs "$top"/build*/test/*/*.trs \

@@ -139,6 +139,11 @@ static int active_round(int lfd, uint16_t port)
 				sleep_ms(1);
 			ok = atomic_load(&w.seen_before) == 0 &&
 			     atomic_load(&pl.taken) == 1;
+			if (!ok)
+				printf("# active round: %d completions before "
+				     "ESTABLISHED, %d polled\n",
+				     atomic_load(&w.seen_before),
+				     atomic_load(&pl.taken));
 		}
 		close(fd);
 	}
@@ -238,6 +243,11 @@ static int passive_round(uint16_t port)
 				sleep_ms(1);
 			ok = atomic_load(&pc.w.seen_before) == 0 &&
 			     atomic_load(&pl.taken) == 1;
+			if (!ok)
+				printf("# passive round: %d completions before "
+				     "ESTABLISHED, %d polled\n",
+				     atomic_load(&pc.w.seen_before),
+				     atomic_load(&pl.taken));
 		}
 		close(fd);
 	}
