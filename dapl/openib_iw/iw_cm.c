@@ -34,7 +34,7 @@ static int attach_qp(struct iwe_conn *c, int responder)
 
 	if (c->attached)
 		return c->state;
-	err = c->udp ? cm_trp_attach(c, responder) : cm_est_attach(c, responder);
+	err = cm_est_attach(c, responder);
 	if (!err)
 		return c->state;
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
@@ -199,7 +199,7 @@ static void conn_timer(struct iwe_prog_timer *t)
 	case CS_RTR_WAIT:
 	case CS_DISC_DRAIN:
 	case CS_DISC_WAIT:
-		next = c->udp ? cm_trp_est_timeout(c) : cm_est_timeout(c);
+		next = cm_est_timeout(c);
 		break;
 	default:
 		return;
@@ -215,7 +215,7 @@ static void conn_qp(struct iwe_prog_task *t)
 
 	if (c->dead || !c->attached || c->final)
 		return;
-	cm_enter(c, c->udp ? cm_trp_qp_changed(c) : cm_est_qp_changed(c));
+	cm_enter(c, cm_est_qp_changed(c));
 }
 
 static struct iwe_conn *conn_new(struct iwe_device *dev, struct iwe_prog *p,
@@ -498,10 +498,7 @@ static void do_disconnect(void *arg)
 		a->ret = EINVAL;
 		return;
 	}
-	if (c->udp)
-		cm_trp_abort(c);
-	else
-		cm_est_abort(c);
+	cm_est_abort(c);
 	c->final = 1;
 	cm_queue_event(c, IWE_CM_DISCONNECTED, 0, "disconnected");
 	cm_enter(c, CS_IDLE);

@@ -159,6 +159,7 @@ static int refuse(struct iwe_conn *c, int rev, const char *reason)
 	uint8_t frame[IW_MPA_MAX_RR_LEN];
 	ssize_t n = iw_mpa_build(frame, sizeof(frame), 1, &rp);
 
+	cm_log(c, IW_LOG_ERROR, "MPA request refused: %s", reason);
 	if (n < 0 || cm_out_set(c, frame, (size_t)n)) {
 		cm_conn_drop(c);
 		return CS_DROPPED;
@@ -171,8 +172,8 @@ static int refuse(struct iwe_conn *c, int rev, const char *reason)
 
 /* Which listener of port p a parsed request is for; strips the service
  * header.  NULL: nobody takes it. */
-struct iwe_listener *cm_passive_route(struct cm_port *p, struct iwe_conn *c,
-				      struct iw_mpa_frame *f)
+static struct iwe_listener *route(struct cm_port *p, struct iwe_conn *c,
+				  struct iw_mpa_frame *f)
 {
 	struct iwe_listener *l;
 	int has_hdr = f->pdata_len >= IWE_CM_SERVICE_HDR_LEN &&
@@ -199,13 +200,17 @@ struct iwe_listener *cm_passive_route(struct cm_port *p, struct iwe_conn *c,
 	return NULL;
 }
 
-static int on_request(struct iwe_conn *c, struct iw_mpa_frame *f)
+int cm_passive_request(struct iwe_conn *c, struct cm_port *p,
+		       struct iw_mpa_frame *f)
 {
-	struct iwe_listener *l = cm_passive_route(c->port, c, f);
+	struct iwe_listener *l = route(p, c, f);
 	struct iw_mpa_local loc;
 	int st;
 
 	if (!l || (l->max_requests && l->delivered >= l->max_requests)) {
+		cm_log(c, IW_LOG_ERROR, "MPA request dropped: %s",
+		       l ? "the listener takes no more requests" :
+			   "no listener for its service");
 		cm_conn_drop(c);
 		return CS_DROPPED;
 	}
@@ -214,6 +219,8 @@ static int on_request(struct iwe_conn *c, struct iw_mpa_frame *f)
 	if (st == IW_MPA_ERR_NO_RTR)
 		return refuse(c, f->rev, iw_mpa_strerror(st));
 	if (st != IW_MPA_OK) {
+		cm_log(c, IW_LOG_ERROR, "MPA request dropped: %s",
+		       iw_mpa_strerror(st));
 		cm_conn_drop(c);
 		return CS_DROPPED;
 	}
@@ -236,17 +243,22 @@ int cm_passive_io(struct iwe_conn *c)
 	if (r == 0)
 		return CS_REQ_WAIT;
 	if (r < 0 || st == IW_MPA_ERR_BAD_KEY || st == IW_MPA_ERR_WRONG_KEY) {
+		cm_log(c, r < 0 ? IW_LOG_DEBUG : IW_LOG_ERROR,
+		       "MPA request dropped: %s", r < 0 ?
+		       "the peer left before sending it" : iw_mpa_strerror(st));
 		cm_conn_drop(c);	/* gone, or not speaking MPA */
 		return CS_DROPPED;
 	}
 	if (st != IW_MPA_OK)
 		return refuse(c, c->in_len > 17 ? c->in[17] : 1,
 			      iw_mpa_strerror(st));
-	return on_request(c, &f);
+	return cm_passive_request(c, c->port, &f);
 }
 
 int cm_passive_timeout(struct iwe_conn *c)
 {
+	cm_log(c, IW_LOG_WARN, "no MPA request within %d ms: dropped",
+	       c->timeout_ms);
 	cm_conn_drop(c);	/* no request in time: close, no event */
 	return CS_DROPPED;
 }

@@ -6,12 +6,12 @@
  *   iw_cm_active.c   active side: TCP connect, MPA request, the reply
  *   iw_cm_passive.c  listeners, accepted sockets, the request, replies
  *   iw_cm_ssp.c      adopted sockets (Socket Service Points)
- *   iw_cm_est.c      established connections: the QP takes the stream;
- *                    its end, disconnects, timeouts
- *   iw_cm_trp.c      the same over TRP/UDP (a udp device): the request
- *                    and reply in I packets, retransmitted; listeners
- *                    that give each peer its own connected socket on the
- *                    listening port; adopted UDP sockets; the F close
+ *   iw_cm_est.c      established connections, over TCP or TRP: the QP
+ *                    takes the stream; its end, disconnects, timeouts
+ *   iw_cm_trp.c      the exchange over TRP/UDP (a udp device): the
+ *                    request and reply in I packets, retransmitted;
+ *                    listeners that give each peer its own connected
+ *                    socket on the listening port; adopted UDP sockets
  *   iw_cm.c          one conn state, changed only in cm_enter(), the
  *                    dispatch of socket, timer and QP events by state,
  *                    and the public API (iw_engine.h)
@@ -32,6 +32,7 @@
 #include <sys/epoll.h>
 
 #include "iw_engine.h"
+#include "iw_log.h"
 #include "iw_mpa.h"
 #include "iw_priv.h"
 #include "iw_progress.h"
@@ -211,7 +212,10 @@ void cm_reset_socket(int fd);
 void cm_skip_time_wait(int fd);
 void cm_close_ended(int fd);
 void cm_set_nodelay(int fd);
-/* IWDAPL_DEBUG=1: why a connection ended, on stderr. */
+/* A log line about c, prefixed "conn LOCAL->PEER: " (iw_log.h). */
+void cm_log(const struct iwe_conn *c, enum iw_log_level level,
+	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Debug level: why an established connection's stream ended. */
 void cm_log_end(struct iwe_conn *c, int err);
 
 /* ---- iw_cm_active.c (the int handlers return the state to enter) */
@@ -240,6 +244,11 @@ void cm_ports_fini(struct iwe_cm_dev *cm);
 int cm_passive_accept_fd(struct cm_port *p);
 void cm_passive_setup(struct iwe_conn *c, struct cm_port *p);
 int cm_passive_io(struct iwe_conn *c);
+/* A parsed request on port p (either transport): to its listener, which
+ * takes it (REQ_RCVD, CONNECT_REQUEST left in c->pend); or refused with
+ * a reject reply (REJECTING), or dropped unanswered (DROPPED). */
+int cm_passive_request(struct iwe_conn *c, struct cm_port *p,
+		       struct iw_mpa_frame *f);
 int cm_passive_timeout(struct iwe_conn *c);
 /* Build the accept (reject = 0) or reject reply into c->out. */
 int cm_passive_answer(struct iwe_conn *c, const void *pdata, size_t len,
@@ -255,15 +264,15 @@ int cm_ssp_io(struct iwe_conn *c, uint32_t revents);
 int cm_ssp_release(struct iwe_conn *c);
 #define CM_SSP_PEEK_EVENTS (EPOLLIN | EPOLLRDHUP | EPOLLET)
 
-/* ---- iw_cm_est.c */
+/* ---- iw_cm_est.c (either transport: c->udp says which) */
 /* Attach the QP to the stream (responder with RTR: held after the RTR;
  * otherwise held until ESTABLISHED is delivered).  0 or an errno. */
 int cm_est_attach(struct iwe_conn *c, int responder);
 /* The QP notified: the state to enter. */
 int cm_est_qp_changed(struct iwe_conn *c);
 int cm_est_timeout(struct iwe_conn *c);
-/* An abrupt disconnect: QP to ERROR, FIN after what was sent or a
- * reset; the caller queues the event. */
+/* An abrupt disconnect: QP to ERROR, our close after what was sent or
+ * (TCP) a reset; the caller queues the event. */
 void cm_est_abort(struct iwe_conn *c);
 
 /* ---- iw_cm_trp.c (TRP/UDP; the int handlers return the state to
@@ -290,13 +299,6 @@ int cm_trp_reject_enter(struct iwe_conn *c);
 int cm_trp_reject_io(struct iwe_conn *c);
 int cm_trp_adopt_fd(int fd, int *saved);
 int cm_trp_ssp_io(struct iwe_conn *c);
-int cm_trp_attach(struct iwe_conn *c, int responder);
-int cm_trp_qp_changed(struct iwe_conn *c);
-int cm_trp_est_timeout(struct iwe_conn *c);
-void cm_trp_abort(struct iwe_conn *c);
-/* The passive side's listener for a parsed request (iw_cm_passive.c). */
-struct iwe_listener *cm_passive_route(struct cm_port *p, struct iwe_conn *c,
-				      struct iw_mpa_frame *f);
 
 /* ---- iw_cm.c: the listening port's accept loop (cm_listen_args) */
 void cm_port_io(struct iwe_prog_watch *w, uint32_t revents);

@@ -24,9 +24,9 @@
  * Outcomes (initiator): a valid reply -> ESTABLISHED or REJECTED; a
  * datagram that is not a TRP reply to our request -> NON_PEER_REJECTED;
  * ICMP port unreachable (the connected socket's ECONNREFUSED) ->
- * UNREACHABLE; no reply in time -> TIMED_OUT.  Established: the peer's F
- * -> DISCONNECTED; retransmission limit, a fatal Terminate, the peer's
- * port gone -> BROKEN.
+ * UNREACHABLE; no reply in time -> TIMED_OUT.  Established (iw_cm_est.c
+ * runs it, as for TCP): the peer's F -> DISCONNECTED; retransmission
+ * limit, a fatal Terminate, the peer's port gone -> BROKEN.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -40,7 +40,6 @@
 #include <sys/socket.h>
 
 #include "iw_cm_priv.h"
-#include "iw_qp.h"
 #include "iw_trp.h"
 
 #define TRP_DGRAM_MAX 65536
@@ -317,52 +316,20 @@ int cm_trp_peer_socket(struct cm_port *p, const struct sockaddr_in *from)
 	return fd;
 }
 
-/* Refuse before any consumer saw it: a reject reply with the reason. */
-static int refuse(struct iwe_conn *c, int rev, const char *reason)
+/* The peer's PSN and credits from its I packet, and our own ISN: the
+ * reply, accepting or rejecting, goes out with them. */
+static void take_peer(struct iwe_conn *c, const struct iw_trp_fields *h)
 {
-	struct iw_mpa_params rp = {
-		.rev = rev == IW_MPA_REV_ENHANCED ? rev : IW_MPA_REV_BASIC,
-		.reject = 1,
-		.pdata = reason,
-		.pdata_len = strlen(reason),
-	};
-	uint8_t frame[IW_MPA_MAX_RR_LEN];
-	ssize_t n = iw_mpa_build(frame, sizeof(frame), 1, &rp);
-
-	if (n < 0 || cm_out_set(c, frame, (size_t)n)) {
-		cm_conn_drop(c);
-		return CS_DROPPED;
-	}
-	c->orphan = 1;
-	c->timeout_ms = CM_DEFAULT_MPA_TIMEOUT_MS;
-	return CS_REJECTING;
-}
-
-/* Negotiate a parsed request for the listener (or adopted socket) with
- * params: the state to enter. */
-static int take_request(struct iwe_conn *c, const struct iwe_cm_params *params,
-			const struct iw_mpa_frame *f,
-			const struct iw_trp_fields *h)
-{
-	struct iw_mpa_local loc;
-	int st;
-
 	c->trp_peer_isn = h->psn;
 	c->trp_peer_credits = h->credits;
 	c->trp_isn = random_isn();
-	cm_local_from_params(params, &loc);
-	st = iw_mpa_negotiate(&loc, f, &c->rep, &c->neg);
-	if (st != IW_MPA_OK)
-		return st;
-	c->pend = (struct cm_pend){ IWE_CM_CONNECT_REQUEST, 0, NULL, f->pdata,
-				    f->pdata_len };
-	return IW_MPA_OK;
 }
 
+/* A new peer's request: its listener is found, and refuses or takes it,
+ * as over TCP (iw_cm_passive.c); only the framing differs. */
 int cm_trp_passive_request(struct iwe_conn *c, struct cm_port *p,
 			   const uint8_t *pkt, size_t len)
 {
-	struct iwe_listener *l;
 	struct iw_trp_fields h;
 	struct iw_mpa_frame f;
 	int st;
@@ -371,24 +338,14 @@ int cm_trp_passive_request(struct iwe_conn *c, struct cm_port *p,
 	c->orphan = 1;
 	cm_fill_addrs(c);
 	st = parse_frame(c, pkt, len, IW_MPA_EXPECT_REQ, &f);
-	l = st == IW_MPA_OK ? cm_passive_route(p, c, &f) : NULL;
-	if (!l || (l->max_requests && l->delivered >= l->max_requests)) {
+	if (st != IW_MPA_OK) {
+		cm_log(c, IW_LOG_ERROR, "MPA request dropped: %s",
+		       iw_mpa_strerror(st));
 		cm_conn_drop(c);	/* not for us: silence */
 		return CS_DROPPED;
 	}
-	st = take_request(c, &l->params, &f, &h);
-	if (st == IW_MPA_ERR_NO_RTR)
-		return refuse(c, f.rev, iw_mpa_strerror(st));
-	if (st != IW_MPA_OK) {
-		cm_conn_drop(c);
-		return CS_DROPPED;
-	}
-	l->delivered++;
-	c->orphan = 0;
-	c->params = l->params;
-	c->handler = l->handler;
-	c->ctx = l->ctx;
-	return CS_REQ_RCVD;
+	take_peer(c, &h);
+	return cm_passive_request(c, p, &f);
 }
 
 int cm_trp_reject_enter(struct iwe_conn *c)
@@ -453,6 +410,7 @@ static int ssp_peek(struct iwe_conn *c)
 	static uint8_t buf[TRP_DGRAM_MAX];	/* progress thread only */
 	struct iw_trp_fields h;
 	struct iw_mpa_frame f;
+	struct iw_mpa_local loc;
 	ssize_t n;
 	int st;
 
@@ -468,12 +426,17 @@ static int ssp_peek(struct iwe_conn *c)
 	if (h.flags != IW_TRP_I)
 		return ssp_bad(c, "not a TRP request");
 	st = parse_frame(c, buf, (size_t)n, IW_MPA_EXPECT_REQ, &f);
-	if (st == IW_MPA_OK)
-		st = take_request(c, &c->params, &f, &h);
+	if (st == IW_MPA_OK) {
+		take_peer(c, &h);
+		cm_local_from_params(&c->params, &loc);
+		st = iw_mpa_negotiate(&loc, &f, &c->rep, &c->neg);
+	}
 	if (st != IW_MPA_OK) {
 		c->pend.type = -1;
 		return ssp_bad(c, iw_mpa_strerror(st));
 	}
+	c->pend = (struct cm_pend){ IWE_CM_CONNECT_REQUEST, 0, NULL, f.pdata,
+				    f.pdata_len };
 	if (recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT) != n)
 		return ssp_down(c, EIO);	/* cannot happen */
 	return CS_REQ_RCVD;
@@ -488,108 +451,4 @@ int cm_trp_ssp_io(struct iwe_conn *c)
 		cm_out_set(c, NULL, 0);
 	}
 	return ssp_peek(c);
-}
-
-/* ------------------------------------------------------- established */
-
-static void qp_notify(void *arg)
-{
-	struct iwe_conn *c = arg;
-
-	/* Under the QP lock, maybe on a consumer thread. */
-	iwe_prog_post(c->prog, &c->qp_task);
-}
-
-int cm_trp_attach(struct iwe_conn *c, int responder)
-{
-	struct iwe_stream_params sp = {
-		.ird = cm_clamp_rd(c->neg.ird, IWE_MAX_IRD),
-		.ord = cm_clamp_rd(c->neg.ord, IWE_MAX_ORD),
-		.mpa_rev = c->neg.rev,
-	};
-	struct iwe_qp_cm_opts o = {
-		.responder = responder,
-		.rtr = c->neg.rtr,
-		.hold = responder && c->neg.rtr ? IWE_RX_HOLD_AFTER_FIRST :
-						  IWE_RX_HOLD,
-		.prog = c->prog,
-		.notify = qp_notify,
-		.notify_arg = c,
-	};
-	struct iwe_trp_start st = {
-		.tx_psn = responder ? c->trp_isn : c->trp_isn + 1,
-		.rx_psn = c->trp_peer_isn + 1,
-		.peer_credits = c->trp_peer_credits,
-		.first = responder ? c->out : NULL,
-		.first_len = responder ? c->out_len : 0,
-		.ack_now = !responder,
-	};
-	int err = iwe_qp_attach_llp(c->qp, c->fd, &sp, &o, &iwe_llp_trp, &st);
-
-	if (!err) {
-		c->attached = 1;
-		cm_out_set(c, NULL, 0);	/* the reply is the QP's now */
-	}
-	return err;
-}
-
-static int disconnecting(const struct iwe_conn *c)
-{
-	return c->state == CS_DISC_DRAIN || c->state == CS_DISC_WAIT;
-}
-
-/* The QP's stream ended: the peer's F between segments is its orderly
- * close (answered with ours); anything else breaks the connection. */
-static int trp_end(struct iwe_conn *c, int err)
-{
-	int disc = disconnecting(c);
-	int orderly = disc || (err == ENOTCONN && c->state == CS_ESTABLISHED);
-
-	cm_log_end(c, err);
-	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-	if (err == ENOTCONN && !disc)
-		iwe_trp_send_fin(c->qp);
-	return cm_end(c, orderly ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN, err,
-		      orderly ? "connection closed" :
-		      err == EPROTO ? "terminated" :
-		      err == ETIMEDOUT ? "peer stopped answering" :
-		      "TRP stream broken", NULL, 0);
-}
-
-int cm_trp_qp_changed(struct iwe_conn *c)
-{
-	struct iwe_qp_io_status st;
-
-	iwe_qp_io_status(c->qp, &st);
-	if (c->state == CS_RTR_WAIT && st.first_rx) {
-		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, NULL,
-					    0 };
-		return CS_ESTABLISHED;
-	}
-	if (st.state == IWE_QPS_ERROR && st.stream_err)
-		return trp_end(c, st.stream_err);
-	if (c->state == CS_DISC_DRAIN && st.tx_drained) {
-		iwe_trp_send_fin(c->qp);
-		return CS_DISC_WAIT;
-	}
-	return c->state;
-}
-
-int cm_trp_est_timeout(struct iwe_conn *c)
-{
-	int disc = disconnecting(c);
-
-	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-	iwe_trp_send_fin(c->qp);
-	return cm_end(c, disc ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN,
-		      ETIMEDOUT, disc ? "disconnect timed out" :
-		      "no RTR from the initiator", NULL, 0);
-}
-
-void cm_trp_abort(struct iwe_conn *c)
-{
-	if (c->qp && (c->attached || c->state == CS_ACCEPTING))
-		iwe_modify_qp(c->qp, IWE_QPS_ERROR);
-	if (c->attached)
-		iwe_trp_send_fin(c->qp);	/* once: the peer's end */
 }
