@@ -1,13 +1,21 @@
 /* iwinfo: open a DAT IA through the registry and print what dat_ia_query
- * reports.  Usage: iwinfo [ia-name]   (default iw-lo; DAT_OVERRIDE selects
- * the dat.conf). */
+ * reports, then the dat.conf entries that load iwdapl; or print the
+ * counters of a running process.
+ *   iwinfo [IA-NAME]          (default iw-lo; DAT_OVERRIDE selects the
+ *                              dat.conf)
+ *   iwinfo --conf             the dat.conf entries only
+ *   iwinfo --stats [PID]      PID's counters, or the processes that
+ *                              serve them */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <dat2/udat.h>
 #include <dat2/dat_iw_extensions.h>
+
+#include "iwinfo.h"
 
 static const char *err_str(DAT_RETURN r)
 {
@@ -79,9 +87,16 @@ static void print_provider(const DAT_PROVIDER_ATTR *p)
 		       p->provider_specific_attr[i].value);
 }
 
-int main(int argc, char **argv)
+static int usage(FILE *f, int status)
 {
-	char *name = argc > 1 ? argv[1] : (char *)"iw-lo";
+	fprintf(f, "usage: iwinfo [IA-NAME]\n"
+		   "       iwinfo --conf\n"
+		   "       iwinfo --stats [PID]\n");
+	return status;
+}
+
+static int query_ia(char *name)
+{
 	DAT_IA_HANDLE ia;
 	DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL;
 	DAT_IA_ATTR ia_attr;
@@ -109,4 +124,37 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	return 0;
+}
+
+static int stats(int argc, char **argv)
+{
+	char *end;
+	long pid;
+
+	if (argc < 3)
+		return iwinfo_stats_list();
+	pid = strtol(argv[2], &end, 10);
+	if (argc > 3 || !*argv[2] || *end || pid <= 0)
+		return usage(stderr, 2);
+	return iwinfo_stats_pid(pid);
+}
+
+int main(int argc, char **argv)
+{
+	char *arg = argc > 1 ? argv[1] : (char *)"iw-lo";
+	int r;
+
+	if (!strcmp(arg, "-h") || !strcmp(arg, "--help"))
+		return usage(stdout, 0);
+	if (!strcmp(arg, "--stats"))
+		return stats(argc, argv);
+	if (!strcmp(arg, "--conf"))
+		return iwinfo_conf() ? 1 : 0;
+	if (arg[0] == '-' || argc > 2)
+		return usage(stderr, 2);
+	r = query_ia(arg);
+	/* A dat.conf entry that does not resolve is reported, not fatal:
+	 * the IA asked for opened. */
+	(void)iwinfo_conf();
+	return r;
 }

@@ -182,6 +182,10 @@ static void ep_established_locked(struct dapl_ep *ep,
 	else
 		ep->remote_port = ntohs(ev->remote.sin_port);
 	ep_save_pd_locked(ep, ev->pdata, ev->pdata_len);
+	if (s == DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)
+		ep->stats.conn_opened++;
+	else
+		ep->stats.conn_accepted++;
 	dapl_ep_transition_locked(ep, DAT_EP_STATE_CONNECTED);
 	ep_post_conn_event_locked(ep, DAT_CONNECTION_EVENT_ESTABLISHED, 1);
 }
@@ -208,10 +212,28 @@ static void ep_return_socket_locked(struct dapl_ep *ep,
 	(void)iwe_cm_release_socket(ev->conn);
 }
 
+/* Connection outcomes other than ESTABLISHED, counted once: an attempt
+ * whose end was already reported (a disconnect overtook it) is not. */
+static void ep_count_end_locked(struct dapl_ep *ep,
+				const struct iwe_cm_event *ev)
+{
+	if (ep->disc_posted)
+		return;
+	if (ev->type == IWE_CM_REJECTED)
+		ep->stats.conn_peer_rejected++;
+	else if (ev->type == IWE_CM_NON_PEER_REJECTED ||
+		 ev->type == IWE_CM_UNREACHABLE ||
+		 ev->type == IWE_CM_TIMED_OUT ||
+		 (ev->type == IWE_CM_BROKEN &&
+		  broken_event(ep) != DAT_CONNECTION_EVENT_BROKEN))
+		ep->stats.conn_failed++;
+}
+
 static void ep_on_event_locked(struct dapl_ep *ep,
 			       const struct iwe_cm_event *ev)
 {
 	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
+	ep_count_end_locked(ep, ev);
 	switch (ev->type) {
 	case IWE_CM_REJECTED:
 	case IWE_CM_NON_PEER_REJECTED:
@@ -335,6 +357,7 @@ static DAT_RETURN connect_end(struct dapl_ep *ep, int err,
 	} else if (!ep->conn && !ep->dying) {
 		ep->conn = conn;
 	}
+	ep->stats.conn_requested += !err;
 	ep->cm_adopt = 0;
 	dapl_ia_unlock(ia);
 	return err ? cm_errno(err) : DAT_SUCCESS;

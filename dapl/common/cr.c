@@ -178,8 +178,10 @@ DAT_RETURN dapl_cr_arrive_locked(struct dapl_ia *ia,
 	if (r != DAT_SUCCESS)
 		return r;
 	r = cr_event_post(ia, v, cr);
-	if (r == DAT_SUCCESS)
+	if (r == DAT_SUCCESS) {
+		ia->stats.conn_received++;
 		return DAT_SUCCESS;
+	}
 	/* Nobody will see the CR: the EP returns, the conn stays the
 	 * caller's. */
 	cr->conn = NULL;
@@ -343,6 +345,7 @@ DAT_RETURN dapl_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pd_size,
 		return r;
 	dapl_ia_lock(cr->obj.ia);
 	r = cr_claim_locked(cr, &conn);
+	cr->obj.ia->stats.conn_rejected += r == DAT_SUCCESS;
 	dapl_ia_unlock(cr->obj.ia);
 	if (r != DAT_SUCCESS)
 		return r;

@@ -22,6 +22,7 @@
 
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h>
+#include <dat2/dat_iw_extensions.h>
 
 #include "dapl_handle.h"
 #include "dapl_lock.h"
@@ -81,7 +82,7 @@ struct dapl_config {
 	char error[160];		/* non-empty: the instance data is bad */
 };
 
-#define DAPL_NAMED_ATTRS 6
+#define DAPL_NAMED_ATTRS 8
 
 /* One per dat.conf line that names this library: a provider instance. */
 struct dapl_provider {
@@ -89,6 +90,7 @@ struct dapl_provider {
 	char ia_name[DAT_NAME_MAX_LENGTH];
 	struct dapl_config cfg;
 	char mtu_str[16];
+	char stats_socket[64];		/* DAT_IW_ATTR_STATS's value */
 	DAT_NAMED_ATTR named[DAPL_NAMED_ATTRS];	/* provider_specific_attr */
 	struct dapl_provider *next;
 };
@@ -108,6 +110,11 @@ struct dapl_ia {
 	struct dapl_obj *objs[DAPL_K_COUNT];
 	uint32_t nobjs[DAPL_K_COUNT];	/* live objects of each kind */
 	int closing;
+	/* Counters (dapl_stats.h): requests received and rejected here,
+	 * plus the totals of freed EPs; under ia->lock. */
+	DAT_IW_STATS stats;
+	unsigned stats_id;		/* "ia N" in the stats dump */
+	struct dapl_ia *stats_next;	/* process-wide list (stats_server.c) */
 };
 
 static inline void dapl_ia_lock(struct dapl_ia *ia) { dapl_lock(&ia->lock); }

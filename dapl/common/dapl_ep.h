@@ -92,6 +92,9 @@ struct dapl_ep {
 	 * event's pointer stays valid until the EP is reused or freed. */
 	DAT_COUNT ev_pd_size;
 	unsigned char ev_pd[IWE_MAX_PRIVATE_DATA];
+	/* Counters (dapl_stats.h): connection outcomes and the QPs it had
+	 * before the current one; under ia->lock. */
+	DAT_IW_STATS stats;
 };
 
 /* ---- the state machine (ep_state.c) ---- */

@@ -32,6 +32,7 @@
 #include "dapl_ep.h"
 #include "dapl_evd.h"
 #include "dapl_mem.h"
+#include "dapl_stats.h"
 
 /* Defaults for attributes the consumer leaves to us (NULL attr, or zero in
  * the fields where zero means "default").  Small queues keep an idle EP
@@ -323,6 +324,7 @@ static void ep_detach_locked(struct dapl_ep *ep, struct ep_teardown *t)
 		ep->cr->ep = NULL;
 	ep->cr = NULL;
 	dapl_ep_forget_reserver_locked(ep);
+	dapl_stats_ep_freed_locked(ep);
 	dapl_obj_fini_locked(&ep->obj);
 }
 

@@ -42,6 +42,7 @@
 #include "dapl_ep.h"
 #include "dapl_evd.h"
 #include "dapl_mem.h"
+#include "dapl_stats.h"
 
 #define POOL_BUCKETS 1024
 #define RETIRED_MAX 256
@@ -272,6 +273,7 @@ struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep)
 	struct dapl_wr_pool *pool = ep->pool;
 
 	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
+	dapl_stats_qp_retired_locked(ep, dapl_ep_qp(pool));
 	ep->pool = NULL;
 	return pool;
 }

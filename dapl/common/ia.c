@@ -9,6 +9,7 @@
 
 #include "dapl.h"
 #include "dapl_evd.h"
+#include "dapl_stats.h"
 
 #define DEFAULT_ASYNC_QLEN 64
 
@@ -111,6 +112,7 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 		return ret;
 	}
 	*ia_handle = ia->obj.handle;
+	dapl_stats_ia_opened(ia);
 	return DAT_SUCCESS;
 }
 
@@ -162,6 +164,7 @@ DAT_RETURN dapl_ia_close(DAT_IA_HANDLE ia_handle, DAT_CLOSE_FLAGS flags)
 	ia->closing = 1;
 	dapl_ia_unlock(ia);
 	destroy_all(ia);
+	dapl_stats_ia_closing(ia);	/* may dump the final counters */
 	dapl_handle_release(ia->obj.handle);
 	ia_free(ia);
 	return DAT_SUCCESS;

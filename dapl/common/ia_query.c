@@ -7,6 +7,7 @@
 
 #include "dapl.h"
 #include "dapl_evd.h"
+#include "dapl_stats.h"
 #include <dat2/dat_iw_extensions.h>
 
 /* The provider's version is the package's (configure.ac's AC_INIT, as
@@ -86,6 +87,12 @@ static void fill_named_attrs(struct dapl_ia *ia)
 	p->named[4] = (DAT_NAMED_ATTR){ "DAT_IB_TRANSPORT_MTU", p->mtu_str };
 	p->named[5] = (DAT_NAMED_ATTR){ "DAT_IW_TRANSPORT",
 		ia->dev_attr.transport == IWE_TRANSPORT_UDP ? "UDP" : "TCP" };
+	p->named[6] = (DAT_NAMED_ATTR){ "IWDAPL_CRC32C",
+					iw_crc32c_impl_name() };
+	/* Where iwinfo --stats reads this process's counters. */
+	snprintf(p->stats_socket, sizeof(p->stats_socket), "%s",
+		 dapl_stats_socket_name());
+	p->named[7] = (DAT_NAMED_ATTR){ DAT_IW_ATTR_STATS, p->stats_socket };
 	dapl_ia_unlock(ia);
 }
 

@@ -433,6 +433,10 @@ int iwe_qp_progress_rx(struct iwe_qp *qp);
  * takes differences).  Messages count the last segment of each; the
  * arrays are indexed by RDMAP opcode (0 Write, 1 Read Request, 2 Read
  * Response, 3-6 the Send family, 7 Terminate). */
+/* The CRC32c implementation in use: "isa-l", "sse4.2" or "table". */
+const char *iw_crc32c_impl_name(void);
+
+#define IWE_TERM_CODES 8
 struct iwe_qp_stats {
 	uint64_t tx_msgs[16], tx_bytes[16];	/* payload bytes */
 	uint64_t rx_msgs[16], rx_bytes[16];
@@ -444,7 +448,27 @@ struct iwe_qp_stats {
 	uint64_t queue_full;		/* posts refused: SQ or RQ full */
 	uint64_t term_sent, term_rcvd;	/* Terminates, by layer: */
 	uint64_t term_sent_layer[3], term_rcvd_layer[3];
+	/* ... and by code (layer << 12 | etype << 8 | ecode): the first
+	 * IWE_TERM_CODES distinct codes, n == 0 marking a free slot. */
+	struct iwe_term_count {
+		uint32_t code;
+		uint64_t n;
+	} term_sent_code[IWE_TERM_CODES], term_rcvd_code[IWE_TERM_CODES];
 };
+
+/* Count n Terminates of a code in a table of IWE_TERM_CODES slots; a
+ * code that finds no slot is not kept (the totals still count it). */
+static inline void iwe_term_count_add(struct iwe_term_count *tab,
+				      uint32_t code, uint64_t n)
+{
+	for (int i = 0; i < IWE_TERM_CODES && n; i++) {
+		if (tab[i].n && tab[i].code != code)
+			continue;
+		tab[i].code = code;
+		tab[i].n += n;
+		return;
+	}
+}
 void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st);
 
 /* The last Terminate sent and received (layer/etype/ecode as in RFC 5040

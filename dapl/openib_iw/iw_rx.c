@@ -489,6 +489,7 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 		/* No control word: recorded as layer/type/code all ones. */
 		q->term_rcvd = (struct iwe_term_info){ .valid = 1,
 			.layer = 0xF, .etype = 0xF, .ecode = 0xFF };
+		iwe_term_count_add(q->stats.term_rcvd_code, 0xFFFF, 1);
 		return;
 	}
 	memcpy(&ctrl_be, b, 4);
@@ -499,6 +500,8 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 	t->has_hdr = 0;
 	term_echo(t, ctrl, b + 4, avail - 4);
 	q->stats.term_rcvd_layer[t->layer < 3 ? t->layer : 2]++;
+	iwe_term_count_add(q->stats.term_rcvd_code, (uint32_t)t->layer << 12 |
+			   (uint32_t)t->etype << 8 | t->ecode, 1);
 	q->term_rcvd = (struct iwe_term_info){ .valid = 1, .layer = t->layer,
 		.etype = t->etype, .ecode = t->ecode };
 }
@@ -583,12 +586,16 @@ int iwe_rx_end(struct iwe_qp_priv *q)
 	void (*end)(struct iwe_qp_priv *q) = iwe_rdmap_ops[r->opcode].rx_end;
 
 	IWE_QP_ASSERT_LOCKED(q);
+	q->stats.rx_segments++;
+	/* A responder that expects an RTR gets it first (one zero-length
+	 * segment): not a consumer's message. */
+	if (!q->rtr_expect || q->first_rx) {
+		q->stats.rx_bytes[r->opcode] += r->payload_len;
+		q->stats.rx_msgs[r->opcode] += (uint64_t)iw_ctrl_last(r->ctrl);
+	}
 	/* A responder may transmit once the first segment is in. */
 	q->first_rx = 1;
 	q->tx_gate = 0;
-	q->stats.rx_segments++;
-	q->stats.rx_bytes[r->opcode] += r->payload_len;
-	q->stats.rx_msgs[r->opcode] += (uint64_t)iw_ctrl_last(r->ctrl);
 	if (end)
 		end(q);
 	return r->term_out || r->term_in ? EPROTO : 0;

@@ -213,8 +213,11 @@ static int emit_segment(struct iwe_qp_priv *q)
 	s.npay = gather(t, n, iov);
 	q->llp->tx_add(q, &s);
 	q->stats.tx_segments++;
-	q->stats.tx_bytes[t->opcode] += n;
-	q->stats.tx_msgs[t->opcode] += (uint64_t)last;
+	/* The RTR is the connection's, not a consumer's message. */
+	if (t->kind != IWE_TX_RTR) {
+		q->stats.tx_bytes[t->opcode] += n;
+		q->stats.tx_msgs[t->opcode] += (uint64_t)last;
+	}
 	t->msg_off += n;
 	if (last)
 		msg_cut(q);
@@ -539,6 +542,8 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 	t->term_pending = 1;
 	q->stats.term_sent++;
 	q->stats.term_sent_layer[tm->layer < 3 ? tm->layer : 2]++;
+	iwe_term_count_add(q->stats.term_sent_code, (uint32_t)tm->layer << 12 |
+			   (uint32_t)tm->etype << 8 | tm->ecode, 1);
 	q->term_sent = (struct iwe_term_info){ .valid = 1,
 					       .layer = tm->layer,
 					       .etype = tm->etype,

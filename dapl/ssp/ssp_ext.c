@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "dapl.h"
+#include "dapl_stats.h"
 #include "ssp.h"
 
 static DAT_RETURN op_ssp_create(DAT_HANDLE handle, va_list args)
@@ -54,6 +55,8 @@ DAT_RETURN dapl_extension_op(DAT_HANDLE handle, DAT_EXTENDED_OP op, va_list args
 		return op_ssp_query(handle, args);
 	case DAT_IW_SOCKET_CONNECT_OP:
 		return op_socket_connect(handle, args);
+	case DAT_IW_STATS_QUERY_OP:
+		return dapl_stats_query(handle, va_arg(args, DAT_IW_STATS *));
 	default:
 		return DAT_NOT_IMPLEMENTED;
 	}

@@ -100,6 +100,11 @@
  *     DAT_INVALID_STATE (EP not DAT_EP_STATE_UNCONNECTED, EP without PZ or
  *       EVDs, socket unknown to the provider or not routed through the IA).
  *
+ * DAT_IW_STATS_QUERY_OP (0x104)  handle = DAT_IA_HANDLE or DAT_EP_HANDLE
+ *     1. va_arg(ap, DAT_IW_STATS *)       stats           (OUT)
+ *   returns DAT_SUCCESS, DAT_INVALID_HANDLE (neither a live IA nor EP),
+ *     DAT_INVALID_PARAMETER (stats NULL).
+ *
  * Any other op code: the provider should return DAT_NOT_IMPLEMENTED.
  */
 #ifndef DAT_IW_EXTENSIONS_H
@@ -266,8 +271,66 @@ typedef enum dat_iw_op {
 	DAT_IW_SSP_CREATE_OP		= 0x100,
 	DAT_IW_SSP_FREE_OP		= 0x101,
 	DAT_IW_SSP_QUERY_OP		= 0x102,
-	DAT_IW_SOCKET_CONNECT_OP	= 0x103
+	DAT_IW_SOCKET_CONNECT_OP	= 0x103,
+	DAT_IW_STATS_QUERY_OP		= 0x104
 } DAT_IW_OP;
+
+/*
+ * Counters (doc/dat_iw_extensions.md, "Counters"; dat_iw_stats_query(3)).
+ * Every counter counts from the object's creation and is never reset: a
+ * consumer takes differences.  An IA's set is the sum over its EPs, live
+ * and freed, plus what happens on its Service Points (requests received
+ * and rejected).  The layout only grows at its end; `version` and `size`
+ * tell a consumer compiled against an older header what it got.
+ */
+#define DAT_IW_STATS_VERSION		1
+#define DAT_IW_STATS_TERM_CODES		8	/* distinct codes kept */
+
+/* Operation types of the per-operation counters (index of the arrays). */
+typedef enum dat_iw_stats_op {
+	DAT_IW_STATS_SEND		= 0,	/* Send, with SE / Invalidate */
+	DAT_IW_STATS_RDMA_WRITE		= 1,
+	DAT_IW_STATS_RDMA_READ_REQ	= 2,	/* no payload: bytes stay 0 */
+	DAT_IW_STATS_RDMA_READ_RESP	= 3,
+	DAT_IW_STATS_OPS		= 4
+} DAT_IW_STATS_OP;
+
+/* One Terminate code: layer << 12 | error type << 8 | error code, the
+ * upper 16 bits of the RFC 5040 (4.8) Terminate control field. */
+typedef struct dat_iw_term_count {
+	DAT_UINT32 code;
+	DAT_UINT32 reserved;
+	DAT_UINT64 count;
+} DAT_IW_TERM_COUNT;
+
+typedef struct dat_iw_stats {
+	DAT_UINT32 version;		/* DAT_IW_STATS_VERSION (provider) */
+	DAT_UINT32 size;		/* bytes the provider filled */
+	/* Connections (an EP counts its own; an IA all of them). */
+	DAT_UINT64 conn_requested;	/* active connects started */
+	DAT_UINT64 conn_opened;		/* active side: ESTABLISHED */
+	DAT_UINT64 conn_accepted;	/* passive side: ESTABLISHED */
+	DAT_UINT64 conn_peer_rejected;	/* our request rejected by the peer */
+	DAT_UINT64 conn_failed;		/* unreachable, timed out, non-peer
+					 * rejected, accept not completed */
+	DAT_UINT64 conn_received;	/* requests arrived (IA only) */
+	DAT_UINT64 conn_rejected;	/* requests we rejected (IA only) */
+	/* Data, by DAT_IW_STATS_OP: messages and payload bytes. */
+	DAT_UINT64 tx_msgs[DAT_IW_STATS_OPS];
+	DAT_UINT64 tx_bytes[DAT_IW_STATS_OPS];
+	DAT_UINT64 rx_msgs[DAT_IW_STATS_OPS];
+	DAT_UINT64 rx_bytes[DAT_IW_STATS_OPS];
+	DAT_UINT64 tx_segments, rx_segments;	/* DDP segments */
+	DAT_UINT64 crc_errors;		/* FPDUs received with a bad CRC */
+	DAT_UINT64 retransmits;		/* packets sent again (UDP/TRP) */
+	DAT_UINT64 queue_full;		/* posts refused: queue full */
+	DAT_UINT64 term_sent, term_rcvd;	/* Terminates, any code */
+	DAT_UINT64 eps_open, eps_closed;	/* IA only: EPs alive, freed */
+	/* By code: the first DAT_IW_STATS_TERM_CODES distinct codes (count
+	 * 0 ends the list); later ones count only in term_sent/term_rcvd. */
+	DAT_IW_TERM_COUNT term_sent_code[DAT_IW_STATS_TERM_CODES];
+	DAT_IW_TERM_COUNT term_rcvd_code[DAT_IW_STATS_TERM_CODES];
+} DAT_IW_STATS;
 
 /*
  * dat_iw_ssp_create: make a Socket Service Point from a connected socket.
@@ -351,6 +414,29 @@ typedef enum dat_iw_op {
 			 (DAT_TIMEOUT)(timeout),			\
 			 (DAT_COUNT)(private_data_size),		\
 			 (const void *)(private_data))
+
+/*
+ * dat_iw_ia_stats_query / dat_iw_ep_stats_query: the counters of an IA
+ * (all its EPs, live and freed) or of one EP, into *stats.  Synchronous,
+ * thread safe.
+ *
+ *   DAT_RETURN dat_iw_ia_stats_query(DAT_IA_HANDLE ia_handle,
+ *                                    DAT_IW_STATS *stats);
+ *   DAT_RETURN dat_iw_ep_stats_query(DAT_EP_HANDLE ep_handle,
+ *                                    DAT_IW_STATS *stats);
+ */
+#define dat_iw_ia_stats_query(ia_handle, stats)				\
+	dat_extension_op((DAT_IA_HANDLE)(ia_handle),			\
+			 (DAT_EXTENDED_OP)DAT_IW_STATS_QUERY_OP,		\
+			 (DAT_IW_STATS *)(stats))
+#define dat_iw_ep_stats_query(ep_handle, stats)				\
+	dat_extension_op((DAT_EP_HANDLE)(ep_handle),			\
+			 (DAT_EXTENDED_OP)DAT_IW_STATS_QUERY_OP,		\
+			 (DAT_IW_STATS *)(stats))
+
+/* Named provider attributes (dat_ia_query provider_specific_attr) that
+ * say where the counters of a running process can be read. */
+#define DAT_IW_ATTR_STATS		"IWDAPL_STATS_SOCKET"
 
 #ifdef __cplusplus
 }
