@@ -511,30 +511,36 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited)
 	return 0;
 }
 
-int iwe_cq_overflowed(const struct iwe_cq *cq)
+/* How full the CQ is, read under its lock; no CQ reads as empty. */
+static void cq_fill(const struct iwe_cq *cq, uint32_t *count, int *overflow)
 {
 	struct iwe_cq_priv *q;
-	int v;
 
+	*count = 0;
+	*overflow = 0;
 	if (!cq)
-		return 0;
+		return;
 	q = cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
-	v = q->overflow;
+	*count = q->count;
+	*overflow = q->overflow;
 	pthread_mutex_unlock(&q->lock);
-	return v;
+}
+
+int iwe_cq_overflowed(const struct iwe_cq *cq)
+{
+	uint32_t count;
+	int overflow;
+
+	cq_fill(cq, &count, &overflow);
+	return overflow;
 }
 
 int iwe_cq_count(const struct iwe_cq *cq)
 {
-	struct iwe_cq_priv *q;
-	int v;
+	uint32_t count;
+	int overflow;
 
-	if (!cq)
-		return 0;
-	q = cq_priv(cq);
-	pthread_mutex_lock(&q->lock);
-	v = (int)q->count;
-	pthread_mutex_unlock(&q->lock);
-	return v;
+	cq_fill(cq, &count, &overflow);
+	return (int)count;
 }

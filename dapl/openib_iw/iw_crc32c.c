@@ -250,7 +250,10 @@ uint32_t iw_crc32c_iov(uint32_t crc, const struct iovec *iov, int iovcnt)
  * meanwhile. */
 #define COPY_CHUNK (4u * 3u * STREAM_LEN)
 
-uint32_t iw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+/* of_src: the CRC covers the source before the copy, else the
+ * destination after it. */
+static uint32_t copy_crc(uint32_t crc, void *dst, const void *src,
+			 size_t len, int of_src)
 {
 	crc_update_fn update = crc_impl();
 	uint32_t state = ~crc;
@@ -260,8 +263,11 @@ uint32_t iw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 	while (len) {
 		size_t n = len < COPY_CHUNK ? len : COPY_CHUNK;
 
+		if (of_src)
+			state = update(state, s, n);
 		memcpy(d, s, n);
-		state = update(state, d, n);
+		if (!of_src)
+			state = update(state, d, n);
 		d += n;
 		s += n;
 		len -= n;
@@ -269,26 +275,17 @@ uint32_t iw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
 	return ~state;
 }
 
+uint32_t iw_crc32c_copy(uint32_t crc, void *dst, const void *src, size_t len)
+{
+	return copy_crc(crc, dst, src, len, 0);
+}
+
 /* The same, but the CRC covers the source (a private buffer the bytes
  * were received into) before they go to their destination. */
 uint32_t iw_crc32c_copy_src(uint32_t crc, void *dst, const void *src,
 			    size_t len)
 {
-	crc_update_fn update = crc_impl();
-	uint32_t state = ~crc;
-	uint8_t *d = dst;
-	const uint8_t *s = src;
-
-	while (len) {
-		size_t n = len < COPY_CHUNK ? len : COPY_CHUNK;
-
-		state = update(state, s, n);
-		memcpy(d, s, n);
-		d += n;
-		s += n;
-		len -= n;
-	}
-	return ~state;
+	return copy_crc(crc, dst, src, len, 1);
 }
 
 uint32_t iw_crc32c_portable(uint32_t crc, const void *buf, size_t len)

@@ -105,29 +105,35 @@ static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)
 	return 0;
 }
 
+/* The QP to post to, locked; NULL (nothing locked) for a call without
+ * a QP or a place for the bad WR. */
+static struct iwe_qp_priv *lock_for_post(struct iwe_qp *qp,
+					 const void *bad_wr)
+{
+	struct iwe_qp_priv *q;
+
+	if (!qp || !bad_wr)
+		return NULL;
+	q = iwe_qp_priv(qp);
+	iwe_qp_lock_for_post(q);
+	return q;
+}
+
 int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
-	struct iwe_qp_priv *q;
-	int err = 0;
+	struct iwe_qp_priv *q = lock_for_post(qp, bad_wr);
+	int err;
 
-	if (!qp || !bad_wr)
+	if (!q)
 		return EINVAL;
-	q = iwe_qp_priv(qp);
-	iwe_qp_lock_for_post(q);
-	if (q->state != IWE_QPS_RTS && q->state != IWE_QPS_SQD &&
-	    q->state != IWE_QPS_ERROR) {
+	/* ERROR takes posts too: they complete flushed. */
+	err = q->state == IWE_QPS_RTS || q->state == IWE_QPS_SQD ||
+	      q->state == IWE_QPS_ERROR ? 0 : EINVAL;
+	while (!err && wr && !(err = post_send_one(q, wr)))
+		wr = wr->next;
+	if (err)
 		*bad_wr = wr;
-		wr = NULL;
-		err = EINVAL;
-	}
-	for (; wr; wr = wr->next) {
-		err = post_send_one(q, wr);
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-	}
 	/* Inline transmit: no thread hop when the path is idle. */
 	iwe_qp_post_kick(q);
 	iwe_qp_unlock(q);
@@ -161,25 +167,16 @@ static int post_recv_one(struct iwe_qp_priv *q, const struct ibv_recv_wr *wr)
 int iwe_post_recv(struct iwe_qp *qp, struct ibv_recv_wr *wr,
 		  struct ibv_recv_wr **bad_wr)
 {
-	struct iwe_qp_priv *q;
-	int err = 0;
+	struct iwe_qp_priv *q = lock_for_post(qp, bad_wr);
+	int err;
 
-	if (!qp || !bad_wr)
+	if (!q)
 		return EINVAL;
-	q = iwe_qp_priv(qp);
-	iwe_qp_lock_for_post(q);
-	if (q->state == IWE_QPS_RESET) {
+	err = q->state == IWE_QPS_RESET ? EINVAL : 0;
+	while (!err && wr && !(err = post_recv_one(q, wr)))
+		wr = wr->next;
+	if (err)
 		*bad_wr = wr;
-		wr = NULL;
-		err = EINVAL;
-	}
-	for (; wr; wr = wr->next) {
-		err = post_recv_one(q, wr);
-		if (err) {
-			*bad_wr = wr;
-			break;
-		}
-	}
 	iwe_qp_unlock(q);
 	return err;
 }
