@@ -155,8 +155,8 @@ void dapl_ep_forget_reserver_locked(struct dapl_ep *ep);
  * destroy the result with iwe_cm_conn_destroy after unlocking. */
 struct iwe_conn *dapl_ep_take_conn_locked(struct dapl_ep *ep);
 
-/* On stderr, prefixed with the EP's handle: always, or only when the
- * IWDAPL_DEBUG variable is set. */
+/* A log line prefixed with the EP's handle (iw_log.h): at error level
+ * (always), or at debug level. */
 void dapl_ep_debug(const struct dapl_ep *ep, int always, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 #define DAPL_EP_DEBUG(ep, ...) dapl_ep_debug((ep), 0, __VA_ARGS__)

@@ -21,12 +21,13 @@
  */
 #include "config.h"
 
-#include <stdatomic.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dapl.h"
 #include "dapl_ep.h"
+#include "iw_log.h"
 
 #define BIT(s) (1u << (s))
 #define S(name) DAT_EP_STATE_##name
@@ -85,34 +86,18 @@ static int state_may(DAT_EP_STATE state, unsigned char what)
 
 /* ------------------------------------------------------------ debug */
 
-static atomic_int debug_flag = -1;	/* -1: IWDAPL_DEBUG not read yet */
-
-static int debug_on(void)
-{
-	int on = atomic_load_explicit(&debug_flag, memory_order_relaxed);
-
-	if (on < 0) {
-		const char *v = getenv("IWDAPL_DEBUG");
-
-		on = v && *v && *v != '0';
-		atomic_store_explicit(&debug_flag, on, memory_order_relaxed);
-	}
-	return on;
-}
-
 void dapl_ep_debug(const struct dapl_ep *ep, int always, const char *fmt, ...)
 {
+	enum iw_log_level level = always ? IW_LOG_ERROR : IW_LOG_DEBUG;
+	char msg[256];
 	va_list ap;
 
-	if (!always && !debug_on())
+	if (!iw_log_on(level))
 		return;
-	flockfile(stderr);
-	fprintf(stderr, "iwdapl: ep %p: ", (void *)ep->obj.handle);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
+	iw_log(level, "ep %p: %s", (void *)ep->obj.handle, msg);
 }
 
 /* ----------------------------------------------------------- states */

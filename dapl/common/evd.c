@@ -47,6 +47,7 @@
 
 #include "dapl.h"
 #include "dapl_evd.h"
+#include "iw_env.h"
 
 #define EVD_BAD_HANDLE (DAT_INVALID_HANDLE | DAT_INVALID_HANDLE_EVD_REQUEST)
 #define EVD_KNOWN_FLAGS (DAT_EVD_SOFTWARE_FLAG | DAT_EVD_CR_FLAG |	\
@@ -315,13 +316,8 @@ static uint32_t spin_max_us(void)
 	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 
 	if (cur < 0) {
-		const char *e = getenv("IWDAPL_WAIT_SPIN_US");
-		char *end;
-		long n = e && *e ? strtol(e, &end, 10) : WAIT_SPIN_DEFAULT_US;
-
-		if (e && *e && (*end || n < 0 || n > 1000000))
-			n = WAIT_SPIN_DEFAULT_US;
-		cur = (int)n;
+		cur = (int)iw_env_long("IWDAPL_WAIT_SPIN_US",
+				       WAIT_SPIN_DEFAULT_US, 0, 1000000);
 		__atomic_store_n(&v, cur, __ATOMIC_RELAXED);
 	}
 	return (uint32_t)cur;

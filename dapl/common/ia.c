@@ -9,6 +9,7 @@
 
 #include "dapl.h"
 #include "dapl_evd.h"
+#include "iw_log.h"
 #include "dapl_stats.h"
 
 #define DEFAULT_ASYNC_QLEN 64
@@ -73,8 +74,11 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 	prov = name ? dapl_provider_find(name) : NULL;
 	if (!prov)
 		return DAT_PROVIDER_NOT_FOUND | DAT_NAME_NOT_REGISTERED;
-	if (prov->cfg.error[0])
+	if (prov->cfg.error[0]) {
+		iw_log(IW_LOG_ERROR, "ia %s: bad instance data: %s",
+		       prov->ia_name, prov->cfg.error);
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG1;
+	}
 	ia = calloc(1, sizeof(*ia));
 	if (!ia)
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
@@ -82,9 +86,14 @@ DAT_RETURN dapl_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen,
 	ia->prov = prov;
 	ia->dev = iwe_device_open(prov->cfg.where, prov->cfg.transport);
 	if (!ia->dev) {
-		ret = device_error(errno);
+		int err = errno;
+		char why[160];
+
+		iw_log(IW_LOG_ERROR, "ia %s: %s", prov->ia_name,
+		       iwe_device_open_why(prov->cfg.where, err, why,
+					   sizeof(why)));
 		ia_free(ia);
-		return ret;
+		return device_error(err);
 	}
 	/* udp: the path MTU and the test aid of the instance data (both
 	 * checked when it was parsed). */

@@ -107,11 +107,8 @@ void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)
 	snprintf(p->ia_name, sizeof(p->ia_name), "%s", info->ia_name);
 	p->dat.device_name = p->ia_name;
 	fill_table(&p->dat);
+	/* A bad line is reported by each dat_ia_open that meets it. */
 	dapl_config_parse(&p->cfg, instance_data);
-	if (p->cfg.error[0])
-		fprintf(stderr, "iwdapl: %s: bad instance data \"%s\": %s\n",
-			p->ia_name, instance_data ? instance_data : "",
-			p->cfg.error);
 	if (dat_registry_add_provider(&p->dat, info) != DAT_SUCCESS) {
 		free(p);
 		return;

@@ -141,8 +141,15 @@ static void send_llp_terminate(struct iwe_conn *c,
 					       iw_mpa_term_ecode(st));
 
 	if (n > 0 && send(c->fd, buf, (size_t)n,
-			  MSG_DONTWAIT | MSG_NOSIGNAL) == n)
+			  MSG_DONTWAIT | MSG_NOSIGNAL) == n) {
+		char a[IW_LOG_ADDRS_LEN];
+
+		iw_log_terminate(1, c->qp ? c->qp->qp_num : 0,
+				 iw_log_sock_addrs(c->fd, a, sizeof(a)),
+				 IW_TERM_LAYER_LLP, IW_TERM_LLP_ETYPE_MPA,
+				 iw_mpa_term_ecode(st));
 		shutdown(c->fd, SHUT_WR);
+	}
 }
 
 static int reply_unusable(int st)

@@ -3,7 +3,8 @@
  * socket helpers every part of the CM shares.
  *
  * Environment knobs (iwe_cm_params_from_env; each overrides the value
- * the caller put in struct iwe_cm_params, invalid values are ignored):
+ * the caller put in struct iwe_cm_params; an invalid value keeps it and
+ * is reported once, see iw_env.h):
  *   IWDAPL_MPA_REV=1|2            MPA revision to speak (2: RFC 6581
  *                                 enhanced setup with IRD/ORD and RTR).
  *   IWDAPL_CRC=0|1|off|on|no|yes  ask for the MPA CRC32c (it is used when
@@ -22,10 +23,10 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 #include <netinet/tcp.h>
@@ -33,6 +34,7 @@
 #include <sys/socket.h>
 
 #include "iw_cm_priv.h"
+#include "iw_env.h"
 #include "iw_qp.h"
 
 #define CONN_OF(ptr, member) IWE_CONTAINER_OF(ptr, struct iwe_conn, member)
@@ -43,60 +45,31 @@ _Static_assert(IWE_RTR_SEND == IW_RTR_SEND && IWE_RTR_WRITE == IW_RTR_WRITE &&
 
 /* ------------------------------------------------------------ params */
 
-static int env_int(const char *name, long lo, long hi, long *out)
-{
-	const char *s = getenv(name);
-	char *end;
-	long v;
-
-	if (!s || !*s)
-		return 0;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return 0;
-	*out = v;
-	return 1;
-}
-
-static void env_crc(struct iwe_cm_params *p)
-{
-	const char *s = getenv("IWDAPL_CRC");
-
-	if (!s)
-		return;
-	if (!strcmp(s, "1") || !strcasecmp(s, "on") || !strcasecmp(s, "yes"))
-		p->crc = 1;
-	else if (!strcmp(s, "0") || !strcasecmp(s, "off") ||
-		 !strcasecmp(s, "no"))
-		p->crc = 0;
-}
+static const char *const rtr_names[] = { "none", "write", "read", "send" };
+static const unsigned rtr_bits[] = { 0, IW_RTR_WRITE, IW_RTR_READ,
+				     IW_RTR_SEND };
 
 static void env_rtr(struct iwe_cm_params *p)
 {
-	static const struct { const char *name; unsigned rtr; } map[] = {
-		{ "none", 0 }, { "write", IW_RTR_WRITE },
-		{ "read", IW_RTR_READ }, { "send", IW_RTR_SEND },
-	};
-	const char *s = getenv("IWDAPL_RTR");
-	size_t i;
+	int cur = -1, i;
 
-	for (i = 0; s && i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcasecmp(s, map[i].name))
-			p->rtr = map[i].rtr;
+	for (i = 0; i < 4; i++)
+		if (p->rtr == rtr_bits[i])
+			cur = i;
+	i = iw_env_choice("IWDAPL_RTR", rtr_names, 4, cur);
+	if (i >= 0)
+		p->rtr = rtr_bits[i];
 }
 
 void iwe_cm_params_from_env(struct iwe_cm_params *p)
 {
-	long v;
-
 	if (!p)
 		return;
-	if (env_int("IWDAPL_MPA_REV", 1, 2, &v))
-		p->mpa_rev = (int)v;
-	if (env_int("IWDAPL_MPA_TIMEOUT_MS", 1, 3600000, &v))
-		p->mpa_timeout_ms = (int)v;
-	env_crc(p);
+	p->mpa_rev = (int)iw_env_long("IWDAPL_MPA_REV", p->mpa_rev, 1, 2);
+	/* cm_mpa_timeout: 0 in p means the default, so say which. */
+	p->mpa_timeout_ms = (int)iw_env_long("IWDAPL_MPA_TIMEOUT_MS",
+					     cm_mpa_timeout(p), 1, 3600000);
+	p->crc = iw_env_bool("IWDAPL_CRC", p->crc);
 	env_rtr(p);
 }
 
@@ -287,6 +260,77 @@ void cm_conn_drop(struct iwe_conn *c)
 
 /* ------------------------------------------------------------ events */
 
+/* "L->R" of c: an active conn names the port it connects to even before
+ * its socket is connected, and an unknown local address is the
+ * device's. */
+static char *conn_addrs(const struct iwe_conn *c, char *buf, size_t len)
+{
+	struct sockaddr_in local = c->local, remote = c->remote;
+
+	if (local.sin_family != AF_INET) {
+		local = c->dev->attr.addr;
+		local.sin_port = 0;
+	}
+	if (c->active && !c->adopted)
+		remote.sin_port = htons(cm_service_port(c->service));
+	return iw_log_addrs(&local, &remote, buf, len);
+}
+
+void cm_log(const struct iwe_conn *c, enum iw_log_level level,
+	    const char *fmt, ...)
+{
+	char a[IW_LOG_ADDRS_LEN], msg[400];
+	va_list ap;
+
+	if (!iw_log_on(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	iw_log(level, "conn %s: %s", conn_addrs(c, a, sizeof(a)), msg);
+}
+
+/* Every event, at the level of what it tells: a connection that could
+ * not be made is the consumer's business (error), one that broke is a
+ * warning unless the peer stopped answering, the rest is routine. */
+static void log_event(const struct iwe_conn *c, int type, int status,
+		      const char *reason)
+{
+	static const struct {
+		const char *what;
+		enum iw_log_level level;
+	} ev[] = {
+		[IWE_CM_CONNECT_REQUEST] = { "connection request", IW_LOG_INFO },
+		[IWE_CM_ESTABLISHED] = { "established", IW_LOG_INFO },
+		[IWE_CM_REJECTED] = { "rejected by the peer", IW_LOG_ERROR },
+		[IWE_CM_NON_PEER_REJECTED] = { "refused", IW_LOG_ERROR },
+		[IWE_CM_UNREACHABLE] = { "unreachable", IW_LOG_ERROR },
+		[IWE_CM_TIMED_OUT] = { "timed out", IW_LOG_ERROR },
+		[IWE_CM_DISCONNECTED] = { "disconnected", IW_LOG_INFO },
+		[IWE_CM_BROKEN] = { "broken", IW_LOG_WARN },
+		[IWE_CM_SOCKET_DOWN] = { "socket down", IW_LOG_WARN },
+		[IWE_CM_BAD_REQUEST] = { "not an MPA request", IW_LOG_ERROR },
+	};
+	enum iw_log_level level;
+	char eb[64];
+
+	if (type < 0 || (size_t)type >= sizeof(ev) / sizeof(ev[0]))
+		return;
+	level = ev[type].level;
+	if (type == IWE_CM_BROKEN && status == ETIMEDOUT)
+		level = IW_LOG_ERROR;
+	if (type == IWE_CM_REJECTED)
+		reason = NULL;		/* the event says it all */
+	if (type == IWE_CM_REJECTED || status == EPROTO)
+		status = 0;		/* adds nothing to the reason */
+	if (iw_log_on(level))
+		cm_log(c, level, "%s%s%s%s%s%s", ev[type].what,
+		       reason ? ": " : "", reason ? reason : "",
+		       status ? " (" : "",
+		       status ? strerror_r(status, eb, sizeof(eb)) : "",
+		       status ? ")" : "");
+}
+
 void cm_event(struct iwe_conn *c, int type, int status, const char *reason,
 	      const void *pdata, size_t pdata_len)
 {
@@ -305,6 +349,8 @@ void cm_event(struct iwe_conn *c, int type, int status, const char *reason,
 	/* Events queued by API calls happened first. */
 	if (c->nev)
 		conn_ev_task(&c->ev_task);
+	if (!c->dead)
+		log_event(c, type, status, reason);
 	if (!c->dead && c->handler)
 		c->handler(&ev, c->ctx);
 }
@@ -461,27 +507,9 @@ void cm_set_nodelay(int fd)
 
 void cm_log_end(struct iwe_conn *c, int err)
 {
-	/* Progress threads of several devices may get here at once. */
-	static int debug = -1;
-	int on = __atomic_load_n(&debug, __ATOMIC_RELAXED);
-	struct iwe_term_info sent, rcvd;
+	char eb[64];
 
-	if (on < 0) {
-		const char *v = getenv("IWDAPL_DEBUG");
-
-		on = v && *v && *v != '0';
-		__atomic_store_n(&debug, on, __ATOMIC_RELAXED);
-	}
-	if (!on)
-		return;
-	iwe_qp_terminate_info(c->qp, &sent, &rcvd);
-	fprintf(stderr, "iwdapl: conn %p ended: %s (state %d)", (void *)c,
-		strerror(err), c->state);
-	if (sent.valid)
-		fprintf(stderr, ", sent Terminate %u/%u/0x%02x", sent.layer,
-			sent.etype, sent.ecode);
-	if (rcvd.valid)
-		fprintf(stderr, ", received Terminate %u/%u/0x%02x",
-			rcvd.layer, rcvd.etype, rcvd.ecode);
-	fputc('\n', stderr);
+	if (iw_log_on(IW_LOG_DEBUG))
+		cm_log(c, IW_LOG_DEBUG, "stream ended: %s (state %d)",
+		       strerror_r(err, eb, sizeof(eb)), c->state);
 }

@@ -245,6 +245,33 @@ struct iwe_device *iwe_device_open(const char *where,
 	return dev;
 }
 
+char *iwe_device_open_why(const char *where, int err, char *buf,
+			  size_t len)
+{
+	struct in_addr addr;
+	int is_addr = 0;
+
+	if (!where)
+		where = "";
+	if (err == ENODEV || err == EADDRNOTAVAIL)
+		parse_where(where, &addr, &is_addr);
+	if (err == ENODEV && is_addr)
+		snprintf(buf, len, "address %s is not on this host", where);
+	else if (err == ENODEV)
+		snprintf(buf, len, "netdev \"%s\" does not exist", where);
+	else if (err == EADDRNOTAVAIL)
+		snprintf(buf, len, "netdev \"%s\" has no IPv4 address", where);
+	else if (err == EINVAL)
+		snprintf(buf, len, "\"%s\" is neither a netdev name nor a "
+			 "local IPv4 address", where);
+	else if (err == EIO)
+		snprintf(buf, len, "the interfaces of this host cannot be "
+			 "read (netlink)");
+	else
+		snprintf(buf, len, "%s: %s", where, strerror(err));
+	return buf;
+}
+
 /* The device owns the STag table.  Closing a device that still has PDs,
  * MRs, MWs or CQs is a caller bug (dapl/common frees children first); those
  * objects then point at freed memory, exactly as verbs objects outliving

@@ -68,6 +68,10 @@ struct iwe_device_attr {
  * interface has no IPv4 address; EINVAL: malformed argument. */
 struct iwe_device *iwe_device_open(const char *where,
 				   enum iwe_transport transport);
+/* Why iwe_device_open(where) failed with err, as words for a log line
+ * ("netdev \"eth9\" does not exist"); returns buf. */
+char *iwe_device_open_why(const char *where, int err, char *buf,
+			  size_t len);
 void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <sys/epoll.h>
 
+#include "iw_env.h"
 #include "iw_llp.h"
 #include "iw_qp.h"
 #include "iw_trp.h"
@@ -32,12 +33,10 @@
 static uint64_t qp_poll_lease_ns(void)
 {
 	static uint64_t v = ~0ull;
-	const char *e;
 
-	if (v == ~0ull) {
-		e = getenv("IWDAPL_POLL_LEASE_US");
-		v = (e ? strtoull(e, NULL, 10) : 20) * 1000u;
-	}
+	if (v == ~0ull)
+		v = (uint64_t)iw_env_long("IWDAPL_POLL_LEASE_US", 20, 0,
+					  1000000) * 1000u;
 	return v;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
@@ -701,6 +700,7 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	q->ird = p->ird ? p->ird : 1;
 	q->ord = p->ord ? p->ord : 1;
 	q->fd = fd;		/* TRP may send at attach (the reply) */
+	iw_log_sock_addrs(fd, q->log_addrs, sizeof(q->log_addrs));
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
 		q->fd = -1;

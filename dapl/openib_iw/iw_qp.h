@@ -34,6 +34,7 @@
 #include <sys/uio.h>
 
 #include "iw_priv.h"
+#include "iw_log.h"
 #include "iw_progress.h"
 #include "iw_wire.h"
 
@@ -256,6 +257,9 @@ struct iwe_qp_priv {
 	struct iwe_tx tx;
 	struct iwe_rx rx;
 	struct iwe_term_info term_sent, term_rcvd;
+	char log_addrs[IW_LOG_ADDRS_LEN];	/* "L->R" at attach, for the
+						 * log (the peer may be gone
+						 * when a Terminate is read) */
 	struct iwe_qp_stats stats;
 	int stream_err;			/* errno the progress calls report */
 	int rx_dead;			/* the receive side gave up */

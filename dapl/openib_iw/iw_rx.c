@@ -489,6 +489,8 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 		/* No control word: recorded as layer/type/code all ones. */
 		q->term_rcvd = (struct iwe_term_info){ .valid = 1,
 			.layer = 0xF, .etype = 0xF, .ecode = 0xFF };
+		iw_log_terminate(0, q->pub.qp_num, q->log_addrs, 0xF, 0xF,
+				 0xFF);
 		iwe_term_count_add(q->stats.term_rcvd_code, 0xFFFF, 1);
 		return;
 	}
@@ -504,6 +506,8 @@ static void rx_end_terminate(struct iwe_qp_priv *q)
 			   (uint32_t)t->etype << 8 | t->ecode, 1);
 	q->term_rcvd = (struct iwe_term_info){ .valid = 1, .layer = t->layer,
 		.etype = t->etype, .ecode = t->ecode };
+	iw_log_terminate(0, q->pub.qp_num, q->log_addrs, t->layer, t->etype,
+			 t->ecode);
 }
 
 /* ----------------------------------------------------- the segment */

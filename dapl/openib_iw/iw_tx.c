@@ -548,6 +548,8 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 					       .layer = tm->layer,
 					       .etype = tm->etype,
 					       .ecode = tm->ecode };
+	iw_log_terminate(1, q->pub.qp_num, q->log_addrs, tm->layer, tm->etype,
+			 tm->ecode);
 }
 
 /* The transport keeps a copy of a started segment; the tokens of the

@@ -1,0 +1,21 @@
+/* The provider's one reader of its IWDAPL_* variables.
+ *
+ * Unset or empty: the default.  A value that does not parse or is out
+ * of range: the default too, and one log line (error level) the first
+ * time that variable is found bad in the process, e.g.
+ *   iwdapl[PID]: IWDAPL_CRC=maybe: not 0, 1, off, on, no or yes; using 1
+ * Names must live as long as the process (string literals).
+ * (IWDAPL_LOG and IWDAPL_LOG_DEST are iw_log.c's own.) */
+#ifndef IW_ENV_H
+#define IW_ENV_H
+
+/* A decimal integer in lo..hi. */
+long iw_env_long(const char *name, long def, long lo, long hi);
+/* 0|1|off|on|no|yes (any case). */
+int iw_env_bool(const char *name, int def);
+/* One of the n names (any case): its index.  def may be -1 (no name
+ * stands for the default); it is returned as it is. */
+int iw_env_choice(const char *name, const char *const *names, int n,
+		  int def);
+
+#endif
