@@ -29,6 +29,8 @@
 #include <netinet/udp.h>
 #include <sys/socket.h>
 
+#include "iw_env.h"
+#include "iw_log.h"
 #include "iw_trp.h"
 
 uint64_t trp_now_ns(void)
@@ -245,7 +247,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	struct txvec v = { .n = 0 };
 	uint64_t now = trp_now_ns();
 	uint32_t newc = 0, psn;
-	unsigned npk = 0;
+	unsigned npk = 0, nre;
 	int sent = 0, err, quiet = 0;
 
 	for (psn = t->snd_una; t->nretx && psn != t->snd_sent &&
@@ -261,6 +263,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 		vec_add(t, &v, p, psn, 0);
 		npk++;
 	}
+	nre = npk;		/* the retransmissions lead the batch */
 	while (npk < TRP_BATCH && t->snd_sent + newc != t->snd_nxt) {
 		struct trp_txp *p = slot(t, t->snd_sent + newc);
 
@@ -280,6 +283,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 		vec_unsent(t, &v, sent, &newc);
 	t->snd_sent += newc;
 	t->st.sent += (uint64_t)sent;
+	q->stats.retransmits += (unsigned)sent < nre ? (unsigned)sent : nre;
 	if (sent)
 		t->ack_due = 0;		/* every packet carries the ack */
 	if (!t->deadline_ns && t->snd_una != t->snd_sent)
@@ -758,15 +762,14 @@ static int trp_attach(struct iwe_qp_priv *q)
 	return trp_attach_with(q, NULL);
 }
 
-/* IWDAPL_TRP_STATS=1: a QP's counters on stderr when it lets go. */
+/* IWDAPL_TRP_STATS=1: a QP's counters in the log when it lets go (at
+ * error level: asked for, so shown unless the log is off). */
 static void stats_dump(const struct trp *t, const struct iwe_qp_priv *q)
 {
-	const char *e = getenv("IWDAPL_TRP_STATS");
-
-	if (!e || *e != '1')
+	if (!iw_env_bool("IWDAPL_TRP_STATS", 0))
 		return;
-	fprintf(stderr, "iwdapl: TRP qp %u: sent %llu retx %llu fast %llu "
-		"rto %llu acks %llu dup %llu ooo %llu srtt %llu us rto %llu us\n",
+	iw_log(IW_LOG_ERROR, "TRP qp %u: sent %llu retx %llu fast %llu "
+		"rto %llu acks %llu dup %llu ooo %llu srtt %llu us rto %llu us",
 		q->pub.qp_num, (unsigned long long)t->st.sent,
 		(unsigned long long)t->st.retx,
 		(unsigned long long)t->st.fast_retx,
