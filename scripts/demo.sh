@@ -1,8 +1,8 @@
 #!/bin/sh
 # The main job on the loopback IA: installs what is missing, builds, and
 # shows the provider working through Debian's DAT registry: the IA's
-# attributes, an RDMA transfer with data validation, and a TCP socket
-# upgraded to RDMA with a Socket Service Point.
+# attributes, an RDMA transfer with data validation over TCP and over UDP,
+# and a TCP socket upgraded to RDMA with a Socket Service Point.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 case ${1:-} in
@@ -14,7 +14,8 @@ Installs the Debian packages the build needs (scripts/deps.sh; as root or
 with sudo), builds into build/ (or uses the tree itself when ./configure
 was run in it), and runs the provider through Debian's DAT registry on the
 loopback IA iw-lo: iwinfo, an RDMA transfer with data validation, the same
-over a TCP socket upgraded with a Socket Service Point, and the SSP
+over UDP (iw-lo-udp), over a TCP socket upgraded with a Socket Service
+Point, and the SSP
 examples.  Nothing is installed into the system's library or /etc/dat.conf:
 DAT_OVERRIDE points the registry at the build's dat.conf.
 EOF
@@ -45,6 +46,13 @@ q=$((50000 + $$ % 10000))
 "$b/test/dtest/iwdtest" -s -q "$q" >"$b/demo-server.log" 2>&1 &
 srv=$!
 "$b/test/dtest/iwdtest" -h 127.0.0.1 -q "$q" -S 64,4K,64K,1M -t 0.5
+wait "$srv"
+echo
+echo "== iwdtest -P iw-lo-udp: the same transfers over UDP datagrams (TRP)"
+q=$((q + 1))
+"$b/test/dtest/iwdtest" -s -P iw-lo-udp -q "$q" >"$b/demo-server-udp.log" 2>&1 &
+srv=$!
+"$b/test/dtest/iwdtest" -h 127.0.0.1 -P iw-lo-udp -q "$q" -S 64,4K,64K,1M -t 0.5
 wait "$srv"
 echo
 echo "== iwdtest --ssp: the same transfers over a TCP socket upgraded to RDMA"
