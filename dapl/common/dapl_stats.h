@@ -7,8 +7,9 @@
  * is freed ep->stats is folded into ia->stats, so nothing is lost:
  *   EP total = ep->stats + its live QP
  *   IA total = ia->stats + the totals of its live EPs.
- * stats.c sums and prints them; stats_server.c serves them to iwinfo
- * over the abstract unix socket "\0iwdapl-stats-<pid>". */
+ * stats.c sums them (below ep_qp.c, which keeps a retiring QP's counts),
+ * stats_query.c totals and prints them, stats_server.c serves them to
+ * iwinfo over the abstract unix socket "\0iwdapl-stats-<pid>". */
 #ifndef DAPL_STATS_H
 #define DAPL_STATS_H
 
