@@ -27,6 +27,7 @@
 
 #include "dapl.h"
 #include "dapl_stats.h"
+#include "iw_env.h"
 
 #define SEND_TIMEOUT_S 2	/* a client that stops reading is dropped */
 
@@ -190,12 +191,11 @@ void dapl_stats_ia_opened(struct dapl_ia *ia)
 	pthread_mutex_unlock(&server_mx);
 }
 
-/* IWDAPL_STATS=1: the IA's counters on stderr when it closes. */
+/* IWDAPL_STATS=1: the IA's counters on stderr when it closes (a table,
+ * asked for, so not a line of the log). */
 static void dump_at_close(struct dapl_ia *ia)
 {
-	const char *e = getenv("IWDAPL_STATS");
-
-	if (!e || strcmp(e, "1") != 0)
+	if (!iw_env_bool("IWDAPL_STATS", 0))
 		return;
 	fprintf(stderr, "iwdapl: counters at dat_ia_close, pid %ld\n",
 		(long)getpid());

@@ -34,7 +34,8 @@ int iw_log_init(void);
 
 static inline int iw_log_on(enum iw_log_level level)
 {
-	int cur = __atomic_load_n(&iw_log_level_, __ATOMIC_RELAXED);
+	/* Acquire: the destination was set before the level. */
+	int cur = __atomic_load_n(&iw_log_level_, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(cur < 0, 0))
 		cur = iw_log_init();
