@@ -557,6 +557,8 @@ static int lossy_role(void)
 	printf("# lossy: %d writes ok, retransmits ep %llu ia %llu\n", ok,
 	       (unsigned long long)e.retransmits,
 	       (unsigned long long)i.retransmits);
+	side_close(&A);
+	side_close(&B);
 	return ok && e.retransmits > 0 && e.retransmits == i.retransmits &&
 			       e.tx_msgs[DAT_IW_STATS_RDMA_WRITE] == 16
 		       ? 0 : 1;
