@@ -810,7 +810,24 @@ int iwe_qp_tx_drained(struct iwe_qp *qp)
 	return st.tx_drained;
 }
 
-int iwe_qp_progress_tx(struct iwe_qp *qp)
+static int tx_step_locked(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	int err = run_tx(q);
+
+	update_watch(q);
+	return err;
+}
+
+static int rx_step_locked(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	return q->fd >= 0 ? run_io(q) : 0;
+}
+
+/* One step of the driver, for a caller that drives the QP itself. */
+static int drive_step(struct iwe_qp *qp,
+		      int (*step_locked)(struct iwe_qp_priv *))
 {
 	struct iwe_qp_priv *q;
 	int err;
@@ -819,24 +836,19 @@ int iwe_qp_progress_tx(struct iwe_qp *qp)
 		return EINVAL;
 	q = iwe_qp_priv(qp);
 	iwe_qp_lock(q);
-	err = run_tx(q);
-	update_watch(q);
+	err = step_locked(q);
 	iwe_qp_unlock(q);
 	return err;
 }
 
+int iwe_qp_progress_tx(struct iwe_qp *qp)
+{
+	return drive_step(qp, tx_step_locked);
+}
+
 int iwe_qp_progress_rx(struct iwe_qp *qp)
 {
-	struct iwe_qp_priv *q;
-	int err;
-
-	if (!qp)
-		return EINVAL;
-	q = iwe_qp_priv(qp);
-	iwe_qp_lock(q);
-	err = q->fd >= 0 ? run_io(q) : 0;
-	iwe_qp_unlock(q);
-	return err;
+	return drive_step(qp, rx_step_locked);
 }
 
 void iwe_qp_terminate_info(struct iwe_qp *qp, struct iwe_term_info *sent,
