@@ -196,6 +196,8 @@ struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep);
 void dapl_ep_qp_retire(struct dapl_wr_pool *pool);
 /* The engine QP of a pool (NULL for none). */
 struct iwe_qp *dapl_ep_qp(const struct dapl_wr_pool *pool);
+/* Posts the pool refused because its ring was full (0 for none). */
+uint64_t dapl_ep_pool_queue_full(struct dapl_wr_pool *pool);
 /* Posting: lock the EP's pool while holding ia->lock (NULL: no QP), post
  * after unlocking ia->lock, release.  The ctx is copied into a slot; total
  * is the posted length, for error mapping. */

@@ -64,6 +64,7 @@ struct dapl_wr_pool {
 	struct dapl_ia *ia;
 	struct wr_ring send, recv;
 	int retired;
+	uint64_t queue_full;		/* posts refused: ring full (lock) */
 	atomic_int quiet;		/* being retired: no async events */
 	struct dapl_wr_pool *hnext;	/* qp_num table chain */
 	struct dapl_wr_pool *rnext;	/* retired list, oldest first */
@@ -274,8 +275,21 @@ struct dapl_wr_pool *dapl_ep_qp_detach_locked(struct dapl_ep *ep)
 
 	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
 	dapl_stats_qp_retired_locked(ep, dapl_ep_qp(pool));
+	ep->stats.queue_full += dapl_ep_pool_queue_full(pool);
 	ep->pool = NULL;
 	return pool;
+}
+
+uint64_t dapl_ep_pool_queue_full(struct dapl_wr_pool *pool)
+{
+	uint64_t n;
+
+	if (!pool)
+		return 0;
+	dapl_lock(&pool->lock);
+	n = pool->queue_full;
+	dapl_unlock(&pool->lock);
+	return n;
 }
 
 struct iwe_qp *dapl_ep_qp(const struct dapl_wr_pool *pool)
@@ -410,8 +424,10 @@ static DAT_RETURN pool_post(struct dapl_wr_pool *p, int recv, uint64_t *wr_id,
 	if (!p->qp)
 		return no_qp();
 	s = ring_next(p, r, &idx);
-	if (!s)
+	if (!s) {
+		p->queue_full++;
 		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_TEP;
+	}
 	*wr_id = wr_id_of(p, idx);
 	/* Filled before posting: an inline transmit may complete it and a
 	 * consumer thread convert it before the engine call returns. */

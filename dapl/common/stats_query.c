@@ -19,6 +19,7 @@ void dapl_stats_ep_locked(const struct dapl_ep *ep, DAT_IW_STATS *out)
 		iwe_qp_query_stats(qp, &q);
 		dapl_stats_add_qp(out, &q);
 	}
+	out->queue_full += dapl_ep_pool_queue_full(ep->pool);
 	out->version = DAT_IW_STATS_VERSION;
 	out->size = sizeof(*out);
 }

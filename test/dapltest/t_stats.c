@@ -322,6 +322,43 @@ static void check_query_errors(void)
 			"a PZ handle: INVALID_HANDLE");
 }
 
+/* An EP with room for 2 receives: the third post is refused and counted
+ * as queue-full, in the EP and its IA. */
+static void queue_full(void)
+{
+	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+	DAT_EP_ATTR a;
+	int posted = 0;
+
+	memset(&a, 0, sizeof(a));
+	a.service_type = DAT_SERVICE_TYPE_RC;
+	a.qos = DAT_QOS_BEST_EFFORT;
+	a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a.max_recv_dtos = 2;
+	a.max_request_dtos = 2;
+	a.max_recv_iov = 1;
+	a.max_request_iov = 1;
+	a.srq_soft_hw = DAT_HW_DEFAULT;
+	if (dat_ep_create(A.ia, A.pz, A.rcv, A.req, A.conn, &a, &ep) !=
+	    DAT_SUCCESS)
+		BAIL("dat_ep_create (2 deep)");
+	for (int i = 0; i < 3; i++) {
+		DAT_LMR_TRIPLET l = side_lseg(&A, 0x50000, 64);
+
+		posted += dat_ep_post_recv(ep, 1, &l, side_ck(60 + i),
+					   DAT_COMPLETION_DEFAULT_FLAG) ==
+			  DAT_SUCCESS;
+	}
+	CHECK(posted == 2, "2 of 3 receives posted on a 2-deep EP");
+	CHECK_EQ(ep_stats(ep).queue_full, 1, "EP queue_full");
+	CHECK_EQ(ia_stats(A.ia).queue_full, 1, "IA A queue_full");
+	CHECK(dat_ep_free(ep) == DAT_SUCCESS, "the EP is freed");
+	CHECK_EQ(ia_stats(A.ia).queue_full, 1,
+		 "IA A keeps the count of a freed EP");
+	CHECK_EQ(ia_stats(A.ia).eps_closed, 1, "IA A: 1 EP closed");
+}
+
 /* --------------------------------------------- iwinfo --stats PID */
 
 /* The output of a command, in a static buffer ("" on failure). */
@@ -484,8 +521,8 @@ static void dump_at_close(void)
 	CHECK(strstr(text, "iwdapl: counters at dat_ia_close") != NULL,
 	      "IWDAPL_STATS=1 dumps at dat_ia_close");
 	snprintf(head, sizeof(head), "ia ");
-	CHECK_EQ(value_in(text, head, "eps_closed"), 3,
-		 "dump: 3 EPs closed");
+	CHECK_EQ(value_in(text, head, "eps_closed"), 4,
+		 "dump: 4 EPs closed");
 	CHECK_EQ(value_in(text, head, "eps_open"), 0, "dump: none open");
 	CHECK_EQ(value_in(text, head, "tx_msgs.send"),
 		 s.tx_msgs[DAT_IW_STATS_SEND], "dump: Sends");
@@ -494,6 +531,7 @@ static void dump_at_close(void)
 	CHECK_EQ(value_in(text, head, "conn_peer_rejected"), 1,
 		 "dump: 1 rejected");
 	CHECK_EQ(value_in(text, head, "conn_failed"), 1, "dump: 1 failed");
+	CHECK_EQ(value_in(text, head, "queue_full"), 1, "dump: 1 queue-full");
 	CHECK_EQ(value_in(text, head, "term_rcvd.0x1100"), 1,
 		 "dump: the Terminate by code");
 }
@@ -622,6 +660,7 @@ int main(int argc, char **argv)
 	rejected_and_refused(q);
 	check_query();
 	check_query_errors();
+	queue_full();
 	check_named_attrs();
 	check_iwinfo();
 	terminate();
