@@ -46,7 +46,8 @@ void dapl_stats_print_ia(FILE *f, struct dapl_ia *ia);
  * close that IWDAPL_STATS=1 asks for (stats_server.c). */
 void dapl_stats_ia_opened(struct dapl_ia *ia);
 void dapl_stats_ia_closing(struct dapl_ia *ia);
-/* The name of this process's stats socket, "@iwdapl-stats-<pid>". */
-const char *dapl_stats_socket_name(void);
+/* The name of this process's stats socket, "@iwdapl-stats-<pid>" ('@'
+ * standing for the leading NUL of an abstract name). */
+void dapl_stats_socket_name(char *buf, size_t len);
 
 #endif

@@ -90,8 +90,7 @@ static void fill_named_attrs(struct dapl_ia *ia)
 	p->named[6] = (DAT_NAMED_ATTR){ "IWDAPL_CRC32C",
 					iw_crc32c_impl_name() };
 	/* Where iwinfo --stats reads this process's counters. */
-	snprintf(p->stats_socket, sizeof(p->stats_socket), "%s",
-		 dapl_stats_socket_name());
+	dapl_stats_socket_name(p->stats_socket, sizeof(p->stats_socket));
 	p->named[7] = (DAT_NAMED_ATTR){ DAT_IW_ATTR_STATS, p->stats_socket };
 	dapl_ia_unlock(ia);
 }

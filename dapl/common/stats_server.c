@@ -43,13 +43,9 @@ static struct stats_server {
 	pthread_t thread;
 } server = { .listen_fd = -1, .stop_fd = -1 };	/* server_mx */
 
-static char socket_name[64];		/* "@iwdapl-stats-<pid>" */
-
-const char *dapl_stats_socket_name(void)
+void dapl_stats_socket_name(char *buf, size_t len)
 {
-	snprintf(socket_name, sizeof(socket_name), "@iwdapl-stats-%ld",
-		 (long)getpid());
-	return socket_name;
+	snprintf(buf, len, "@iwdapl-stats-%ld", (long)getpid());
 }
 
 /* The text of every open IA, in a malloc'd buffer. */
@@ -117,12 +113,14 @@ static void *server_main(void *arg)
 static int listen_socket(void)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	const char *name = dapl_stats_socket_name();
-	size_t n = strlen(name);
+	char name[64];
+	size_t n;
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -1;
+	dapl_stats_socket_name(name, sizeof(name));
+	n = strlen(name);
 	/* Abstract: a leading NUL instead of the '@' shown. */
 	memcpy(a.sun_path + 1, name + 1, n - 1);
 	if (bind(fd, (struct sockaddr *)&a,
