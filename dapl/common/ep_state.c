@@ -89,15 +89,15 @@ static int state_may(DAT_EP_STATE state, unsigned char what)
 void dapl_ep_debug(const struct dapl_ep *ep, int always, const char *fmt, ...)
 {
 	enum iw_log_level level = always ? IW_LOG_ERROR : IW_LOG_DEBUG;
-	char msg[256];
+	char obj[32];
 	va_list ap;
 
 	if (!iw_log_on(level))
 		return;
+	snprintf(obj, sizeof(obj), "ep %p", (void *)ep->obj.handle);
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	iw_logv(level, obj, fmt, ap);
 	va_end(ap);
-	iw_log(level, "ep %p: %s", (void *)ep->obj.handle, msg);
 }
 
 /* ----------------------------------------------------------- states */

@@ -279,15 +279,15 @@ static char *conn_addrs(const struct iwe_conn *c, char *buf, size_t len)
 void cm_log(const struct iwe_conn *c, enum iw_log_level level,
 	    const char *fmt, ...)
 {
-	char a[IW_LOG_ADDRS_LEN], msg[400];
+	char a[IW_LOG_ADDRS_LEN], obj[IW_LOG_ADDRS_LEN + 8];
 	va_list ap;
 
 	if (!iw_log_on(level))
 		return;
+	snprintf(obj, sizeof(obj), "conn %s", conn_addrs(c, a, sizeof(a)));
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	iw_logv(level, obj, fmt, ap);
 	va_end(ap);
-	iw_log(level, "conn %s: %s", conn_addrs(c, a, sizeof(a)), msg);
 }
 
 /* Every event, at the level of what it tells: a connection that could

@@ -93,18 +93,19 @@ static void emit(enum iw_log_level level, char *line, size_t len)
 		;
 }
 
-void iw_log(enum iw_log_level level, const char *fmt, ...)
+void iw_logv(enum iw_log_level level, const char *object, const char *fmt,
+	     va_list ap)
 {
 	char line[LINE_MAX_LEN];
 	int saved = errno, n, m;
-	va_list ap;
 
 	if (level <= IW_LOG_NONE || !iw_log_on(level))
 		return;
-	n = snprintf(line, sizeof(line), "iwdapl[%d]: ", (int)getpid());
-	va_start(ap, fmt);
+	n = snprintf(line, sizeof(line) / 2, "iwdapl[%d]: %s%s", (int)getpid(),
+		     object ? object : "", object ? ": " : "");
+	if (n < 0 || (size_t)n >= sizeof(line) / 2)
+		n = (int)sizeof(line) / 2 - 1;	/* a long object is cut */
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
 	if (m < 0)
 		m = 0;
 	if ((size_t)(n + m) > sizeof(line) - 2)
@@ -112,6 +113,15 @@ void iw_log(enum iw_log_level level, const char *fmt, ...)
 	line[n + m] = '\n';
 	emit(level, line, (size_t)(n + m + 1));
 	errno = saved;
+}
+
+void iw_log(enum iw_log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	iw_logv(level, NULL, fmt, ap);
+	va_end(ap);
 }
 
 void iw_log_bad_value(const char *name, const char *value,

@@ -18,6 +18,7 @@
 #define IW_LOG_H
 
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stddef.h>
 
 enum iw_log_level {
@@ -45,6 +46,9 @@ static inline int iw_log_on(enum iw_log_level level)
 /* One line at 'level' (the newline is added; a long one is cut). */
 void iw_log(enum iw_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The same about an object: "OBJECT: " goes before the message. */
+void iw_logv(enum iw_log_level level, const char *object, const char *fmt,
+	     va_list ap) __attribute__((format(printf, 3, 0)));
 
 /* NAME=VALUE is not usable: the one line that says why and what is used
  * instead (callers make sure it is said once per variable). */

@@ -518,29 +518,29 @@ static void test_ia_open(void)
 
 static void test_connections(void)
 {
+	/* The local end has no port yet when the TCP connect fails. */
+	static const struct {
+		const char *what;
+		int (*fn)(void);
+		const char *local_port, *cause;
+	} cases[] = {
+		{ "refused connection", sc_refused, "",
+		  "unreachable: TCP connect failed \\(Connection refused\\)" },
+		{ "rejected connection", sc_rejected, ":[0-9]+",
+		  "rejected by the peer" },
+		{ "timed-out connection", sc_timed_out, ":[0-9]+",
+		  "timed out: no MPA reply in time \\(Connection timed out\\)" },
+		{ "MPA reply with a bad key", sc_bad_reply, ":[0-9]+",
+		  "refused: not an MPA request or reply \\(bad key\\)" },
+	};
 	char line[256];
 
-	g_port = free_port();
-	snprintf(line, sizeof(line), "%s%u%s", PFX "conn " IP "->" IP ":",
-		 g_port, ": unreachable: TCP connect failed \\(Connection "
-		 "refused\\)");
-	expect_one_line("refused connection", sc_refused, NULL, line);
-
-	g_port = free_port();
-	snprintf(line, sizeof(line), "%s%u%s", PFX "conn " IP ":[0-9]+->" IP ":",
-		 g_port, ": rejected by the peer");
-	expect_one_line("rejected connection", sc_rejected, NULL, line);
-
-	g_port = free_port();
-	snprintf(line, sizeof(line), "%s%u%s", PFX "conn " IP ":[0-9]+->" IP ":",
-		 g_port, ": timed out: no MPA reply in time \\(Connection timed "
-		 "out\\)");
-	expect_one_line("timed-out connection", sc_timed_out, NULL, line);
-
-	g_port = free_port();
-	snprintf(line, sizeof(line), "%s%u%s", PFX "conn " IP ":[0-9]+->" IP ":",
-		 g_port, ": refused: not an MPA request or reply \\(bad key\\)");
-	expect_one_line("MPA reply with a bad key", sc_bad_reply, NULL, line);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		g_port = free_port();
+		snprintf(line, sizeof(line), "%sconn %s%s->%s:%u: %s", PFX, IP,
+			 cases[i].local_port, IP, g_port, cases[i].cause);
+		expect_one_line(cases[i].what, cases[i].fn, NULL, line);
+	}
 }
 
 static void test_insufficient_ird(void)
