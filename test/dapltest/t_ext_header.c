@@ -174,7 +174,8 @@ int main(void)
 	{
 		static const int ops[] = {
 			DAT_IW_SSP_CREATE_OP, DAT_IW_SSP_FREE_OP,
-			DAT_IW_SSP_QUERY_OP, DAT_IW_SOCKET_CONNECT_OP
+			DAT_IW_SSP_QUERY_OP, DAT_IW_SOCKET_CONNECT_OP,
+			DAT_IW_STATS_QUERY_OP
 		};
 		size_t i, j, n = sizeof(ops) / sizeof(ops[0]);
 		int distinct = 1, small = 1, clear = 1, not_ib = 1;
@@ -193,8 +194,9 @@ int main(void)
 		CHECK(not_ib, "op codes do not overlap DAT_IB_OP values");
 		CHECK(DAT_IW_SSP_CREATE_OP == 0x100 && DAT_IW_SSP_FREE_OP == 0x101 &&
 		      DAT_IW_SSP_QUERY_OP == 0x102 &&
-		      DAT_IW_SOCKET_CONNECT_OP == 0x103,
-		      "op codes are 0x100..0x103");
+		      DAT_IW_SOCKET_CONNECT_OP == 0x103 &&
+		      DAT_IW_STATS_QUERY_OP == 0x104,
+		      "op codes are 0x100..0x104");
 	}
 
 	/* ---- the four calls: compiled above; here run against the registry.
