@@ -32,12 +32,15 @@
  * segment waits when a poller stops polling without arming its CQ. */
 static uint64_t qp_poll_lease_ns(void)
 {
-	static uint64_t v = ~0ull;
+	static uint64_t v = ~0ull;	/* read by every polling thread */
+	uint64_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
 
-	if (v == ~0ull)
-		v = (uint64_t)iw_env_long("IWDAPL_POLL_LEASE_US", 20, 0,
-					  1000000) * 1000u;
-	return v;
+	if (cur == ~0ull) {
+		cur = (uint64_t)iw_env_long("IWDAPL_POLL_LEASE_US", 20, 0,
+					    1000000) * 1000u;
+		__atomic_store_n(&v, cur, __ATOMIC_RELAXED);
+	}
+	return cur;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
 #define QP_LEASE_MAX_NS (1000u * 1000u)
