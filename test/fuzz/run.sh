@@ -89,7 +89,11 @@ rm -rf "$out/seeds"
 	tap FAIL "seed generator (see $out/seeds.log)"
 allow=${FUZZ_ALLOW-$(sed -n 's/^\([a-z0-9-]*\)[[:space:]].*/\1/p' "$known" 2>/dev/null | paste -sd, -)}
 UBSAN_OPTIONS=print_stacktrace=1
-export UBSAN_OPTIONS
+# Every hostile input earns a Terminate or refusal line in the provider's
+# log: a write per iteration and a log of gigabytes.  The targets check
+# the answers themselves.
+IWDAPL_LOG=${IWDAPL_LOG:-none}
+export UBSAN_OPTIONS IWDAPL_LOG
 # libFuzzer drops crash-* files in the current directory when no prefix
 # is given (replaying a reproducer): keep them in the build tree.
 cd "$out" || exit 1
