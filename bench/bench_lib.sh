@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench_lib.sh: shell helpers shared by bench/run.sh and bench/profile.sh.
 # Sourced, not run.
 

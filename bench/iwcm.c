@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwcm: connection setup through the provider (via libdat2), on loopback.
  *
  *   iwcm [-m psp|ssp] [-n cycles] [-q qual] [-P ia] [-w secs] [--csv]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwmem: memory per endpoint of the provider (via libdat2), on loopback.
  *
  *   iwmem [-n eps] [-q qual] [-P ia] [--idle-only] [--csv]

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/plot.sh DIR: draws DIR/summary.csv (from bench/run.sh) with gnuplot
 #   DIR/bandwidth.png  MB/s against message size
 #   DIR/msgrate.png    messages/s against message size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Helpers of the bench programs that fork their peer: whole reads and
  * writes over the pipes between the two, and reaping the child. */
 #ifndef BENCH_PROC_IO_H

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/profile.sh [--out DIR] [--crc 0|1] [--seconds S] [--top N] CASE [BUILDDIR]
 #
 # Runs one benchmark case with both sides under `perf record` and prints
@@ -25,7 +26,7 @@
 # --call-graph, default fp; "dwarf" unwinds code built without frame
 # pointers, at a much larger data file), PERF_FREQ (samples/s, 2999).
 usage() {
-	sed -n '2,2p;5,14p' "$0" | sed 's/^# //' >&2
+	sed -n '3,3p;6,15p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/run.sh [--out DIR] [--quick] [--rounds N] [BUILDDIR]
 #
 # The provider (iw-lo through libdat2, IWDAPL_CRC=0 and 1 on both sides)
@@ -41,7 +42,7 @@
 # a usage error or (BENCH_STRICT=1) a missed target.
 
 usage() {
-	sed -n '2,3p' "$0" | sed 's/^# //' >&2
+	sed -n '3,4p' "$0" | sed 's/^# //' >&2
 	exit 2
 }
 

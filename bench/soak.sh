@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench/soak.sh [--cycles N] [--minutes M] [--interval S] [--out DIR] [BUILDDIR]
 #
 # A soak of the provider (iw-lo through libdat2, DAT_OVERRIDE=BUILDDIR/

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* tcp_baseline: plain TCP over 127.0.0.1 doing the transfers iwdtest does,
  * as the yardstick for the provider's numbers.  One invocation forks a
  * server; the client measures

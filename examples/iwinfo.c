@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwinfo: open a DAT IA through the registry and print what dat_ia_query
  * reports, then the dat.conf entries that load iwdapl; or print the
  * counters of a running process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwinfo's parts: the IA query (iwinfo.c), the dat.conf entries
  * (iwinfo_conf.c) and a running process's counters (iwinfo_stats.c). */
 #ifndef IWINFO_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwinfo: the dat.conf entries that load iwdapl (libdaploiw), and whether
  * the netdev or IPv4 address of each entry's instance data exists on this
  * host.  The file is $DAT_OVERRIDE, else /etc/dat.conf, as for libdat2. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwinfo --stats: the counters of a running process that uses iwdapl.
  * While such a process has an IA open, the provider serves its counters
  * as text on the abstract unix socket "\0iwdapl-stats-<pid>" (iwdapl(7),

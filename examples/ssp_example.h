@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* ssp_example.h -- what the two SSP examples (ssp_upgrade, ssp_handoff)
  * share: line I/O on a plain TCP socket, one side of an RDMA connection
  * (IA, PZ, EVDs, a registered buffer, an EP), the two upgrade calls and a

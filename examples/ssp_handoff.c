@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* ssp_handoff: hand a connected TCP socket to a child process, which turns
  * that connection into an RDMA connection.  A process can pass a socket to
  * another (here by fork, or over a UNIX socket with SCM_RIGHTS) but never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* ssp_upgrade: talk over a plain TCP socket first, then turn that very
  * connection into an RDMA connection with a Socket Service Point when both
  * sides can do RDMA; keep talking over the socket when one side cannot.

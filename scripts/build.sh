@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # build.sh DIR [configure options...]: configure and build out of tree in DIR.
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # The main job on the loopback IA: installs what is missing, builds, and
 # shows the provider working through Debian's DAT registry: the IA's
 # attributes, an RDMA transfer with data validation over TCP and over UDP,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Installs the Debian packages the build, the demo and the tests need,
 # if any is missing.  Sourced by demo.sh and test.sh.
 PKGS="build-essential g++ autoconf automake libtool pkg-config \

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # spdx.sh [--check] [FILE...]: puts the project's SPDX license line (the
 # expression "GPL-2.0-only OR BSD-2-Clause", see COPYING), in the comment
 # form of each file's type, as its first line (second after a
@@ -19,7 +20,7 @@ check=
 case ${1:-} in
 --check) check=1; shift ;;
 -h | --help)
-	sed -n '2,15s/^# \{0,1\}//p' "$0"
+	sed -n '3,16s/^# \{0,1\}//p' "$0"
 	exit 0 ;;
 -*) echo "usage: $0 [--check] [FILE...]" >&2; exit 2 ;;
 esac

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Runs every test suite: the normal build, the AddressSanitizer +
 # UndefinedBehaviorSanitizer build, valgrind over the DAT and engine unit
 # programs, the threaded cases (t_mpi, t_ssp_stress) under ThreadSanitizer,

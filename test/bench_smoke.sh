@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # bench_smoke.sh [BUILDDIR]: a smoke test of the benchmark (TAP).  Runs
 # bench/run.sh --quick into a scratch directory and checks that it ran end
 # to end: every expected row is in results.csv with valid=1 (the quick run

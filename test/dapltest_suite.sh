@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # dapltest_suite.sh [BUILDDIR]: Debian's dapltest (dapl2-utils), the DAT
 # conformance tool, against the build tree's provider over loopback; TAP.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # debian_tools.sh [BUILDDIR]: runs Debian's dapl2-utils (dtest, dtestcm,
 # dtestsrq) against the build tree's provider over loopback and prints TAP,
 # one test point per server+client pair, plus a Wireshark check of the wire

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # layers.sh [BUILDDIR]: the files of dapl/common and dapl/ssp form
 # layers, and so do the files of the engine (dapl/openib_iw): no file
 # calls into a file that calls back into it, directly or around a longer

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # packaging.sh [WORKDIR]: tests iwdapl-register on scratch files, then the
 # Debian packages end to end, and prints TAP.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # soak_short.sh [BUILDDIR]: a short soak in make check, TAP: bench/soak.sh
 # with IW_SOAK_CYCLES (default 1000) connect/transfer/disconnect cycles
 # and IW_SOAK_MINUTES (default 1) of dapltest traffic, sampling every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Minimal TAP producer shared by every test program.
  * Each CHECK is one TAP test point, so the Automake TAP driver counts
  * cases individually and a failure names the exact behaviour. */

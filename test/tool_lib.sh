@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # tool_lib.sh: shell helpers for the scripts that run Debian's dapl2-utils
 # tools (dtest, dapltest, ...) against the build tree's provider and print
 # TAP.  Sourced, not run.  The caller sets $ia (the dat.conf entry) first.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # trp_dissector.sh [BUILDDIR]: the Wireshark dissector for TRP
 # (tools/wireshark/trp.lua) on a real capture; TAP.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # udp_netns.sh [BUILDDIR]: iWARP over TRP/UDP under real packet loss; TAP.
 #
 # Two network namespaces joined by a veth pair (MTU 1500), each with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* An EP's connection: the glue between the engine's connection manager
  * (iwe_cm_*, events on the device's progress thread) and the EP's DAT
  * states and connection events.  Requests arriving on listeners and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Consumer Notification Objects (DAT 2.0 section 6.3.1).
  *
  * A CNO gathers notifications from the EVDs attached to it.  An EVD

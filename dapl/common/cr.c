@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connection Requests.
  *
  * A request that arrives on a PSP, an RSP (sp.c) or an SSP (ssp.c) becomes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What every DAT object of this provider shares, the IA, and the entry
  * points the provider table points to.
  *

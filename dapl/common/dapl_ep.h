@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoints, Service Points (PSP, RSP), Connection Requests and Shared
  * Receive Queues: the objects of the connection model, and the glue that
  * binds them to the engine's QPs and connection manager.

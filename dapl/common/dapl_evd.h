@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Event Dispatchers and Consumer Notification Objects.
  *
  * Files, from the bottom: evd_cq.c (the engine CQ and completion channel

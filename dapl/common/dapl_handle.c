@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Handle slots: see dapl_handle.h for why they are never freed. */
 #include "config.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Consumer-visible handles.
  *
  * The registry dereferences every handle to find the provider

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Provider instances: one per dat.conf line naming this library, with
  * its instance data, "<netdev or IPv4 address> <tcp|udp> [key=value ...]"
  * (the grammar and every key are in doc/instance-data.md).  The list of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Mutexes that know their owner, so that a function whose name ends in
  * _locked can assert that its caller holds the lock it relies on.
  *

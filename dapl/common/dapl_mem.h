@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Memory objects of the DAT layer: Protection Zones, LMRs and RMRs.
  *
  * Each wraps one engine object (PD, MR, MW).  Dependencies are counted in

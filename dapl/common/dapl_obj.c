@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The object layer: what every DAT object of this provider shares (struct
  * dapl_obj), its handle, its place in its IA's lists, the count of
  * dependents, and the calls that work on any handle (consumer context,

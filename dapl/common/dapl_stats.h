@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Counters of IAs and EPs (DAT_IW_STATS, <dat2/dat_iw_extensions.h>).
  *
  * Where they are counted: the engine counts the data path per QP (plain

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Time and sleeping: DAT timeouts as CLOCK_MONOTONIC deadlines, and the
  * one place where waiters (dat_evd_wait, dat_cno_wait) sleep.  Blocking
  * uses file descriptors only, so one ppoll() covers every source. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* An engine completion (struct ibv_wc) as a DAT event.
  *
  * The wr_id names what was posted: a slot of an EP's pool (ep_qp.c), or

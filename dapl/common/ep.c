@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoints: creation, attributes, query, modify, free, reset.  The state
  * machine: ep_state.c; connections: cm.c and ep_connect.c; posting:
  * ep_post.c; the QP and work slots: ep_qp.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoints: the connection calls (dat_ep_connect, dat_ep_common_connect,
  * dat_ep_dup_connect, dat_ep_disconnect): their argument checks, then the
  * connection manager glue (cm.c).

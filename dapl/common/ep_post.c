@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoints: work posting (dat_ep_post_*).  The QP and the work slots
  * named by ibv_wc.wr_id are in ep_qp.c, the IOV checks in lmr.c, and what
  * a completion becomes in dto_event.c.

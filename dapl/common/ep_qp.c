@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The EP's engine QP and its work slots.  What a completion becomes as a
  * DAT event is dto_event.c's business; this file hands it the slot.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The EP state machine (DAT 2.0, dat_ep_* and the EP state diagram).
  *
  * ep->state always holds the exact DAT state, UNCONFIGURED_* variants

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Event Dispatchers (DAT 2.0 section 6.3.2): the consumer's calls.  The
  * ring is in evd_queue.c, the engine CQ in evd_cq.c (see dapl_evd.h).
  *

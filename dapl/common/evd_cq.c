@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The engine side of an EVD that takes DTO or RMR-bind completions: its
  * CQ, into which the engine writes completions, and the completion channel
  * that makes them pollable.  Waiters (evd.c) and CNOs (cno.c) both drain

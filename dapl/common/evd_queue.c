@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The event ring of an EVD: what the provider posts (connection, CR,
  * asynchronous and software events) and how a consumer takes events out
  * again.  Completions of DTOs and RMR binds do not pass through here: they

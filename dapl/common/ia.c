@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The Interface Adapter: open and close (abrupt close tears every object
  * of the IA down, dependents first), and dat_ia_ha_related.  Queries are
  * in ia_query.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* dat_ia_query: the IA and provider attributes.  Every limit reported here
  * is one the engine enforces (dapl/openib_iw/iw_engine.h). */
 #include "config.h"

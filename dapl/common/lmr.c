@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Local Memory Regions: one engine MR each, and the check of every
  * local IOV against them (dapl_lmr_iov_check_locked).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Registry entry points: libdat2 calls dat_provider_init once for every
  * dat.conf line naming this library, and dat_provider_fini at unload. */
 #include "config.h"

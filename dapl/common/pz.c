@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Protection Zones: one engine PD each.
  *
  * The PZ's obj.users counts the LMRs, RMRs, EPs and SRQs created in it

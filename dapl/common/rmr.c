@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Remote Memory Regions: one engine memory window each.
  *
  * Choices where DAT 2.0 leaves room (tested by test/dapltest/t_mem.c):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Service Points: Public (PSP), Reserved (RSP) and Common (CSP).
  *
  * A PSP or RSP is an engine listener (iwe_cm_listen) on the IA's address:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared Receive Queues: one engine SRQ each.
  *
  * An SRQ belongs to one PZ (it counts one user there) and is counted by

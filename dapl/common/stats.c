@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Counters of IAs and EPs, the bottom half: sums of counter sets and a
  * retiring QP's counters kept in its EP (dapl_stats.h says where each
  * counter is counted; stats_query.c reads and prints them). */

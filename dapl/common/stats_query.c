@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Counters of IAs and EPs, the top half: an EP's and an IA's totals, the
  * consumer's query (DAT_IW_STATS_QUERY_OP) and the text that iwinfo
  * --stats and IWDAPL_STATS=1 print. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The counters of a running process, for `iwinfo --stats <pid>`.
  *
  * While at least one IA is open, a thread of the provider listens on the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's top floor (see iw_cm_priv.h): each conn's
  * state is changed in one place, cm_enter(), which performs what
  * entering a state means (what to watch, which timer, attaching the QP,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's active side: the TCP connect, the MPA
  * request, and what the reply means.  Each handler returns the state to
  * enter (iw_cm_priv.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's ground floor (see iw_cm_priv.h): negotiation
  * parameters, the conn object and its free, event delivery, and the
  * socket helpers every part of the CM shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's established connections.  After the MPA
  * exchange the QP takes the stream (iwe_qp_attach_cm): from then on the
  * QP watches the socket itself and the CM is out of the data path; the QP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's passive side: listeners and their ports, the
  * MPA request of each accepted TCP connection, and the replies.  Each
  * conn handler returns the state to enter (iw_cm_priv.h).

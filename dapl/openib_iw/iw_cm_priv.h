@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connection manager internals.
  *
  * Floors, bottom up (no file calls into a floor above it, and the parts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Socket Service Points: adopting a consumer's connected TCP socket.
  *
  * Passive: the final streaming-mode message goes out first; then the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager over TRP/UDP (a udp device; doc/trp.md
  * "Connection exchange").  A middle-floor part (iw_cm_priv.h): each
  * handler returns the state to enter.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Completion queues and completion channels.
  *
  * A CQ is a ring of struct ibv_wc behind a mutex: the progress thread (and

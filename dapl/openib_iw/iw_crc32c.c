@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* CRC32c for MPA (RFC 5044; polynomial from RFC 3385).
  *
  * Internally every routine works on the raw CRC register ("state"): the

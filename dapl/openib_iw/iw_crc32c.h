@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* CRC32c (Castagnoli, RFC 3385), the MPA FPDU checksum (RFC 5044).
  *
  * All functions chain: pass 0 to start, pass the previous result to

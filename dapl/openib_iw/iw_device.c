@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The engine device: one network interface and one IPv4 address on it.
  *
  * There is no RDMA hardware: a "device" is just the interface the engine's

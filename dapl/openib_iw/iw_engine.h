@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The software iWARP engine's public interface.
  *
  * This is the only header dapl/common and dapl/ssp may include from the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Reading IWDAPL_* variables (iw_env.h): parse, range-check, and report
  * a bad value once per variable through the log. */
 #include <errno.h>

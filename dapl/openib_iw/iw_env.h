@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The provider's one reader of its IWDAPL_* variables.
  *
  * Unset or empty: the default.  A value that does not parse or is out

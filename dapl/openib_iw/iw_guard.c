@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Guarded copies; see iw_guard.h. */
 #include "iw_guard.h"
 

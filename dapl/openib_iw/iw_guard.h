@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Copies that touch consumer memory from user space.
  *
  * Registered memory is the consumer's: unmapping it while the engine

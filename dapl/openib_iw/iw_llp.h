@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The transport boundary under DDP: what a lower-layer protocol (LLP)
  * does for RDMAP/DDP.
  *

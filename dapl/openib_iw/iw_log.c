@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The provider's one logging path (see iw_log.h): the level and the
  * destination, read once from the environment, and whole lines written
  * with one call.

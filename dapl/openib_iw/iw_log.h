@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The provider's one logging path (engine, dapl/common and dapl/ssp).
  *
  * A line is "iwdapl[PID]: OBJECT: CAUSE", written with one write(2) so

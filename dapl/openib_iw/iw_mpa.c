@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA Request / Reply frames: see iw_mpa.h for the contract and the
  * decisions.  Nothing here trusts a length it was not given: the header's
  * private-data length is checked against 512 before any private data is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA Request / Reply frames (RFC 5044, RFC 6581): build, parse,
  * check and negotiate.  Pure functions: no I/O, no allocation, no state.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA over TCP, receive side (RFC 5044): FPDUs off the byte stream.
  *
  * Bytes are read into a per-QP buffer, as many as the socket has (many

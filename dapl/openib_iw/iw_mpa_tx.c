@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA over TCP, transmit side (RFC 5044): DDP segments become FPDUs,
  *   ULPDU length (BE16) | DDP/RDMAP header | payload | pad | CRC32c
  * and a batch of them -- of one message or of several posted back to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Protection domains, memory regions, memory windows and the STag table.
  *
  * An STag is a 24-bit index into the device's table and an 8-bit key.

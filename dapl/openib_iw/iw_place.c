@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Ordered placement; see iw_place.h. */
 #include "iw_place.h"
 

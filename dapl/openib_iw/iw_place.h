@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Placing received payload into consumer memory.
  *
  * MPI's RDMA "fast path" (and any consumer that polls memory instead of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Posting work requests: checks, resolving SGEs against the STag table,
  * filling the queue slots.  A send in RTS goes out inline (iw_qp.c), so a
  * posting thread needs no thread hop on the fast path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Engine-internal definitions of the local objects: device, PD, the STag
  * table behind MRs and MWs, CQs and completion channels.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The per-device progress thread; see iw_progress.h.
  *
  * One loop iteration: run synchronous calls and posted tasks, wait in

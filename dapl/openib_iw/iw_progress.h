@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The per-device progress thread: an epoll loop with fd watches, one-shot
  * timers, tasks posted from any thread, and synchronous calls.
  *

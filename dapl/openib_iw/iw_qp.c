@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Queue pairs, the top floor (see iw_qp.h): the object, the verbs state
  * machine, the progress driver that runs the transport's receive side
  * and RDMAP/DDP transmit and turns their results into Terminates and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Queue pair internals.
  *
  * Floors, bottom up (no file calls into a floor above it):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The QP lock and its kick (see iw_qp.h): below the transports, so a
  * transport's timer can take the lock and have the QP's progress run
  * without calling up into iw_qp.c (which hands its progress down as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP/DDP receive: what a segment means, wherever it came from.
  *
  * A transport (iw_llp.h) delivers each segment in three steps: its header

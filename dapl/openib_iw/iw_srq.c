@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared receive queues: a ring of receive WRs that the QPs attached to
  * it take from, in posting order, as Sends arrive (see iw_engine.h for
  * the semantics and iw_qp.h for the locking).

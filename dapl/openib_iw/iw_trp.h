@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP over UDP, the second transport under DDP (iw_llp.h;
  * the protocol is doc/trp.md, the header layout iw_wire.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP over UDP, receive side (iw_trp.h).
  *
  * Datagrams are read in batches (recvmmsg) straight into packet buffers.

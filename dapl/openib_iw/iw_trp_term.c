@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Terminates over TRP (doc/trp.md "Terminate").
  *
  * Non-fatal: one request's user error -- a Write or a Read Request whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP over UDP, transmit side and the transport's table (iw_trp.h).
  *
  * Every sequenced packet (a DDP segment, our I reply, an F) is copied

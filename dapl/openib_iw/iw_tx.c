@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* RDMAP/DDP transmit: turns messages into DDP segments for the transport.
  *
  * One message is cut at a time, into equal segments (no runt at its end)

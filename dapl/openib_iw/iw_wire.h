@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Every byte layout the engine puts on, or takes off, the wire.
  *
  * One header for all of them, so that a reader can check the engine against

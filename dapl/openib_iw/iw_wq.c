@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Work queues of a QP: WQE slots, completions, flushing, the receive a
  * Send is being placed into, and matching a peer's Terminate to the WR
  * that provoked it.  The bottom floor of the QP (see iw_qp.h): it calls

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Socket Service Points: create, free, query, and the events of an adopted
  * socket.  See ssp.h for the ownership of the socket; doc/ssp.md for the
  * consumer's view. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Socket Service Points (iWARP Transport Specific Extensions for DAT 2.0, section 3.1).
  *
  * An SSP adopts a consumer's connected TCP socket and produces at most one

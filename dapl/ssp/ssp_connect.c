@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* dat_iw_socket_connect: the active side of the DAT iWARP extension.  The
  * EP adopts a consumer's connected TCP socket and sends the MPA request on
  * it; cm.c drives the rest like any dat_ep_connect. */

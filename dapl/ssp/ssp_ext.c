@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* dat_extension_op: the DAT_IW extension's dispatch.
  * The registry forwards dat_extension_op(handle, op, ...) here as a va_list
  * once dat_ia_query reported extension_supported == DAT_EXTENSION_IW.  The

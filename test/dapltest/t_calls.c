@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* t_calls: the DAT calls that no other program checks (doc/conformance.md
  * lists which program covers each call).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Consumer Notification Objects through libdat2: create/query/free rules,
  * triggering by attached EVDs (enabled or not, waited on or not), the OS
  * wait proxy agent, and the fd flavour of DAT 2.0.

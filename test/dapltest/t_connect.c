@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connections and data transfer through the DAT API, over the registry
  * (libdat2) as a real consumer: two IAs of iw-lo in one process, the
  * server side driven by the main thread or, for the sequential-connection

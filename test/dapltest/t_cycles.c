@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Connect / transfer / disconnect cycles, for the soak (bench/soak.sh)
  * and, run with no argument, as a TAP test of its own.
  *

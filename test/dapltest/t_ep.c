@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Endpoints through Debian's libdat2, as a consumer sees them: every bad
  * input of create/query/modify/free/reset/connect/post with its exact
  * return code, the default attributes, the state machine's object side

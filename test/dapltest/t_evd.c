@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Event Dispatchers through libdat2: argument checks, software events,
  * queue limits, waits (timeouts, thresholds, wake-ups from other threads,
  * set_unwaitable), resize, query, CNO attachment and free rules. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* dat_extension_op reaches the provider once the IA reported
  * DAT_EXTENSION_IW; unknown operations are DAT_NOT_IMPLEMENTED. */
 #include <stdio.h>

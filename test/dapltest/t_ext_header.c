@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Compile and layout test of <dat2/dat_iw_extensions.h> from C.
  *
  * It includes Debian's dat_ib_extensions.h in the same unit on purpose:

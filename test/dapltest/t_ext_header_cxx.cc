@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 // Compile and layout test of <dat2/dat_iw_extensions.h> from C++:
 // the header must be usable from C++ (extern "C", C-style casts in the
 // macros, enum initialisers taken from other enums) without warnings.

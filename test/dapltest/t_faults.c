@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A peer process that dies: the surviving side must not crash or stall.
  *
  * The test keeps one IA with a PSP; each scenario runs a fresh peer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A consumer that forks: the child must not disturb the parent's
  * connections (doc/semantics.md, "fork").  Two IAs of iw-lo in this
  * process hold a live connection; then a child

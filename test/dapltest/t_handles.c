@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Handle semantics common to every object: types, consumer contexts,
  * wrong-type and stale handles, and late reuse of freed handles. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* IA open/query/close through Debian's libdat2, as a consumer sees them. */
 #include "config.h"	/* PACKAGE_VERSION */
 

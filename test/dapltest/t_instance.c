@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Instance data of dat.conf lines: each malformed line gives its documented
  * error at dat_ia_open, each good one opens.  Runs against the test
  * registry file test/dat-test.conf (DAT_OVERRIDE is set before the first

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Running out of resources: requests are refused cleanly, with the DAT
  * return code or connection event that says so, and service resumes by
  * itself once the resources are back (doc/semantics.md, "Limits").

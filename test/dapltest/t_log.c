@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The log (iw_log.h, doc/man/iwdapl.7 ENVIRONMENT): each bad input and
  * failed connection prints its one-line reason on stderr by default, and
  * the DAT return codes and events stay what they were.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Protection Zones, LMRs and RMRs through Debian's libdat2, as a consumer
  * sees them: every bad input with its exact return code, create/query/free
  * of each kind, the STag layout of the contexts, the in-use rules, stale

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What MPI libraries' uDAPL transports (MVAPICH2's among them) rely on,
  * through libdat2 as a consumer:
  *   1  a connection completes while the active side makes no DAT call

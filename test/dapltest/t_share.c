@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* EVDs shared across IAs of one provider instance (doc/semantics.md).
  *
  * DAT consumers open several IAs on one device and give objects of one

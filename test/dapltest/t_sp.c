@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Service Points and Connection Requests through Debian's libdat2: PSP and
  * RSP create/query/free with every bad input, qualifier collisions (also
  * across two IAs of the same address), dat_psp_create_any, the EP

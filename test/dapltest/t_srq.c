@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared Receive Queues through Debian's libdat2: create/query/free with
  * every bad input, resize and low watermark, posting checks, EPs created
  * with an SRQ (in-use rules, PZ must match, no per-EP receives), stale

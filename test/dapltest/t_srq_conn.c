@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* SRQs and RMR binds over real connections, through libdat2: two server
  * EPs fed by one SRQ, connected to two client EPs of a second IA on
  * iw-lo.  Receives from the SRQ, its counts and low-watermark event, the

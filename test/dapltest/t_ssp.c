@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Socket Service Points (DAT iWARP extension): every call, return code and
  * event, with the EP state, the SSP state and the socket's fate checked
  * after each.  Server and client are two IAs of one process; the sockets

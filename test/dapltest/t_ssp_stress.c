@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* t_ssp_stress: Socket Service Point upgrades done concurrently.
  *
  * THREADS threads (default 8) each perform ITERS (default 50) complete

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Counters (DAT_IW_STATS): a scripted exchange over iw-lo between IA A
  * (active) and IA B (passive) of this process, then exact counts through
  * the consumer query (dat_iw_ia_stats_query / dat_iw_ep_stats_query),

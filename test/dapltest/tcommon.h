@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared helpers for the DAT conformance programs: they go through
  * Debian's libdat2 exactly as a consumer does, with DAT_OVERRIDE pointing at
  * the build tree's dat.conf (set by `make check`). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A peer process for the DAT fault and limit tests: the test program
  * forks and execs itself with "--peer ROLE ARGS..." so the peer is a
  * fresh process with no DAT state copied from its parent (a child that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* One side of a connection in a DAT test: IA, PZ, EVDs, a registered
  * buffer and an EP, with bounded waits.  Header-only for the test
  * programs that set up connections. */

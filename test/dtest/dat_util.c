@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* DAT 2.0 helpers for iwdtest (see dat_util.h). */
 #include "dat_util.h"
 

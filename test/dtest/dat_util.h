@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Thin helpers over the DAT 2.0 API for iwdtest: open an IA with its event
  * queues, register memory, create an endpoint, connect or accept, and wait
  * for events either blocking (dat_evd_wait) or spinning (dat_evd_dequeue).

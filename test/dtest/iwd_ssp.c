@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwdtest --ssp: the two sides first talk over a plain TCP socket (a one
  * line negotiation, as an application that may fall back to streaming
  * would), then upgrade that very socket to RDMA with the DAT iWARP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwdtest's session and transfer protocol over DAT.
  *
  * Setup: the client connects with private data {magic, version, largest

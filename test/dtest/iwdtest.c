@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwdtest: RDMA write, read, send and ping-pong over the DAT 2.0 API, with
  * a size sweep, validation of every transfer and a per-size results table.
  *

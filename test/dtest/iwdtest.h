@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwdtest: shared definitions of the option parser/driver (iwdtest.c) and
  * the session and transfer protocol (iwd_xfer.c). */
 #ifndef IWDTEST_H

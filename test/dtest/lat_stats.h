@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Latency samples and their summary, shared by iwdtest, bench/tcp_baseline
  * and bench/iwcm: callers record one sample per operation (nanoseconds on
  * CLOCK_MONOTONIC, which every process of the machine shares) and report

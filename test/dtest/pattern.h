@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Data patterns shared by iwdtest and bench/tcp_baseline.
  *
  * A pattern is an endless stream of 64-bit words derived from a seed.  A

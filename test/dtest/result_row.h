@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* One results row as iwdtest, bench/tcp_baseline and bench/iwcm print it:
  * a table for people, or CSV (--csv) with the columns
  *   mode,size,iters,seconds,MBps,lat_us,valid,window,msgs_per_s,

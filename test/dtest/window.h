@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The window of outstanding operations, one rule for iwdtest and
  * bench/tcp_baseline so that their message rates compare like for like.
  *

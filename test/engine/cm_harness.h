@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared harness of the connection-manager tests (t_cm.c, t_cm_ssp.c):
  * event logs filled by CM handlers on the progress thread and waited on
  * with bounded waits, loopback TCP helpers, and a raw MPA peer.

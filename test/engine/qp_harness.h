@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Shared harness of the engine QP tests: two QPs joined by non-blocking
  * AF_UNIX stream socket pairs, driven by calling the progress functions;
  * an optional relay between two socket pairs moves the stream one byte

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager over loopback ("lo"): listen / connect / accept
  * with private data, every RTR type, MPA revision 1, CRC negotiation,
  * rejects, unreachable, timeouts, garbage and marker requests, services

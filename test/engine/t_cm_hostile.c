@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager against peers that push it where the RFCs leave
  * room to go wrong:
  *  - a Send right behind the MPA reply (active side) or behind the RTR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Socket adoption (the engine side of Socket Service Points) over
  * loopback TCP: passive with a final streaming message, the request
  * peeked until whole (even one byte at a time), BAD_REQUEST leaving the

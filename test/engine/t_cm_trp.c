@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager over TRP/UDP (a udp device on 127.0.0.1):
  * connect / accept with private data and every RTR type, traffic both
  * ways, graceful and abrupt disconnects, rejects, NON_PEER_REJECTED,

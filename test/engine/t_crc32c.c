@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* CRC32c: published test vectors, both implementations against a bitwise
  * reference written from the definition, chaining, gather lists, and an
  * MPA FPDU checked byte for byte. */

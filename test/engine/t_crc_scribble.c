@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Regression test: with MPA CRC on, a consumer that writes to a source
  * buffer while an operation reading it is in flight (RDMA Semantics leave
  * the data undefined then; Debian's dtest does it) must not break the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Engine local objects: device, socket ownership, PD, MR/STag, MW, CQ and
  * completion channel.  TAP output; one CHECK per behaviour. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPI's RDMA "fast path" against the engine.
  *
  * The peer RDMA-writes small messages into a ring of slots in one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* MPA Request/Reply: building, incremental parsing, every error path,
  * reply checks, negotiation, and the wire layouts the connection manager
  * relies on.  Truncation and garbage tests parse from exact-size heap

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Engine memory-window binds posted on a send queue (IBV_WR_BIND_MW):
  * bind and unbind in order with other WRs, the rkey handed back at post
  * time, remote Write and Read through the window and their failure after

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Engine QP data path over a byte stream, without connection manager or
  * progress thread (see qp_harness.h): transfers, ordering, reads, errors
  * seen end to end, flushes, unsignaled WRs, posting from another thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The engine's per-QP counters (iwe_qp_query_stats) that the DAT
  * counters are built from: messages and payload bytes by RDMAP opcode on
  * both sides, a refused post counted as queue-full, and a byte flipped in

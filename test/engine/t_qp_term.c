@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Every Terminate the receive path sends, checked on the wire: the test
  * writes hand-made FPDUs into one end of a socket pair whose other end
  * is a QP, and decodes what comes back.  TAP output. */

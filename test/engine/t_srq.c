@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Engine shared receive queues: two QPs of one PD take their receives from
  * one SRQ, each fed by its own sender over a socket pair (the qp_harness.h
  * model, without connection manager or progress thread).  Covers order of

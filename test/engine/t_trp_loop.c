@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Two QPs joined by TRP over a connected pair of UDP sockets on
  * 127.0.0.1 (a udp device on lo), driven by the progress calls of this
  * thread and TRP's retransmission timer on the device's progress thread.

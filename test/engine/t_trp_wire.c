@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP's wire format (doc/trp.md, iw_wire.h): the 10-byte header byte for
  * byte, flags and the 12-bit credit field, PSN serial-number arithmetic
  * (RFC 1982) across the 2^32 wrap, the test-aid spec, and which

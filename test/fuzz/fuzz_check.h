@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* What a fuzz target does when an invariant breaks: say which, then
  * abort, so libFuzzer keeps the input as a crash file (a reproducer). */
 #ifndef IW_FUZZ_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libFuzzer target: the connection manager's passive side reading an MPA
  * request from a real TCP connection (iwe_cm_listen on 127.0.0.1).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Building FPDUs by hand (RFC 5044 framing around RFC 5041/5040
  * headers), for the seed generator and the Terminate target.
  * Header-only; every function writes at p and returns bytes written. */

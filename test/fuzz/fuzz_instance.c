@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libFuzzer target: instance-data parsing (dapl_config_parse, the
  * dat.conf string "<netdev or IPv4> <tcp|udp> [key=value ...]").
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libFuzzer target: MPA Request/Reply frames (iw_mpa.h) from arbitrary
  * bytes, and the negotiation run on whatever parses.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The receive-path fuzz rig (see fuzz_qp.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The rig of the receive-path fuzz targets: one real QP (public engine
  * API only) on one end of a socket pair, registered memory at a fixed
  * address so tagged offsets in an input mean the same thing in every

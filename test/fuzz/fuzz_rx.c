@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libFuzzer target: the receive path of an established connection.
  *
  * A real QP with registered memory (fuzz_qp.h) reads the input as the

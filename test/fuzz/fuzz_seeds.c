@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora of the fuzz targets: real FPDUs (Send, Send
  * with Invalidate, RDMA Write, Read Request, Read Response, Terminate;
  * CRC on and off; in one piece and cut into small writes) and real MPA

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Learning the service header's magic (fuzz_svc.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

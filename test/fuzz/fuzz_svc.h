@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The engine's service header (IWE_CM_SERVICE_HDR_LEN bytes in front of
  * the private data of a request for a service above 65535): its layout
  * is private to the engine, so it is learned the way a peer sees it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* libFuzzer target: received Terminates.  The input after its first
  * byte is the body of a Terminate (RFC 5040 4.8: control word, then the
  * echoed DDP segment length, DDP header and RDMAP header as its HdrCt

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # test/fuzz/run.sh [target...]: build the libFuzzer targets (clang, ASan +
 # UBSan, out of tree) if needed, replay the committed reproducers, then
 # fuzz each target for a bounded time.  TAP on stdout, one line per

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 -- trp.lua: a Wireshark dissector for TRP, the shim of iWARP over UDP
 -- (seed 003; the protocol is doc/trp.md).
 --

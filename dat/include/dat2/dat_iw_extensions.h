@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
  * dat_iw_extensions.h -- DAT 2.0 iWARP transport extension:
  * Socket Service Points (SSP).
