@@ -99,6 +99,16 @@ else
 fi
 section_time
 
+# Every tracked source, script and document carries the license line.
+echo "== SPDX lines"
+if "$top/scripts/spdx.sh" --check >"$top/build-spdx.check.out" 2>&1; then
+	echo ":test-result: PASS" >"$top/build-spdx.trs"
+else
+	echo ":test-result: FAIL" >"$top/build-spdx.trs"
+	cat "$top/build-spdx.check.out"
+	status=1
+fi
+
 # libFuzzer targets (clang; skipped with the reason when it is missing).
 echo "== fuzzing (libFuzzer, ASan + UBSan)"
 FUZZ_SECONDS=${FUZZ_SECONDS:-20} FUZZ_TRS="$top/build-fuzz/test/fuzz/run.trs" \
