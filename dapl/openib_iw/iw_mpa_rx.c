@@ -8,8 +8,8 @@
  * damaged FPDU never touches consumer memory, and a consumer that
  * rewrites a buffer the instant an RDMA Write filled it (MPI's eager fast
  * path does) cannot cause a false CRC error.  Placement goes through
- * iw_place_ordered: the bytes of a segment appear in increasing address
- * order.
+ * iw_place_ordered: no byte of a segment's tail appears before the bytes
+ * ahead of it.
  *
  * One exception saves a copy of bulk data: without CRC, when a large FPDU
  * (more than RX_ZC_MIN payload bytes still in the socket) has its header

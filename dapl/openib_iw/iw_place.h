@@ -15,8 +15,10 @@
 #include <stddef.h>
 
 /* Copy len bytes to dst so that another thread polling dst never sees a
- * byte before the ones below it: on x86-64 (TSO) every store is a forward
- * 16-byte store, so the bytes appear in increasing address order; on
+ * byte of the tail before the ones below it: on x86-64 (TSO) a short copy
+ * is all forward 16-byte stores, so the bytes appear in increasing address
+ * order, and a long one (over 8 KiB) stores all but its last 64
+ * bytes with memcpy, fences (sfence), then stores those 64 forward; on
  * other CPUs the last bytes are stored after a release fence, so they
  * appear after everything ahead of them.  Buffers must not overlap. */
 void iw_place_ordered(void *dst, const void *src, size_t len);
