@@ -82,7 +82,10 @@ static int role_sender(int argc, char **argv)
 }
 
 /* Posts NWR receives before connecting, tells where RDMA Writes may go
- * (its whole buffer), then parks: its progress thread keeps receiving. */
+ * (its whole buffer), and once the first Send has arrived stops itself:
+ * the parent's transfer is then cut by the kill whatever the speed of
+ * the copy and however late the parent wakes (a running receiver may
+ * drain all NWR MiB first). */
 static int role_receiver(int argc, char **argv)
 {
 	struct side s;
@@ -97,6 +100,10 @@ static int role_receiver(int argc, char **argv)
 	if (!peer_connect(&s, arg_qual(argv[0])))
 		return 4;
 	peer_tell(PM_RMR, 0, s.rctx, (uintptr_t)s.buf, TSIDE_BUF_SIZE);
+	if (side_wait(s.rcv, TSIDE_WAIT_US).event_number !=
+	    DAT_DTO_COMPLETION_EVENT)
+		return 5;
+	raise(SIGSTOP);
 	return peer_park();
 }
 
