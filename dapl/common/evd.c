@@ -307,7 +307,9 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * thread, so a reply that comes within the spin costs no thread wake-up
  * (the progress thread's, then ours).  The spin adapts per EVD: it
  * doubles (up to the maximum) when a spin ended the wait and halves (down
- * to a sixteenth of it) when the wait had to sleep anyway.  The maximum
+ * to a sixteenth of it) when the wait had to sleep anyway.  It stops as
+ * soon as a QP of the EVD waits for room in its socket: what completes
+ * next waits for the peer to read, which a spin cannot hasten.  The maximum
  * is IWDAPL_WAIT_SPIN_US microseconds (default 50; 0: never spin). */
 #define WAIT_SPIN_DEFAULT_US 50
 
@@ -347,11 +349,14 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	dapl_unlock(&evd->lock);
 	end = mono_us() + budget;
 	do {
-		iwe_cq_progress(evd->cq);
+		int blocked = iwe_cq_progress(evd->cq);
+
 		if (iwe_cq_count(evd->cq) >= threshold) {
 			got = 1;
 			break;
 		}
+		if (blocked)
+			break;	/* the peer must read first: leave it the CPU */
 		sched_yield();	/* on 2 CPUs the peer may need ours */
 	} while (mono_us() < end);
 	dapl_lock(&evd->lock);

@@ -362,19 +362,21 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 
 /* The CQ is empty: let the consumer's thread drive the QPs feeding it.
  * One poller at a time; the others just look. */
-static void cq_run_poll_hooks(struct iwe_cq_priv *q)
+static int cq_run_poll_hooks(struct iwe_cq_priv *q)
 {
+	int blocked = 0;
+
 	if (pthread_mutex_trylock(&q->hooks_lock))
-		return;
+		return 0;
 	for (uint32_t i = 0; i < q->nhooks; i++)
-		q->hooks[i]->poll(q->hooks[i]);
+		blocked |= q->hooks[i]->poll(q->hooks[i]);
 	pthread_mutex_unlock(&q->hooks_lock);
+	return blocked;
 }
 
-void iwe_cq_progress(struct iwe_cq *cq)
+int iwe_cq_progress(struct iwe_cq *cq)
 {
-	if (cq)
-		cq_run_poll_hooks(cq_priv(cq));
+	return cq ? cq_run_poll_hooks(cq_priv(cq)) : 0;
 }
 
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)

@@ -38,6 +38,10 @@
 #define RX_BUF_MAX  (128u << 10)	/* the largest FPDU and then some */
 #define RX_ZC_MIN   (8u << 10)		/* payload worth reading in place */
 #define RX_ZC_TAIL  64u			/* placed last, through the buffer */
+/* In a run of large FPDUs (CRC off), the buffer reads stop at the next
+ * FPDU's header, so its payload too goes in place rather than through
+ * the buffer (a copy more); small FPDUs end the run. */
+#define RX_PEEK     (IW_FPDU_LEN_FIELD + IW_UNTAGGED_HDR_LEN)
 
 struct mpa_rx {
 	uint8_t *buf;
@@ -50,6 +54,7 @@ struct mpa_rx {
 	uint32_t zc_trailer;		/* then pad + CRC */
 	int zc_refused;			/* the next FPDU's header is bad: it
 					 * is reported once it is whole */
+	int bulk;			/* the last FPDU was a large one */
 };
 
 static struct mpa_rx *mrx(const struct iwe_qp_priv *q)
@@ -161,6 +166,7 @@ static int zc_start(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t ulpdu,
 	if (iwe_rx_place(q, 0, u + hl, have))
 		return iwe_rx_local_error(q);
 	m->zc = 1;
+	m->bulk = 1;
 	m->zc_off = have;
 	m->zc_tail = RX_ZC_TAIL;
 	m->zc_left = pay - have - RX_ZC_TAIL;
@@ -210,6 +216,7 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		if (avail >= flen) {
 			m->rd += flen;
 			m->zc_refused = 0;
+			m->bulk = ulpdu > RX_ZC_MIN;
 			err = deliver(q, f, ulpdu);
 			if (err)
 				return err;
@@ -272,19 +279,23 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 {
 	struct iovec iov[IWE_MAX_SGE + 1];
 	struct msghdr msg = { .msg_iov = iov };
-	size_t pay = 0;
+	size_t pay = 0, room = m->cap - m->wr;
 	ssize_t n;
 	int k = 0;
 
 	if (m->zc) {
 		k = zc_iov(q, m, iov);
 		pay = m->zc_left;
+		if (room > m->zc_tail + m->zc_trailer + RX_PEEK)
+			room = m->zc_tail + m->zc_trailer + RX_PEEK;
+	} else if (m->bulk && !q->crc && m->wr - m->rd < RX_PEEK) {
+		room = RX_PEEK - (m->wr - m->rd);
 	}
 	iov[k].iov_base = m->buf + m->wr;
-	iov[k].iov_len = m->cap - m->wr;
+	iov[k].iov_len = room;
 	k++;
 	msg.msg_iovlen = (size_t)k;
-	*asked = pay + (m->cap - m->wr);
+	*asked = pay + room;
 	do {
 		n = recvmsg(q->fd, &msg, MSG_DONTWAIT);
 		q->stats.rx_syscalls++;

@@ -120,10 +120,24 @@ static struct iwe_qp_priv *lock_for_post(struct iwe_qp *qp,
 	return q;
 }
 
+/* The bytes a send WR puts on the wire (a Read Request: none worth
+ * counting). */
+static uint64_t wr_payload_bytes(const struct ibv_send_wr *wr)
+{
+	uint64_t n = 0;
+
+	if (wr->opcode == IBV_WR_RDMA_READ)
+		return 0;
+	for (int i = 0; i < wr->num_sge; i++)
+		n += wr->sg_list[i].length;
+	return n;
+}
+
 int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
 	struct iwe_qp_priv *q = lock_for_post(qp, bad_wr);
+	uint64_t bytes = 0;
 	int err;
 
 	if (!q)
@@ -131,12 +145,14 @@ int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 	/* ERROR takes posts too: they complete flushed. */
 	err = q->state == IWE_QPS_RTS || q->state == IWE_QPS_SQD ||
 	      q->state == IWE_QPS_ERROR ? 0 : EINVAL;
-	while (!err && wr && !(err = post_send_one(q, wr)))
+	while (!err && wr && !(err = post_send_one(q, wr))) {
+		bytes += wr_payload_bytes(wr);
 		wr = wr->next;
+	}
 	if (err)
 		*bad_wr = wr;
 	/* Inline transmit: no thread hop when the path is idle. */
-	iwe_qp_post_kick(q);
+	iwe_qp_post_kick(q, bytes);
 	iwe_qp_unlock(q);
 	return err;
 }

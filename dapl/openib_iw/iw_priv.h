@@ -260,7 +260,7 @@ void iwe_cq_put(struct iwe_cq *cq);
  * not wait for the progress thread) or armed it before sleeping (arm: the
  * progress thread must take over).  The CQ knows no QP. */
 struct iwe_cq_hook {
-	void (*poll)(struct iwe_cq_hook *h);
+	int (*poll)(struct iwe_cq_hook *h);	/* 1: transmit blocked */
 	void (*arm)(struct iwe_cq_hook *h);
 };
 /* Add / remove a hook; removing waits for a poller running it. */

@@ -44,16 +44,20 @@ static uint64_t qp_poll_lease_ns(void)
 	return cur;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
-#define QP_LEASE_MAX_NS (1000u * 1000u)
+#define QP_LEASE_MAX_NS (100u * 1000u)
 
 /* Posts closer together than this are a burst: they are sent together
  * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
  * consumer polls or arms a CQ of the QP, or at the latest QP_DEFER_NS
  * after the first one (the progress thread's safety net).  A post after a
- * pause goes out at once: a ping-pong never waits. */
+ * pause goes out at once: a ping-pong never waits.  Only small messages
+ * wait: once a burst holds QP_DEFER_BYTES of payload it goes, as a bulk
+ * message does at once (it fills a sendmsg alone; holding it back only
+ * leaves the link idle). */
 #define QP_BURST_NS  (5u * 1000u)
 #define QP_DEFER_NS  (20u * 1000u)
 #define QP_DEFER_MAX 16
+#define QP_DEFER_BYTES (16u << 10)
 
 static atomic_uint qp_num_next = 1;
 
@@ -177,6 +181,7 @@ static int run_tx(struct iwe_qp_priv *q)
 	if (q->fd < 0 || !q->llp)
 		return 0;
 	atomic_store(&q->tx_deferred, 0);
+	q->tx_deferred_bytes = 0;
 	err = iwe_tx_progress_locked(q);
 	if (err == EFAULT) {
 		/* The consumer unmapped memory a message was sent from. */
@@ -275,16 +280,21 @@ static void lease_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
-/* A consumer polled a CQ of this QP empty: drive the QP from its thread. */
-static void poll_hook(struct iwe_qp_priv *q)
+/* A consumer polled a CQ of this QP empty: drive the QP from its thread.
+ * 1 when the transmit side still waits for room in the socket. */
+static int poll_hook(struct iwe_qp_priv *q)
 {
+	int blocked;
+
 	atomic_store(&q->poll_until, now_ns() + QP_POLL_LEASE_NS);
 	if (!q->prog || !iwe_qp_trylock(q))
-		return;
+		return 0;
 	atomic_store(&q->kick, 0);
 	if (q->watch.fd >= 0)
 		run_io(q);
+	blocked = q->llp && q->llp->tx_blocked(q);
 	iwe_qp_release(q, 1);
+	return blocked;
 }
 
 /* A consumer armed a CQ of this QP and may sleep: a burst of posts goes
@@ -326,14 +336,14 @@ static void defer_timer_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
-static void send_poll_hook(struct iwe_cq_hook *h)
+static int send_poll_hook(struct iwe_cq_hook *h)
 {
-	poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
 }
 
-static void recv_poll_hook(struct iwe_cq_hook *h)
+static int recv_poll_hook(struct iwe_cq_hook *h)
 {
-	poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
 }
 
 static void send_arm_hook(struct iwe_cq_hook *h)
@@ -617,7 +627,7 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp)
 
 /* ------------------------------------------------------------ posting */
 
-void iwe_qp_post_kick(struct iwe_qp_priv *q)
+void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 {
 	if (q->state != IWE_QPS_RTS || q->fd < 0 || !q->llp ||
 	    q->llp->tx_blocked(q))
@@ -625,7 +635,9 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q)
 	/* The gap since the last post (or flush) returned is the
 	 * consumer's own time between posts. */
 	if (q->prog && now_ns() - q->tx_last_ns < QP_BURST_NS &&
-	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX) {
+	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
+	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
+		q->tx_deferred_bytes += bytes;
 		if (atomic_fetch_add(&q->tx_deferred, 1) == 0)
 			iwe_prog_post(q->prog, &q->defer_task);
 	} else {

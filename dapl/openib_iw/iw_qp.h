@@ -290,6 +290,7 @@ struct iwe_qp_priv {
 	void (*on_kick)(struct iwe_qp_priv *q);	/* runs it (iw_qp.c) */
 	/* Posts of a burst not sent yet (iwe_qp_post_kick). */
 	atomic_int tx_deferred;
+	uint64_t tx_deferred_bytes;	/* their payload */
 	uint64_t tx_last_ns;		/* the last post's time */
 	struct iwe_prog_task defer_task;
 	struct iwe_prog_timer defer_timer;
@@ -373,7 +374,7 @@ void iwe_qp_kick(struct iwe_qp_priv *q);
 /* ---- iw_qp.c, for iw_post.c */
 
 /* Transmit what was just posted, inline, unless the socket is full. */
-void iwe_qp_post_kick(struct iwe_qp_priv *q);
+void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
