@@ -479,6 +479,42 @@ static void test_abrupt(void)
 	cpair_close(&p);
 }
 
+/* Posts close together are held back as a burst only while they are
+ * small: a bulk Write posted right behind another goes out from the
+ * posting thread at once (it used to wait for the burst's flush, the
+ * link idle meanwhile).  A Write completes once its last byte is in the
+ * socket, so both completions are there when the second post returns,
+ * before anything polls. */
+static void test_bulk_not_held(void)
+{
+	struct cpair p;
+	int other;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31171, 4, 4, "bulk"), "bulk: connected");
+	fill(p.a.buf, 65536, 8);
+	CHECK(post_send1(&p.a, 20, IBV_WR_RDMA_WRITE, 0, 32768,
+			 (uintptr_t)(p.b.buf + 131072), p.b.mr->rkey,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      post_send1(&p.a, 21, IBV_WR_RDMA_WRITE, 32768, 32768,
+			 (uintptr_t)(p.b.buf + 163840), p.b.mr->rkey,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      iwe_cq_count(p.a.scq) == 2,
+	      "bulk: two 32 KiB Writes posted back to back are both sent by "
+	      "the time the second post returns (%d completed)",
+	      iwe_cq_count(p.a.scq));
+	CHECK(wait_cq(p.a.scq, 2) &&
+	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 2 && !other,
+	      "bulk: both complete with success");
+	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
+	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
+	      !memcmp(p.b.buf + 131072, p.a.buf, 65536),
+	      "bulk: the data arrived whole");
+	cpair_close(&p);
+}
+
 /* A raw initiator establishes by hand, then dies inside an FPDU. */
 static void test_peer_dies(void)
 {
@@ -675,6 +711,7 @@ int main(void)
 	test_services();
 	test_addrinuse();
 	test_abrupt();
+	test_bulk_not_held();
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();
