@@ -143,6 +143,8 @@ int cm_est_attach(struct iwe_conn *c, int responder)
 		.prog = c->prog,
 		.notify = qp_notify,
 		.notify_arg = c,
+		.local = &c->local,
+		.remote = &c->remote,
 	};
 	int err = transport(c)->attach(c, &sp, &o, responder);
 

@@ -716,7 +716,11 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	q->ird = p->ird ? p->ird : 1;
 	q->ord = p->ord ? p->ord : 1;
 	q->fd = fd;		/* TRP may send at attach (the reply) */
-	iw_log_sock_addrs(fd, q->log_addrs, sizeof(q->log_addrs));
+	if (o && o->local && o->remote)
+		iw_log_addrs(o->local, o->remote, q->log_addrs,
+			     sizeof(q->log_addrs));
+	else
+		iw_log_sock_addrs(fd, q->log_addrs, sizeof(q->log_addrs));
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
 		q->fd = -1;

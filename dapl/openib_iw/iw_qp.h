@@ -329,6 +329,9 @@ struct iwe_qp_cm_opts {
 					 * segment arrived; any thread, under
 					 * the QP lock: just post a task */
 	void *notify_arg;
+	/* The connection's addresses, known to the CM: the log's "L->R"
+	 * without asking the socket again (NULL: ask it). */
+	const struct sockaddr_in *local, *remote;
 };
 
 /* iwe_qp_attach_stream with the MPA roles: NULL opts is the initiator
