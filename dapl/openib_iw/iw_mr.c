@@ -118,6 +118,27 @@ void iwe_stag_set_reuse_delay(struct iwe_device *dev, uint32_t delay)
 	iwe_unlock(&dev->lock);
 }
 
+/* For the fuzz rig: an empty table back to a new device's state (every
+ * index never used, keys 0; the reuse delay kept), so the next objects
+ * get a new device's STags without the cost of opening one.  EBUSY while
+ * an MR or MW lives. */
+int iwe_stag_table_reset(struct iwe_device *dev)
+{
+	struct iwe_stag_table *t = &dev->stags;
+	int err = EBUSY;
+
+	iwe_lock(&dev->lock);
+	if (!t->nmr && !t->nmw) {
+		if (t->cap)
+			memset(t->ent, 0, (size_t)t->cap * sizeof(*t->ent));
+		t->next_fresh = 0;
+		t->free_head = t->free_tail = t->nfree = 0;
+		err = 0;
+	}
+	iwe_unlock(&dev->lock);
+	return err;
+}
+
 /* --------------------------------------------------------------- PDs */
 
 struct iwe_pd *iwe_alloc_pd(struct iwe_device *dev)

@@ -136,6 +136,7 @@ void iwe_pd_put(struct iwe_pd *pd);
 /* Tests set a short reuse delay (0: reuse a freed index at once) to watch
  * the key change on reuse. */
 void iwe_stag_set_reuse_delay(struct iwe_device *dev, uint32_t delay);
+int iwe_stag_table_reset(struct iwe_device *dev);	/* iw_mr.c, fuzz rig */
 
 /* ---------------------------------------------------------- MR / MW */
 

@@ -4,9 +4,15 @@
  * address so tagged offsets in an input mean the same thing in every
  * run, and the checks made after every input.
  *
- * Everything is created afresh for each input, the device included, so
- * that STags (index and key) are the same for every input and a crash
- * reproduces from its file alone.
+ * The device and its PDs are opened once; everything an input can
+ * change (CQs, MRs, the window, the SRQ, the QP, its sockets) is created
+ * afresh for each input, after the STag table is reset to a new device's
+ * (iwe_stag_table_reset), so that STags (index and key) are the same for
+ * every input and a crash reproduces from its file alone.
+ *
+ * Two transports: TCP (the input is the peer's byte stream, FPDUs) and
+ * TRP/UDP (the input is the peer's datagrams, each behind a BE16 length;
+ * doc/trp.md).
  *
  * Memory: one mapping at FQ_BASE, guard pages around four regions:
  *   RECV   local write only: receive buffers and the Read sink; bytes
@@ -28,6 +34,12 @@
  *   h[2] bits 0-1: largest write into the stream 1 / 7 / 64 bytes / all
  *        at once (the first 96 writes; then the rest at once); bits
  *        2-7: seed of the write sizes
+ * Over TRP h[0] bits 0, 2 and 4-5 are unused, and instead:
+ *   h[0] bit 6: number the sequenced datagrams (all but A) in order from
+ *        the first PSN the QP expects (so mutated ones get delivered)
+ *   h[2] bits 0-1: path MTU 576 / 1500 / 4096 / 9000; bits 2-3: the
+ *        first PSN the QP expects (fq_trp_psns); bits 4-6: log2 of the
+ *        credits the QP starts with (1..128)
  */
 #ifndef IW_FUZZ_QP_H
 #define IW_FUZZ_QP_H
@@ -62,12 +74,21 @@ enum fq_region { FQ_RECV, FQ_RW, FQ_RO, FQ_OTHER, FQ_NREGIONS };
 
 #define FQ_HDR_LEN	3
 
+/* TRP: the PSN of the QP's first packet. */
+#define FQ_TRP_TX_PSN	0x00a11ce0u
+/* TRP: the first PSNs the QP may expect (h[2] bits 2-3); the last
+ * two wrap within a few packets. */
+extern const uint32_t fq_trp_psns[4];
+
 /* Work request ids. */
 #define FQ_WR_BIND	1u
 #define FQ_WR_READ	2u
 #define FQ_WR_RECV0	100u
 
+enum fq_transport { FQ_TCP, FQ_TRP };
+
 struct fq_cfg {
+	enum fq_transport transport;
 	int crc;
 	int post_read;
 	int close_at_end;
@@ -78,9 +99,14 @@ struct fq_cfg {
 	uint32_t ird, ord;
 	unsigned chunk_max;		/* 0: the whole input in one write */
 	unsigned chunk_seed;
+	/* TRP */
+	int fix_psn;
+	uint32_t mtu;
+	uint32_t rx_psn;		/* the first PSN the QP expects */
+	uint32_t peer_credits;
 };
 
-void fq_cfg_decode(const uint8_t *h, struct fq_cfg *c);
+void fq_cfg_decode(const uint8_t *h, enum fq_transport t, struct fq_cfg *c);
 /* The header bytes that decode to c (c's values must be encodable). */
 void fq_cfg_encode(const struct fq_cfg *c, uint8_t *h);
 
@@ -106,11 +132,16 @@ struct fq {
 	int err;			/* first error of a progress call */
 	uint32_t rng;
 	unsigned cuts;			/* writes made so far */
-	/* What the QP sent, parsed as FPDUs. */
+	/* What the QP sent, parsed as FPDUs or TRP datagrams. */
 	uint8_t *out;
 	size_t out_len;
-	int term_seen;
+	int term_seen;			/* the last Terminate's control word */
 	uint32_t term_ctrl;
+	/* TRP */
+	uint32_t tx_next;		/* the PSN of the QP's next new packet */
+	uint32_t fed_contig;		/* PSNs from the first given in order */
+	uint32_t fix_next;		/* with fix_psn: the next PSN to give */
+	int fatal_seen;			/* it sent a fatal Terminate */
 	/* Completions, per work request id. */
 	uint8_t done[FQ_WR_RECV0 + FQ_MAX_RECV];
 	struct fq_outcome outcome;	/* filled by fq_finish */
@@ -122,7 +153,8 @@ uint8_t *fq_region(enum fq_region r);
  * Read posted; aborts (a setup failure is no finding) with a reason. */
 void fq_open(struct fq *q, const struct fq_cfg *c);
 /* Write data into the stream in chunks, driving the QP after each
- * (after fixing its CRCs if the configuration says so). */
+ * (after fixing its CRCs if the configuration says so); over TRP send
+ * the datagrams, driving the QP after each. */
 void fq_feed(struct fq *q, const uint8_t *data, size_t n);
 /* EOF if configured, drive the QP to rest, check every invariant. */
 void fq_finish(struct fq *q);

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < FQ_HDR_LEN)
 		return 0;
-	fq_cfg_decode(data, &c);
+	fq_cfg_decode(data, FQ_TCP, &c);
 	if (!c.chunk_max) {
 		run(&c, data + FQ_HDR_LEN, size - FQ_HDR_LEN, &whole);
 		return 0;

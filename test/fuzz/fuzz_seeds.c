@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* Writes the seed corpora of the fuzz targets: real FPDUs (Send, Send
  * with Invalidate, RDMA Write, Read Request, Read Response, Terminate;
- * CRC on and off; in one piece and cut into small writes) and real MPA
- * frames, built with the engine's own STags and the rig's fixed
+ * CRC on and off; in one piece and cut into small writes), the same
+ * segments in sequenced TRP datagrams with acks, F, reordering and
+ * duplicates, and real MPA frames, built with the engine's own STags and the rig's fixed
  * addresses, so that each seed gets past the checks a valid peer's
  * bytes would pass.
  *
@@ -66,21 +67,43 @@ static uint64_t va(enum fq_region r, size_t off)
 	return (uint64_t)(uintptr_t)(fq_region(r) + off);
 }
 
-/* A stream being built: header, then FPDUs. */
+/* A stream being built: header, then FPDUs, or over TRP datagrams
+ * (fuzz_trp.c), each behind its BE16 length. */
 struct stream {
 	uint8_t b[SEED_MAX];
 	size_t n;
 	int crc;
+	int trp;
+	uint32_t psn;			/* TRP: of the next sequenced one */
 };
+
+/* The credits the peer grants in every datagram of a seed. */
+#define TRP_SEED_CREDITS 64
 
 static void stream_start(struct stream *s, const struct fq_cfg *c)
 {
 	fq_cfg_encode(c, s->b);
 	s->n = FQ_HDR_LEN;
 	s->crc = c->crc;
+	s->trp = c->transport == FQ_TRP;
+	s->psn = c->rx_psn;
 }
 
-/* Append one FPDU: hdr (hl bytes) then len payload bytes. */
+/* Append one datagram: a TRP header (psn, acknowledging ack) and body. */
+static void datagram(struct stream *s, uint32_t psn, uint32_t ack,
+		     uint16_t flags, const uint8_t *body, size_t n)
+{
+	uint16_t len_be = iw_be16((uint16_t)(IW_TRP_HDR_LEN + n));
+
+	memcpy(s->b + s->n, &len_be, 2);
+	iw_trp_put(s->b + s->n + 2, psn, ack, flags, TRP_SEED_CREDITS);
+	if (n)
+		memcpy(s->b + s->n + 2 + IW_TRP_HDR_LEN, body, n);
+	s->n += 2 + IW_TRP_HDR_LEN + n;
+}
+
+/* Append one segment: hdr (hl bytes) then len payload bytes, as an FPDU
+ * or the next sequenced datagram (acknowledging nothing). */
 static void fpdu(struct stream *s, const uint8_t *hdr, size_t hl, size_t len)
 {
 	uint8_t u[SEED_MAX];
@@ -89,7 +112,10 @@ static void fpdu(struct stream *s, const uint8_t *hdr, size_t hl, size_t len)
 	memcpy(u, hdr, hl);
 	for (i = 0; i < len; i++)
 		u[hl + i] = (uint8_t)(i * 7 + 3);
-	s->n += fp_frame(s->b + s->n, u, hl + len, s->crc);
+	if (s->trp)
+		datagram(s, s->psn++, FQ_TRP_TX_PSN - 1, 0, u, hl + len);
+	else
+		s->n += fp_frame(s->b + s->n, u, hl + len, s->crc);
 }
 
 static void send_fpdu(struct stream *s, unsigned op, int last, uint32_t inv,
@@ -267,6 +293,11 @@ static void rx_variant(const struct rx_seed *r, const struct stags *t,
 
 	stream_start(&s, c);
 	r->build(&s, t);
+	if (c->transport == FQ_TRP) {
+		snprintf(name, sizeof(name), "%s%s", r->name, suffix);
+		put("fuzz_trp", name, s.b, s.n);
+		return;
+	}
 	snprintf(name, sizeof(name), "%s_%s%s", r->name,
 		 c->crc ? "crc" : "nocrc", suffix);
 	put("fuzz_rx", name, s.b, s.n);
@@ -292,6 +323,106 @@ static void rx_corpus(const struct stags *t)
 		c.fix_crc = 1;
 		rx_variant(r, t, &c, "_cut");
 	}
+}
+
+/* ----------------------------------------------------------- fuzz_trp */
+
+/* The QP answers three Read Requests; we acknowledge the first and
+ * selectively the third. */
+static void trp_read_acked(struct stream *s, const struct stags *t)
+{
+	uint8_t sack[IW_TRP_SACK_BLOCK];
+
+	read_req_fpdu(s, 1, 64, t->rw, va(FQ_RW, 32));
+	read_req_fpdu(s, 2, 32, t->rw, va(FQ_RW, 128));
+	read_req_fpdu(s, 3, 16, t->mw, va(FQ_RW, FQ_MW_OFF));
+	fp_be32(sack, FQ_TRP_TX_PSN + 2);
+	fp_be32(sack + 4, FQ_TRP_TX_PSN + 2);
+	datagram(s, s->psn, FQ_TRP_TX_PSN, IW_TRP_A, sack, sizeof(sack));
+}
+
+static void trp_fin(struct stream *s, const struct stags *t)
+{
+	rx_send(s, t);
+	datagram(s, s->psn++, FQ_TRP_TX_PSN - 1, IW_TRP_F, NULL, 0);
+}
+
+/* A Send's segments out of order, one of them twice. */
+static void trp_reorder(struct stream *s, const struct stags *t)
+{
+	uint32_t first = s->psn;
+
+	(void)t;
+	s->psn = first + 1;
+	send_fpdu(s, IW_OP_SEND, 1, 0, 1, 100, 50);
+	s->psn = first;
+	send_fpdu(s, IW_OP_SEND, 0, 0, 1, 0, 100);
+	s->psn = first;
+	send_fpdu(s, IW_OP_SEND, 0, 0, 1, 0, 100);
+	s->psn = first + 2;
+	send_fpdu(s, IW_OP_SEND, 1, 0, 2, 0, 8);
+}
+
+/* A fatal Terminate (quiet time set) naming nothing. */
+static void trp_fatal_term(struct stream *s, const struct stags *t)
+{
+	uint8_t h[IW_UNTAGGED_HDR_LEN + 4];
+	size_t n = fp_untagged(h, IW_OP_TERMINATE, 1, 0, IW_QN_TERMINATE, 1, 0);
+
+	rx_write(s, t);
+	n += fp_be32(h + n, iw_term_ctrl(IW_TERM_LAYER_DDP,
+					 IW_TERM_DDP_ETYPE_UNTAGGED, 1, 0) |
+				    500u);
+	fpdu(s, h, n, 0);
+}
+
+/* The reserved bit: a protocol error, answered by a fatal Terminate. */
+static void trp_reserved(struct stream *s, const struct stags *t)
+{
+	uint8_t h[IW_UNTAGGED_HDR_LEN];
+
+	(void)t;
+	fp_untagged(h, IW_OP_SEND, 1, 0, IW_QN_SEND, 1, 0);
+	datagram(s, s->psn++, FQ_TRP_TX_PSN - 1, IW_TRP_R, h, sizeof(h));
+}
+
+static const struct rx_seed trp_seeds[] = {
+	{ "read_acked", trp_read_acked, 0, 0, 0 },
+	{ "fin", trp_fin, 0, 0, 2 },
+	{ "reorder", trp_reorder, 0, 0, 2 },
+	{ "fatal_terminate", trp_fatal_term, 1, 0, 2 },
+	{ "reserved_bit", trp_reserved, 0, 0, 1 },
+};
+
+static void trp_seeds_of(const struct rx_seed *v, size_t n,
+			 const struct stags *t)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		struct fq_cfg c = { .transport = FQ_TRP, .mtu = 1500,
+				    .rx_psn = fq_trp_psns[0],
+				    .peer_credits = TRP_SEED_CREDITS,
+				    .post_read = v[i].post_read,
+				    .srq = v[i].srq, .nrecv = v[i].nrecv,
+				    .ird = 4, .ord = 2 };
+
+		rx_variant(&v[i], t, &c, "");
+		/* PSNs that wrap, renumbered by the rig; small packets;
+		 * one credit. */
+		c.rx_psn = fq_trp_psns[1];
+		c.fix_psn = 1;
+		c.mtu = 576;
+		c.peer_credits = 1;
+		rx_variant(&v[i], t, &c, "_wrap");
+	}
+}
+
+/* The segments of fuzz_rx's seeds, then TRP's own. */
+static void trp_corpus(const struct stags *t)
+{
+	trp_seeds_of(rx_seeds, sizeof(rx_seeds) / sizeof(rx_seeds[0]), t);
+	trp_seeds_of(trp_seeds, sizeof(trp_seeds) / sizeof(trp_seeds[0]), t);
 }
 
 /* ----------------------------------------------------------- fuzz_term */
@@ -530,6 +661,7 @@ int main(int argc, char **argv)
 	mkdir(g_dir, 0755);
 	learn_stags(&t);
 	rx_corpus(&t);
+	trp_corpus(&t);
 	term_corpus(&t);
 	mpa_corpus();
 	cm_corpus();
