@@ -1,0 +1,9 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# debian_tools_udp.sh [BUILDDIR]: test/debian_tools.sh over the udp
+# transport: the build's iw-lo-udp IA, RDMAP/DDP over TRP/UDP on
+# loopback; TAP.
+here=$(cd "$(dirname "$0")" && pwd)
+IW_TOOL_IA=iw-lo-udp
+export IW_TOOL_IA
+exec sh "$here/debian_tools.sh" "$@"
