@@ -1,7 +1,7 @@
 # report.awk: bench/run.sh's summary.csv -> the comparison tables and the
 # target lines.  Run with awk -F, and -v sizes=LIST -v lat_sizes=LIST
-# (bytes, comma-separated), -v rounds=N, -v strict=1 to exit 2 when a
-# target is missed.
+# (bytes, comma-separated), -v udp_sizes=LIST (the udp transport's Write
+# sizes), -v rounds=N, -v strict=1 to exit 2 when a target is missed.
 #
 # Every cell is "median [min-max]" over the rounds; a ratio divides the
 # medians.  Latencies are one way (half a round trip), in microseconds.
@@ -121,6 +121,51 @@ function cm_row(op, label, rate,    k) {
 		cell(k, "lat_median_us"), cell(k, "lat_p99_us"), cell(k, "lat_max_us")
 }
 
+# The udp transport next to the tcp one (CRC off): Write bandwidth and
+# 8 B ping-pong, at the loopback MTU and at 1500.
+function udp_table(    i, s, kt, ku, kv, m, modes) {
+	if (!((key("udp", "-", "block", "write", usz[1])) in have))
+		return
+	printf "\nThe udp transport (TRP over UDP) next to tcp (iwdapl CRC off): median [min-max] of %d round(s)\n", rounds
+	printf "%-22s %-22s %-22s %-22s %7s %7s\n", "RDMA Write, MB/s", "tcp", "udp, MTU 65536",
+		"udp, MTU 1500", "lo/tcp", "1500/tcp"
+	for (i = 1; i <= nusz; i++) {
+		s = usz[i]
+		kt = key("iwdapl", 0, "block", "write", s)
+		ku = key("udp", "-", "block", "write", s); kv = key("udp1500", "-", "block", "write", s)
+		printf "%-22s %-22s %-22s %-22s %7s %7s\n", human(s), cell(kt, "MBps"), cell(ku, "MBps"),
+			cell(kv, "MBps"), ratio(med(ku, "MBps"), med(kt, "MBps")),
+			ratio(med(kv, "MBps"), med(kt, "MBps"))
+	}
+	split("block poll", modes, " ")
+	for (m = 1; m <= 2; m++) {
+		kt = key("iwdapl", 0, modes[m], "pingpong", 8)
+		ku = key("udp", "-", modes[m], "pingpong", 8); kv = key("udp1500", "-", modes[m], "pingpong", 8)
+		printf "%-22s %-22s %-22s %-22s %7s %7s\n", "8 B ping-pong " modes[m] ", us",
+			cell(kt, "lat_mean_us"), cell(ku, "lat_mean_us"), cell(kv, "lat_mean_us"),
+			ratio(med(ku, "lat_mean_us"), med(kt, "lat_mean_us")),
+			ratio(med(kv, "lat_mean_us"), med(kt, "lat_mean_us"))
+	}
+}
+
+function udp_targets(    s, i, k, kt) {
+	if (!((key("udp1500", "-", "block", "write", 65536)) in have))
+		return
+	for (i = 1; i <= 2; i++) {
+		s = i == 1 ? 65536 : 1048576
+		k = key("udp1500", "-", "block", "write", s)
+		kt = key("iwdapl", 0, "block", "write", s)
+		target("udp, MTU 1500: RDMA Write " human(s) " >= 0.8 x the tcp transport",
+			ratio(med(k, "MBps"), med(kt, "MBps")), 0.8, 0,
+			fmt(med(k, "MBps")) " vs " fmt(med(kt, "MBps")) " MB/s")
+	}
+	k = key("udp1500", "-", "poll", "pingpong", 8)
+	kt = key("iwdapl", 0, "poll", "pingpong", 8)
+	target("udp, MTU 1500: 8 B ping-pong (polling, mean) <= the tcp transport's",
+		ratio(med(k, "lat_mean_us"), med(kt, "lat_mean_us")), 1, 1,
+		us(med(k, "lat_mean_us")) " vs " us(med(kt, "lat_mean_us")))
+}
+
 function mem_table() {
 	printf "\nMemory per endpoint, KiB: median [min-max] of %d round(s)\n", rounds
 	printf "(RSS: resident pages the EPs made the process touch; heap: malloc'ed bytes)\n"
@@ -207,6 +252,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 	mem_target("mem_ep_idle", "idle EP")
 	mem_target("mem_ep_connected_active", "connected idle EP, active side")
 	mem_target("mem_ep_connected_passive", "connected idle EP, passive side")
+	udp_targets()
 }
 
 function mem_target(op, label,    k, v) {
@@ -227,7 +273,9 @@ END {
 			xfer_table(ops[i], labels[i] " message rate", m == 1 ? "block" : "poll",
 				"msgs_per_s", "messages/s")
 		}
+	nusz = split(udp_sizes, usz, ",")
 	lat_table()
+	udp_table()
 	cm_table()
 	mem_table()
 	targets()

@@ -18,7 +18,12 @@
 #     Debian's libfabric-bin ships no fi_msg_bw/fi_rma_bw: "n/a");
 #   - connection setup rate over a PSP and over an SSP, and the SSP
 #     upgrade time (bench/iwcm);
-#   - memory per idle EP and per connected idle EP (bench/iwmem).
+#   - memory per idle EP and per connected idle EP (bench/iwmem);
+#   - the udp transport (TRP over UDP, CRC off as TRP has none) next to
+#     the tcp one: RDMA Write bandwidth (BENCH_UDP_SIZES, default 64, 4K,
+#     64K, 1M) and 8 B ping-pong, at the loopback MTU (iw-lo-udp) and at
+#     a path MTU of 1500 (instance data mtu=1500).  Under loss between
+#     two namespaces: bench/udp_loss.sh.
 # Every figure is measured in each of N rounds (default 5); the table
 # shows the median of the rounds and their spread [min-max].
 #
@@ -86,6 +91,7 @@ bytes() {
 		/[mM]$/ { print $0 * 1048576; next } { print $0 + 0 }' | paste -s -d,
 }
 size_bytes=$(bytes "$sizes")
+udp_sizes=${BENCH_UDP_SIZES:-64,4K,64K,1M}
 lat_bytes=$(bytes "$lat_sizes")
 # Polling with dat_evd_wait(timeout 0): the first latency size only, and
 # fewer iterations, as a provider whose timeout-0 wait does not drive
@@ -131,6 +137,32 @@ iw() {
 	pair_env="IWDAPL_CRC=$1"
 	iw_pair "$pf -w 20" "$pf -w 20 --csv $verify $3" "$l" || failed "iwdtest ($3, CRC $1, $2)" "$l.err"
 	to_raw iwdapl "$1" "$2" <"$l"
+}
+
+# The udp transport (TRP over UDP) at the loopback MTU and at a path MTU
+# of 1500, through a dat.conf of this run's own (iw-lo-udp1500); none
+# when the build's dat.conf has no iw-lo-udp.
+udp_conf=
+if awk '$1 == "iw-lo-udp" { found = 1 } END { exit !found }' "$DAT_OVERRIDE"; then
+	udp_conf=$work/dat.conf
+	{
+		cat "$DAT_OVERRIDE"
+		awk '$1 == "iw-lo-udp" { $1 = "iw-lo-udp1500"
+			sub(/" *udp"/, " udp mtu=1500\""); print }' "$DAT_OVERRIDE"
+	} >"$udp_conf"
+fi
+
+# udp IA TRANSPORT MODE "IWDTEST ARGS": one iwdtest pair over a udp IA;
+# rows tagged TRANSPORT (udp, udp1500), MODE.
+udp() {
+	pf=
+	[ "$3" = poll ] && pf=-p
+	l=$(log "$2-$3-$(echo "$4" | awk '{ print $2 }')")
+	pair_env="DAT_OVERRIDE=$udp_conf"
+	iw_pair "$pf -P $1 -w 20" "$pf -P $1 -w 20 --csv $verify $4" "$l" ||
+		failed "iwdtest over $2 ($4, $3)" "$l.err"
+	pair_env=
+	to_raw "$2" - "$3" <"$l"
 }
 
 tcp() {	# tcp MODE "TCP_BASELINE ARGS"
@@ -213,6 +245,14 @@ while [ $round -lt "$rounds" ]; do
 		done
 		iw $crc poll_wait0 "-m pingpong -S $wait0_size -n $wait0_iters"
 	done
+	if [ -n "$udp_conf" ]; then
+		for t in iw-lo-udp:udp iw-lo-udp1500:udp1500; do
+			udp "${t%%:*}" "${t#*:}" block "-m write -S $udp_sizes -t $secs --window $window"
+			for m in block poll; do
+				udp "${t%%:*}" "${t#*:}" $m "-m pingpong -S 8 -n $lat_iters"
+			done
+		done
+	fi
 	tcp block "-m stream -S $sizes -t $secs --window $window"
 	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"
 	tcp block "-m pingpong -S $lat_sizes -n $lat_iters"
@@ -232,6 +272,7 @@ if awk -F, 'NR > 1 && $NF != 1 { bad = 1 } END { exit !bad }' "$raw"; then
 fi
 awk -F, -f "$here/summarize.awk" "$raw" >"$out/summary.csv"
 awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
+	-v udp_sizes="$(bytes "$udp_sizes")" \
 	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" "$out/summary.csv" >"$out/report.txt"
 rs=$?
 cat "$out/report.txt"
