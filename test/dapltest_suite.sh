@@ -19,11 +19,11 @@
 # frame in libdaploiw fails the case (races wholly inside dapltest are
 # its own).  IW_DAPLTEST_ITER overrides the iteration count of the large
 # mixes (default 10000).  IW_TOOL_IA names the IA (default iw-lo;
-# iw-lo-udp runs over TRP/UDP).
+# iw-lo-udp runs over TRP/UDP).  The server and the clients may run in
+# two network namespaces (tool_lib.sh, test/netns_tools.sh).
 
 here=$(cd "$(dirname "$0")" && pwd)
 ia=${IW_TOOL_IA:-iw-lo}
-host=127.0.0.1
 # shellcheck source=test/tool_lib.sh
 . "$here/tool_lib.sh"
 tool_setup "$1" dapltest_suite
@@ -45,11 +45,11 @@ BAD_FFT="failed in file|Error =|Result: [^P]|$CRASH"
 out_ok_T='Stats ----|Test completed successfully'
 srv_pid=
 
-run_dapltest() {	# LOG ARGS...: one dapltest run, status in $st
+run_dapltest() {	# LOG ARGS...: one dapltest client run, status in $st
 	log=$1
 	shift
-	# shellcheck disable=SC2086 # tool_env is a word list
-	timeout -k 5 "$limit" env $tool_env dapltest "$@" >"$log" 2>&1
+	# shellcheck disable=SC2086 # cli_pre and tool_env are word lists
+	timeout -k 5 "$limit" $cli_pre env $tool_env dapltest "$@" >"$log" 2>&1
 	st=$?
 }
 
@@ -78,7 +78,7 @@ server_start() {
 	wait_ports_free $PORT
 	slog=$logdir/server.out
 	# shellcheck disable=SC2086
-	timeout -k 5 1500 env $tool_env dapltest -T S -D $ia -n $PORT >"$slog" 2>&1 &
+	timeout -k 5 1500 $srv_pre env $tool_env dapltest -T S -D $ia -n $PORT >"$slog" 2>&1 &
 	srv_pid=$!
 	wait_listening dapltest "$srv_pid"
 }

@@ -2,6 +2,16 @@
 # tool_lib.sh: shell helpers for the scripts that run Debian's dapl2-utils
 # tools (dtest, dapltest, ...) against the build tree's provider and print
 # TAP.  Sourced, not run.  The caller sets $ia (the dat.conf entry) first.
+#
+# Between two hosts (test/netns_tools.sh: two network namespaces) the
+# servers run behind the command prefix IW_TOOL_SERVER_PRE and the clients
+# behind IW_TOOL_CLIENT_PRE (e.g. "ip netns exec NS env DAT_OVERRIDE=F",
+# each side with its own dat.conf), and the clients reach the server at
+# IW_TOOL_HOST; ss runs behind the same prefixes.  Unset: loopback.
+srv_pre=$IW_TOOL_SERVER_PRE
+cli_pre=$IW_TOOL_CLIENT_PRE
+# shellcheck disable=SC2034 # used by the scripts that source this
+host=${IW_TOOL_HOST:-127.0.0.1}
 
 # tool_setup [BUILDDIR] LOGNAME: sets builddir, DAT_OVERRIDE (exported),
 # logdir (BUILDDIR/test/LOGNAME.d), limit, n and failed.  BUILDDIR defaults
@@ -19,7 +29,8 @@ tool_setup() {
 	DAT_OVERRIDE=$builddir/dat.conf
 	export DAT_OVERRIDE
 	limit=${IW_TOOL_TIMEOUT:-120}
-	logdir=$builddir/test/$2.d
+	# Another IA (IW_TOOL_IA) keeps its own logs.
+	logdir=$builddir/test/$2${IW_TOOL_IA:+-$IW_TOOL_IA}.d
 	mkdir -p "$logdir" || exit 99
 	n=0
 	failed=0
@@ -68,8 +79,9 @@ tsan_ours() {
 	     END { print count + 0 }' "$1"
 }
 
-# Waits (up to 10 s) until a process named $1 (pid $2) listens on TCP and
-# its set of listening sockets has stopped changing, i.e. it is ready.
+# Waits (up to 10 s) until a process named $1 (pid $2) listens on TCP or
+# UDP (the udp transport) and its set of listening sockets has stopped
+# changing, i.e. it is ready.  ss looks into the server's namespace.
 wait_listening() {
 	tool=$1 pid=$2 tries=0 last=-1
 	if ! command -v ss >/dev/null 2>&1; then
@@ -77,7 +89,8 @@ wait_listening() {
 		return
 	fi
 	while [ $tries -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
-		cur=$(ss -Hltnp 2>/dev/null | grep -c "\"$tool\"")
+		# shellcheck disable=SC2086 # srv_pre is a word list
+		cur=$($srv_pre ss -Hltunp 2>/dev/null | grep -c "\"$tool\"")
 		[ "$cur" -gt 0 ] && [ "$cur" -eq "$last" ] && return
 		last=$cur
 		tries=$((tries + 1))
@@ -86,15 +99,27 @@ wait_listening() {
 }
 
 # wait_ports_free PORT...: waits (up to 60 s) until no socket of an earlier
-# run, in TIME_WAIT or not, holds one of these local ports.
+# run, in TIME_WAIT or not, TCP or UDP, holds one of these local ports on
+# the server's or the client's side.  With IW_TOOL_FORGET_TIME_WAIT set
+# (namespaces of the test's own, never the host's) the TIME_WAIT sockets
+# are destroyed (ss -K) instead of waited out: 60 s per dtest run.
 wait_ports_free() {
 	command -v ss >/dev/null 2>&1 || return 0
 	filter=""
 	for p in "$@"; do
 		filter="${filter:+$filter or }sport = :$p"
 	done
+	if [ -n "$IW_TOOL_FORGET_TIME_WAIT" ]; then
+		# shellcheck disable=SC2086 # the prefixes are word lists
+		{
+		$srv_pre ss -K -tan state time-wait "( $filter )"
+		$cli_pre ss -K -tan state time-wait "( $filter )"
+		} >/dev/null 2>&1
+	fi
 	tries=0
-	while [ $tries -lt 300 ] && [ -n "$(ss -Htan "( $filter )" 2>/dev/null)" ]; do
+	# shellcheck disable=SC2086 # the prefixes are word lists
+	while [ $tries -lt 300 ] &&
+	      [ -n "$($srv_pre ss -Htuan "( $filter )" 2>/dev/null; $cli_pre ss -Htuan "( $filter )" 2>/dev/null)" ]; do
 		tries=$((tries + 1))
 		sleep 0.2
 	done

@@ -300,6 +300,19 @@ int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what)
 	return du_check(r, "dat_evd_wait");
 }
 
+/* After a flushed completion the EP must end with BROKEN or DISCONNECTED;
+ * printed (and awaited, within the wait bound) so that a test killing the
+ * peer can tell which, and when. */
+void du_report_end(struct du *d)
+{
+	DAT_EVENT ev;
+
+	if (!d->connected || du_wait(d, d->conn_evd, &ev, "the connection's end"))
+		return;
+	d->connected = 0;
+	fprintf(stderr, "iwdtest: connection event: %s\n", event_name(ev.event_number));
+}
+
 void du_disconnect(struct du *d)
 {
 	DAT_TIMEOUT keep = d->tmo_us;

@@ -84,6 +84,8 @@ int du_tcp_dial(const char *host, unsigned port, int retry_ms);
  * the DTO EVD (on dat_evd_dequeue, or dat_evd_wait with timeout 0).  Returns 0, or -1 (printed) on error or timeout. */
 int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what);
 
+/* Waits for and prints the connection event ending a broken EP. */
+void du_report_end(struct du *d);
 void du_disconnect(struct du *d);
 void du_close(struct du *d, struct du_region *regs, int nregs);
 

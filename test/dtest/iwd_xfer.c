@@ -292,6 +292,8 @@ static int pump(struct iwd_sess *s)
 			kinds[(ck >> 56) <= CK_RECV ? ck >> 56 : 0],
 			(unsigned long long)CK_IDX(ck), (int)c->status,
 			c->status == DAT_DTO_ERR_FLUSHED ? " (flushed: the connection is gone)" : "");
+		if (c->status == DAT_DTO_ERR_FLUSHED)
+			du_report_end(&s->d);
 		return -1;
 	}
 	if (ck >> 56 == CK_RECV)

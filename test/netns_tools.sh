@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# netns_tools.sh [BUILDDIR]: Debian's dapl2-utils between two hosts; TAP.
+#
+# Two network namespaces joined by a veth pair (MTU 1500, netns_lib.sh),
+# each with its own dat.conf naming its own address.  For each transport
+# (udp, then tcp) test/debian_tools.sh (dtest in all its modes, dtestcm,
+# dtestsrq) and test/dapltest_suite.sh (transaction, performance, limit,
+# FFT, quit) run with every server in namespace B and every client in
+# namespace A, reaching the server at B's address (tool_lib.sh's
+# IW_TOOL_SERVER_PRE, IW_TOOL_CLIENT_PRE, IW_TOOL_HOST).  Their TAP is
+# renumbered into this script's, each name prefixed with the transport.
+#
+# The quick run (make check's) shortens the two slowest parts: dtest runs
+# with a burst of 50 (-B 50: its defaults move 2000 x 4 MiB per mode and
+# 1000 transfers per size with -a) and dapltest's large mixes do 500
+# iterations.  IW_NETNS_LONG=1 runs both as on loopback (dtest's
+# defaults, 10000 iterations); IW_TOOL_DTEST_ARGS and IW_DAPLTEST_ITER
+# override each.  The namespaces' TCP TIME_WAIT sockets on the tools'
+# fixed ports are destroyed between runs instead of waited out.
+# IW_NETNS_TRANSPORTS overrides the transport list.  Needs root, ip and
+# nft: skipped otherwise, and skipped where Debian's tools are
+# (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
+# and BUILDDIR/test/*-iw-ns-TRANSPORT.d/.
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-$(dirname "${DAT_OVERRIDE:-./dat.conf}")}
+build=$(cd "$build" && pwd) || exit 99
+out=$build/test/netns_tools.d
+lib=$build/.libs/libdaploiw.so.2
+# shellcheck source=test/netns_lib.sh
+. "$here/netns_lib.sh"
+
+if [ -n "$IW_SKIP_DEBIAN_TOOLS" ]; then
+	netns_skip "Debian tools already run against this build's twin"
+fi
+[ -e "$lib" ] || netns_skip "no provider in $build (build first)"
+mkdir -p "$out" || exit 99
+netns_setup
+if [ -z "$IW_NETNS_LONG" ]; then
+	IW_TOOL_DTEST_ARGS=${IW_TOOL_DTEST_ARGS--B 50}
+	IW_DAPLTEST_ITER=${IW_DAPLTEST_ITER:-500}
+fi
+IW_TOOL_FORGET_TIME_WAIT=1
+export IW_TOOL_DTEST_ARGS IW_DAPLTEST_ITER IW_TOOL_FORGET_TIME_WAIT
+
+n=0 failed=0
+# run_sub NAME SCRIPT: runs SCRIPT, prints its TAP renumbered, names prefixed
+# with NAME; a script that fails with no failed point counts as one.
+run_sub() {
+	log=$out/$1.$(basename "$2" .sh).tap
+	sh "$2" "$build" >"$log" 2>&1
+	st=$?
+	awk -v pre="$1" -v n="$n" '
+		/^1\.\.0/ { sub(/^1\.\.0 *# */, ""); print "ok " ++n " - " pre " # " $0; next }
+		/^1\.\.[0-9]+/ { next }
+		/^(not )?ok [0-9]+/ {
+			res = /^not/ ? "not ok" : "ok"
+			sub(/^(not )?ok [0-9]+ *(- )?/, "")
+			print res " " ++n " - " pre (/^#/ ? " " : ": ") $0
+			next
+		}
+		{ print }' "$log"
+	points=$(grep -c -E '^(not )?ok [0-9]+|^1\.\.0' "$log")
+	bad=$(grep -E '^not ok' "$log" | grep -c -v '# TODO')
+	n=$((n + points))
+	failed=$((failed + bad))
+	if [ "$st" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		n=$((n + 1))
+		failed=$((failed + 1))
+		echo "not ok $n - $1: $(basename "$2") exited with status $st (log $log)"
+	fi
+}
+
+for tr in ${IW_NETNS_TRANSPORTS:-udp tcp}; do
+	ia=iw-ns-$tr
+	netns_conf "$out/$tr.a.conf" "$lib" "$ia" "$ADDR_A" "$tr"
+	netns_conf "$out/$tr.b.conf" "$lib" "$ia" "$ADDR_B" "$tr"
+	IW_TOOL_IA=$ia IW_TOOL_HOST=$ADDR_B
+	IW_TOOL_SERVER_PRE="ip netns exec $NS_B env DAT_OVERRIDE=$out/$tr.b.conf"
+	IW_TOOL_CLIENT_PRE="ip netns exec $NS_A env DAT_OVERRIDE=$out/$tr.a.conf"
+	export IW_TOOL_IA IW_TOOL_HOST IW_TOOL_SERVER_PRE IW_TOOL_CLIENT_PRE
+	echo "# $tr: servers in $NS_B ($ADDR_B), clients in $NS_A ($ADDR_A)"
+	start=$(date +%s)
+	run_sub "$tr" "$here/debian_tools.sh"
+	run_sub "$tr" "$here/dapltest_suite.sh"
+	echo "# $tr: $(($(date +%s) - start)) s"
+done
+echo "1..$n"
+[ "$failed" -eq 0 ]
