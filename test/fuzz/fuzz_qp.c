@@ -898,15 +898,27 @@ static void check_state(struct fq *q)
 	check_flushed(q);
 }
 
+#define FINISH_MAX 1000	/* rounds while the QP has bytes to read */
+
 void fq_finish(struct fq *q)
 {
 	int i;
 
 	if (q->cfg.close_at_end)
 		shutdown(q->peer, SHUT_WR);
-	/* Enough rounds for a queued Read Response or Terminate to go out. */
+	/* Enough rounds for a queued Read Response or Terminate to go out;
+	 * then on while bytes wait in the QP's socket, or until it fails
+	 * after our EOF: a call may read one piece (a short read ends it),
+	 * and the FIN shows only to a read after the last byte.  A QP that
+	 * stops reading outside ERROR is caught by check_state. */
 	for (i = 0; i < 4; i++)
 		step(q);
+	for (i = 0; i < FINISH_MAX &&
+		    iwe_qp_get_state(q->qp) != IWE_QPS_ERROR &&
+		    (unread(q->fd) > 0 || q->cfg.close_at_end); i++)
+		step(q);
+	if (i)
+		step(q);	/* what the last read queued goes out */
 	check_completions(q);
 	check_state(q);
 	check_memory(q);
