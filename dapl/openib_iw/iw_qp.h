@@ -154,6 +154,10 @@ struct iwe_tx {
 	uint32_t msn_send, msn_rreq;
 	/* Pending Terminate; goes out at the next message boundary. */
 	int term_pending, term_sent;
+	/* The pending one (term_soft) or the one going out (term_cur_soft)
+	 * is non-fatal (TRP): the connection goes on after it, and a fatal
+	 * one queued while it waits takes its place. */
+	int term_soft, term_cur_soft;
 	struct iwe_term term;
 	/* Initiator: IW_RTR_* still to send as the very first segment. */
 	unsigned rtr_pending;
@@ -433,6 +437,9 @@ void iwe_tx_fini(struct iwe_qp_priv *q);
 int iwe_tx_progress_locked(struct iwe_qp_priv *q);
 /* Queue a Terminate; it goes out once the message in flight is done. */
 void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *t);
+/* A non-fatal Terminate (TRP): queued unless one is already. */
+void iwe_tx_queue_soft_terminate(struct iwe_qp_priv *q,
+				 const struct iwe_term *t);
 /* The WRs are about to be flushed: the transport stops reading their
  * memory, unsent messages are forgotten. */
 void iwe_tx_detach_wrs(struct iwe_qp_priv *q);

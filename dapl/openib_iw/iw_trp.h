@@ -118,7 +118,6 @@ struct trp {
 	uint32_t skip_stag;
 	uint32_t term_in_quiet;		/* quiet ms of the Terminate being
 					 * delivered */
-	int nonfatal_pending;		/* the Terminate queued is non-fatal */
 	/* Test aid (struct iwe_trp_test). */
 	struct iwe_trp_test test;
 	uint64_t rng;

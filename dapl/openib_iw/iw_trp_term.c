@@ -69,15 +69,14 @@ int trp_term_incoming(const uint8_t *ulpdu, uint32_t len,
 
 int trp_term_outgoing(struct iwe_qp_priv *q, uint8_t *ulpdu, uint32_t len)
 {
-	struct trp *t = trp_of(q);
 	uint32_t c, be;
 
 	if (term_ctrl_of(ulpdu, len, &c))
 		return 0;
-	if (t->nonfatal_pending) {
+	if (q->tx.term_cur_soft) {
 		/* The connection goes on: RDMAP may send (and terminate)
 		 * again. */
-		t->nonfatal_pending = 0;
+		q->tx.term_cur_soft = 0;
 		q->tx.term_sent = 0;
 		return 0;
 	}
@@ -210,10 +209,7 @@ int iwe_trp_rx_failed(struct iwe_qp_priv *q)
 			t->skip_stag = iw_be32(th.stag_be);
 		}
 		r->term_out = 0;
-		if (!q->tx.term_pending) {
-			t->nonfatal_pending = 1;
-			iwe_tx_queue_terminate(q, &r->term);
-		}
+		iwe_tx_queue_soft_terminate(q, &r->term);
 		marker(q, NULL);
 	}
 	/* Packets behind this one may be waiting: the lock holder runs the

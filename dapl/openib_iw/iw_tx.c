@@ -369,6 +369,8 @@ static void start_terminate(struct iwe_qp_priv *q)
 	t->body_len = (uint8_t)term_body(&t->term, t->body);
 	t->term_pending = 0;
 	t->term_sent = 1;	/* nothing is sent after it */
+	t->term_cur_soft = t->term_soft;
+	t->term_soft = 0;
 	set_source(q, NULL, 0, 0);
 }
 
@@ -537,10 +539,11 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 	struct iwe_tx *t = &q->tx;
 
 	IWE_QP_ASSERT_LOCKED(q);
-	if (t->term_pending || t->term_sent)
+	if (t->term_sent || (t->term_pending && !t->term_soft))
 		return;		/* one Terminate per stream */
 	t->term = *tm;
 	t->term_pending = 1;
+	t->term_soft = 0;
 	q->stats.term_sent++;
 	q->stats.term_sent_layer[tm->layer < 3 ? tm->layer : 2]++;
 	iwe_term_count_add(q->stats.term_sent_code, (uint32_t)tm->layer << 12 |
@@ -551,6 +554,16 @@ void iwe_tx_queue_terminate(struct iwe_qp_priv *q, const struct iwe_term *tm)
 					       .ecode = tm->ecode };
 	iw_log_terminate(1, q->pub.qp_num, q->log_addrs, tm->layer, tm->etype,
 			 tm->ecode);
+}
+
+void iwe_tx_queue_soft_terminate(struct iwe_qp_priv *q,
+				 const struct iwe_term *tm)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	if (q->tx.term_pending || q->tx.term_sent)
+		return;
+	iwe_tx_queue_terminate(q, tm);
+	q->tx.term_soft = 1;
 }
 
 /* The transport keeps a copy of a started segment; the tokens of the
@@ -569,6 +582,7 @@ void iwe_tx_detach_wrs(struct iwe_qp_priv *q)
 		if (i >= keep && k->kind == IWE_TX_TERMINATE) {
 			t->term_pending = 1;
 			t->term_sent = 0;
+			t->term_soft = t->term_cur_soft;
 		}
 		if (k->kind != IWE_TX_TERMINATE)
 			k->kind = IWE_TX_IDLE;
