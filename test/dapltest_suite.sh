@@ -80,7 +80,7 @@ server_start() {
 	# shellcheck disable=SC2086
 	timeout -k 5 1500 $srv_pre env $tool_env dapltest -T S -D $ia -n $PORT >"$slog" 2>&1 &
 	srv_pid=$!
-	wait_listening dapltest "$srv_pid"
+	wait_listening dapltest "$srv_pid" $PORT
 }
 
 # The quit test, then the server must exit by itself, and its log (all of

@@ -41,7 +41,13 @@ pair() {
 	# shellcheck disable=SC2086 # prefixes, tool_env and arguments are word lists
 	timeout -k 5 "$limit" $srv_pre env $tool_env "$tool" $sargs >"$out.server.out" 2>&1 &
 	spid=$!
-	wait_listening "$tool" "$spid"
+	# The client's first connection: dtest's and dtestcm's side channel,
+	# dtestsrq's qualifier (it has no side channel).
+	if [ "$tool" = dtestsrq ]; then
+		wait_listening "$tool" "$spid" $DTEST_PORT
+	else
+		wait_listening "$tool" "$spid" 15828
+	fi
 	# shellcheck disable=SC2086
 	timeout -k 5 "$limit" $cli_pre env $tool_env "$tool" $cargs >"$out.client.out" 2>&1
 	cst=$?

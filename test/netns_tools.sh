@@ -12,8 +12,9 @@
 # renumbered into this script's, each name prefixed with the transport.
 #
 # The quick run (make check's) shortens the two slowest parts: dtest runs
-# with a burst of 50 (-B 50: its defaults move 2000 x 4 MiB per mode and
-# 1000 transfers per size with -a) and dapltest's large mixes do 500
+# with a burst of 50 and 1 MiB buffers (-B 50 -b 1048576: its defaults
+# move 2000 x 4 MiB per mode, 100 Send ping-pongs of 4 MiB and 1000
+# transfers per size with -a) and dapltest's large mixes do 500
 # iterations.  IW_NETNS_LONG=1 runs both as on loopback (dtest's
 # defaults, 10000 iterations); IW_TOOL_DTEST_ARGS and IW_DAPLTEST_ITER
 # override each.  The namespaces' TCP TIME_WAIT sockets on the tools'
@@ -38,7 +39,7 @@ fi
 mkdir -p "$out" || exit 99
 netns_setup
 if [ -z "$IW_NETNS_LONG" ]; then
-	IW_TOOL_DTEST_ARGS=${IW_TOOL_DTEST_ARGS--B 50}
+	IW_TOOL_DTEST_ARGS=${IW_TOOL_DTEST_ARGS--B 50 -b 1048576}
 	IW_DAPLTEST_ITER=${IW_DAPLTEST_ITER:-500}
 fi
 IW_TOOL_FORGET_TIME_WAIT=1

@@ -81,16 +81,24 @@ tsan_ours() {
 
 # Waits (up to 10 s) until a process named $1 (pid $2) listens on TCP or
 # UDP (the udp transport) and its set of listening sockets has stopped
-# changing, i.e. it is ready.  ss looks into the server's namespace.
+# changing, i.e. it is ready; with a port $3, until it listens on that
+# port (a set that looks stable under load may still be missing the
+# socket the client needs first).  ss looks into the server's namespace.
 wait_listening() {
-	tool=$1 pid=$2 tries=0 last=-1
+	tool=$1 pid=$2 lport=$3 tries=0 last=-1
 	if ! command -v ss >/dev/null 2>&1; then
 		sleep 2
 		return
 	fi
 	while [ $tries -lt 50 ] && kill -0 "$pid" 2>/dev/null; do
 		# shellcheck disable=SC2086 # srv_pre is a word list
-		cur=$($srv_pre ss -Hltunp 2>/dev/null | grep -c "\"$tool\"")
+		cur=$($srv_pre ss -Hltunp 2>/dev/null | grep "\"$tool\"")
+		if [ -n "$lport" ]; then
+			echo "$cur" | awk '{ print $5 }' | grep -q ":$lport\$" && return
+			cur=0
+		else
+			cur=$(echo "$cur" | grep -c .)
+		fi
 		[ "$cur" -gt 0 ] && [ "$cur" -eq "$last" ] && return
 		last=$cur
 		tries=$((tries + 1))

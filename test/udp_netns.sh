@@ -131,7 +131,7 @@ many_connections() {
 	dport=62100
 	in_b $run timeout "$limit" dapltest -T S -D iw-ns -n $dport >"$out/$run.server.out" 2>&1 &
 	spid=$!
-	wait_listening dapltest "$spid"
+	wait_listening dapltest "$spid" $dport
 	in_a $run timeout "$limit" dapltest -T T -s "$ADDR_B" -D iw-ns -n $dport -V -i 200 -t 4 -w 25 \
 		client SR 1024 server SR 1024 client RW 4096 client RR 4096 >"$out/$run.client.out" 2>&1
 	cst=$?
@@ -142,6 +142,9 @@ many_connections() {
 	verdict=$(judge "$out/$run.client.out" "$cst" 'Test completed successfully|Stats ----' "$bad")
 	sverdict=$(judge "$out/$run.server.out" "$waited" 'Exiting' "$bad")
 	[ -z "$sverdict" ] || verdict="${verdict:+$verdict; }server: $sverdict"
+	# Every QP prints its TRP counters when destroyed: 100 data EPs.
+	qps=$(grep -c 'TRP qp' "$out/$run.client.out")
+	[ "$qps" -ge 100 ] || verdict="${verdict:+$verdict; }only $qps TRP connections"
 	tap_result "100 connections at once over udp at 1 % loss (dapltest -t 4 -w 25, data validated)" \
 		"$verdict" "$out/$run.client.out" "$out/$run.server.out"
 }
