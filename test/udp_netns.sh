@@ -190,9 +190,9 @@ table inet iwvanish {
 NFT
 	t0=$(date +%s%N)
 	kill -9 "$vpid"
+	wait "$vpid" 2>/dev/null	# now: no "Killed" notice from the shell later
 	reap "$survivor" $((bound / 1000 + 15)) "$slog"
 	ms=$(ms_since "$t0")
-	wait "$vpid" 2>/dev/null
 	kill "$survivor" 2>/dev/null
 	ip netns exec "$NS_B" nft delete table inet iwvanish 2>/dev/null
 	ev=$(sed -n 's/^iwdtest: connection event: //p' "$slog")
@@ -201,7 +201,7 @@ NFT
 	BROKEN|DISCONNECTED) [ "$ms" -le "$bound" ] || verdict="ended after $ms ms" ;;
 	*) verdict="no BROKEN/DISCONNECTED reported (${ev:-none}) in $ms ms" ;;
 	esac
-	desc="$tr: $victim killed mid-transfer${vanish:+, its host gone (no ICMP)}: the other EP ends ($ev) within $bound ms ($ms ms)"
+	desc="$tr: $victim killed mid-transfer${vanish:+, its host gone (no ICMP)}: the other EP ends (${ev:-no event}) within $bound ms ($ms ms)"
 	if [ -n "$verdict" ] && [ "$tr" = udp ] && [ "$victim" = client ]; then
 		# The survivor only receives: it sends nothing that could
 		# meet an ICMP error or go unanswered, and TRP has no idle
