@@ -842,17 +842,10 @@ static void check_state_trp(struct fq *q, enum iwe_qp_state st,
 			   sent->etype, sent->ecode, (int)st);
 		return;
 	}
-	if (q->err == EPROTO && !q->fatal_seen && !rcvd->valid &&
-	    sent->valid && trp_user_error(iw_term_ctrl(sent->layer,
-			sent->etype, sent->ecode, 0)))
-		FUZZ_CHECK_KNOWN("trp-fatal-unsent", 0, "a protocol error "
-				 "failed the QP while a user error's "
-				 "Terminate was queued: no fatal one sent");
-	else
-		FUZZ_CHECK(q->fatal_seen || rcvd->valid ||
-			   stream_closed(q->err) || q->err == ECONNREFUSED,
-			   "ERROR with no fatal Terminate and stream error "
-			   "%d (%s)", q->err, strerror(q->err));
+	FUZZ_CHECK(q->fatal_seen || rcvd->valid || stream_closed(q->err) ||
+		   q->err == ECONNREFUSED,
+		   "ERROR with no fatal Terminate and stream error %d (%s)",
+		   q->err, strerror(q->err));
 	if (q->fatal_seen)
 		FUZZ_CHECK(sent->valid && term_matches(sent, q->term_ctrl),
 			   "Terminate %u/%u/%u reported, %#x sent",
