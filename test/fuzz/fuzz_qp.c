@@ -218,19 +218,27 @@ static void make_objects(struct fq *q)
 		setup_fail("iwe_create_qp");
 }
 
-/* A UDP socket on 127.0.0.1, any port. */
-static int udp_bound(struct sockaddr_in *a)
+/* Two UDP sockets on 127.0.0.1 (ports the kernel picks), each connected
+ * to the other. */
+static void udp_pair(int fd[2])
 {
-	socklen_t l = sizeof(*a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa[2];
+	socklen_t len;
+	int i;
 
-	memset(a, 0, sizeof(*a));
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof(*a)) ||
-	    getsockname(fd, (struct sockaddr *)a, &l))
-		setup_fail("udp socket");
-	return fd;
+	for (i = 0; i < 2; i++) {
+		fd[i] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			       0);
+		sa[i] = (struct sockaddr_in){ .sin_family = AF_INET };
+		sa[i].sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		len = sizeof(sa[i]);
+		if (fd[i] < 0 || bind(fd[i], (struct sockaddr *)&sa[i], len) ||
+		    getsockname(fd[i], (struct sockaddr *)&sa[i], &len))
+			setup_fail("udp socket");
+	}
+	for (i = 0; i < 2; i++)
+		if (connect(fd[i], (struct sockaddr *)&sa[1 - i], sizeof(sa[0])))
+			setup_fail("udp connect");
 }
 
 static void attach_trp(struct fq *q, const struct iwe_stream_params *sp)
@@ -238,13 +246,11 @@ static void attach_trp(struct fq *q, const struct iwe_stream_params *sp)
 	struct iwe_trp_start st = { .tx_psn = FQ_TRP_TX_PSN,
 				    .rx_psn = q->cfg.rx_psn,
 				    .peer_credits = q->cfg.peer_credits };
-	struct sockaddr_in a, b;
+	int fd[2];
 
-	q->fd = udp_bound(&a);
-	q->peer = udp_bound(&b);
-	if (connect(q->fd, (struct sockaddr *)&b, sizeof(b)) ||
-	    connect(q->peer, (struct sockaddr *)&a, sizeof(a)))
-		setup_fail("udp connect");
+	udp_pair(fd);
+	q->fd = fd[0];
+	q->peer = fd[1];
 	q->tx_next = FQ_TRP_TX_PSN;
 	q->fix_next = q->cfg.rx_psn;
 	memset(g_fed, 0, sizeof(g_fed));
