@@ -58,6 +58,8 @@ struct dapl_evd {
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
 	uint32_t spin_us;		/* current spin before sleeping (evd.c) */
+	int bulk;			/* the last completion taken was a
+					 * large transfer: waits do not spin */
 	struct dapl_cno *cno;
 	struct dapl_evd *cno_next;	/* cno->evds list, under cno->lock */
 	/* DTO and RMR-bind completions are produced by the engine into this

@@ -72,6 +72,10 @@ static int qlen_valid(const struct dapl_ia *ia, DAT_COUNT qlen)
 
 /* ------------------------------------------------------------ taking */
 
+/* A completion of more bytes than this marks a bulk stream (see the
+ * spin below). */
+#define WAIT_SPIN_BULK_BYTES (16u << 10)
+
 /* Software queue first, then the engine's completions, oldest first. */
 static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 				 struct ibv_wc *wc)
@@ -81,8 +85,10 @@ static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 		dapl_evd_ring_get_locked(evd, event);
 		return TAKE_EVENT;
 	}
-	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1)
+	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1) {
+		evd->bulk = wc->byte_len > WAIT_SPIN_BULK_BYTES;
 		return TAKE_WC;
+	}
 	return TAKE_NONE;
 }
 
@@ -309,7 +315,10 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * doubles (up to the maximum) when a spin ended the wait and halves (down
  * to a sixteenth of it) when the wait had to sleep anyway.  It stops as
  * soon as a QP of the EVD waits for room in its socket: what completes
- * next waits for the peer to read, which a spin cannot hasten.  The maximum
+ * next waits for the peer to read, which a spin cannot hasten.  Nor does
+ * it spin after a bulk completion: large transfers take longer than any
+ * spin, and on few CPUs the spinning thread takes the time the progress
+ * threads need to move them.  The maximum
  * is IWDAPL_WAIT_SPIN_US microseconds (default 50; 0: never spin). */
 #define WAIT_SPIN_DEFAULT_US 50
 
@@ -342,7 +351,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	int got = 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
-	if (!evd->cq || !max)
+	if (!evd->cq || !max || evd->bulk)
 		return 0;
 	if (!budget || budget > max)
 		budget = max;
