@@ -41,9 +41,12 @@ netns_setup
 if [ -z "$IW_NETNS_LONG" ]; then
 	IW_TOOL_DTEST_ARGS=${IW_TOOL_DTEST_ARGS--B 50 -b 1048576}
 	IW_DAPLTEST_ITER=${IW_DAPLTEST_ITER:-500}
+else
+	# dtest -W -a with its defaults took over 120 s over udp here
+	IW_TOOL_TIMEOUT=${IW_TOOL_TIMEOUT:-600}
 fi
 IW_TOOL_FORGET_TIME_WAIT=1
-export IW_TOOL_DTEST_ARGS IW_DAPLTEST_ITER IW_TOOL_FORGET_TIME_WAIT
+export IW_TOOL_DTEST_ARGS IW_DAPLTEST_ITER IW_TOOL_FORGET_TIME_WAIT IW_TOOL_TIMEOUT
 
 n=0 failed=0
 # run_sub NAME SCRIPT: runs SCRIPT, prints its TAP renumbered, names prefixed

@@ -64,6 +64,13 @@ in_b() {
 	shift
 	ip netns exec "$NS_B" env DAT_OVERRIDE="$out/$c.b.conf" IWDAPL_TRP_STATS=1 "$@"
 }
+await_port() {	# PORT: waits (up to 5 s) until B listens on it (TCP or UDP)
+	tries=0
+	while [ $tries -lt 50 ] && ! ip netns exec "$NS_B" ss -Hltun "( sport = :$1 )" | grep -q .; do
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+}
 # iwd_server NAME: an iwdtest server in B on a fresh qualifier ($port),
 # its pid in $spid once it listens.
 iwd_server() {
@@ -71,11 +78,7 @@ iwd_server() {
 	in_b "$1" timeout "$limit" "$iwdtest" -s -P iw-ns -q "$port" -w 60 \
 		>"$out/$1.server.out" 2>&1 &
 	spid=$!
-	tries=0
-	while [ $tries -lt 50 ] && ! ip netns exec "$NS_B" ss -Hlun "( sport = :$port )" | grep -q .; do
-		tries=$((tries + 1))
-		sleep 0.1
-	done
+	await_port "$port"
 }
 set_loss() {	# PCT on both sides
 	netns_loss "$NS_A" "$1" && netns_loss "$NS_B" "$1"
@@ -168,11 +171,7 @@ kill_peer() {
 	ip netns exec "$NS_B" env DAT_OVERRIDE="$out/$run.b.conf" \
 		"$iwdtest" -s -P iw-ns -q "$port" -w 10 >"$out/$run.server.out" 2>&1 &
 	spid=$!
-	tries=0
-	while [ $tries -lt 50 ] && ! ip netns exec "$NS_B" ss -Hltun "( sport = :$port )" | grep -q .; do
-		tries=$((tries + 1))
-		sleep 0.1
-	done
+	await_port "$port"
 	ip netns exec "$NS_A" env DAT_OVERRIDE="$out/$run.a.conf" \
 		"$iwdtest" -h "$ADDR_B" -P iw-ns -q "$port" -w $((bound / 1000 + 5)) \
 		-m write -S 16M -t 60 >"$out/$run.client.out" 2>&1 &
