@@ -7,8 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
-#include <stdatomic.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -363,12 +362,19 @@ void fq_open(struct fq *q, const struct fq_cfg *c)
 
 struct prog_barrier {
 	struct iwe_prog_task task;
-	atomic_int passed;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int passed;
 };
 
 static void barrier_passed(struct iwe_prog_task *t)
 {
-	atomic_store(&IWE_CONTAINER_OF(t, struct prog_barrier, task)->passed, 1);
+	struct prog_barrier *b = IWE_CONTAINER_OF(t, struct prog_barrier, task);
+
+	pthread_mutex_lock(&b->lock);
+	b->passed = 1;
+	pthread_cond_signal(&b->cond);
+	pthread_mutex_unlock(&b->lock);
 }
 
 /* TRP frees a detached QP's state in a task of the progress thread:
@@ -377,14 +383,18 @@ static void barrier_passed(struct iwe_prog_task *t)
  * leak check: twice the cost). */
 static void wait_progress_tasks(struct iwe_device *dev)
 {
-	struct prog_barrier b = { .task = { .fn = barrier_passed } };
+	struct prog_barrier b = { .task = { .fn = barrier_passed },
+				  .lock = PTHREAD_MUTEX_INITIALIZER,
+				  .cond = PTHREAD_COND_INITIALIZER };
 	struct iwe_prog *p = iwe_prog_get(dev);
 
 	if (!p)
 		return;
 	iwe_prog_post(p, &b.task);
-	while (!atomic_load(&b.passed))
-		sched_yield();
+	pthread_mutex_lock(&b.lock);
+	while (!b.passed)
+		pthread_cond_wait(&b.cond, &b.lock);
+	pthread_mutex_unlock(&b.lock);
 }
 
 /* Everything but the device and its PDs, which the next input reuses:
