@@ -33,6 +33,7 @@
 #define TRP_MAX_RETX       10		/* then the connection is lost */
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
+#define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
 #define TRP_WINDOW_BYTES   (2u << 20)	/* packets in flight / reordering */
 #define TRP_WINDOW_MIN     8u
 #define TRP_WINDOW_MAX     1024u	/* powers of two */
@@ -99,6 +100,7 @@ struct trp {
 	uint64_t srtt_us, rttvar_us, rto_us;
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
+	uint64_t idle_ns;		/* next idle probe, 0: off */
 	uint64_t rack_ns;		/* newest send time the peer has */
 	uint32_t recover;		/* after a timeout: snd_sent then */
 	uint64_t recover_ns;		/* the timeout's time, 0: none */
@@ -151,7 +153,11 @@ int trp_flush(struct trp *t, struct iwe_qp_priv *q);
 /* The retransmission timer is due: 0, or ETIMEDOUT once the peer
  * stopped answering (a best-effort Terminate went out). */
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q);
-/* Bring the progress thread's timer in line with deadline_ns. */
+/* Nothing of ours unacknowledged: probe now and then (heard: packets
+ * came in this round). */
+void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard);
+/* Bring the progress thread's timer in line with deadline_ns and
+ * idle_ns. */
 void trp_timer_sync(struct trp *t);
 /* Credits we grant now. */
 uint32_t trp_credits(const struct trp *t);

@@ -253,7 +253,7 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 int trp_rx_progress(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
-	int err, n, ferr;
+	int err, n, ferr, heard = 0;
 
 	IWE_QP_ASSERT_LOCKED(q);
 	if (t->quiet)
@@ -261,6 +261,7 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 	err = deliver(t, q);
 	while (!err) {
 		n = rx_batch(t, q, &err);
+		heard |= n > 0;
 		if (!err)
 			err = deliver(t, q);
 		if (n < (int)TRP_BATCH)
@@ -268,6 +269,8 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 	}
 	if (!err)
 		err = trp_check_rto(t, q);
+	if (!err)
+		trp_check_idle(t, q, heard);
 	/* Acknowledge what came (also a bad segment or the peer's F, so it
 	 * is not sent again) and send what is due. */
 	ferr = trp_flush(t, q);

@@ -556,6 +556,25 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
 	return 0;
 }
 
+/* With nothing of ours unacknowledged, nothing would tell us the peer is
+ * gone: an idle connection sends a pure ack every TRP_IDLE_PROBE_MS, and
+ * the ICMP port unreachable that a vanished process's kernel answers
+ * ends it (ECONNREFUSED on the next receive). */
+void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard)
+{
+	uint64_t now = trp_now_ns();
+	uint64_t every = (uint64_t)TRP_IDLE_PROBE_MS * 1000000u;
+
+	if (t->quiet || t->ending || t->snd_una != t->snd_sent) {
+		t->idle_ns = 0;		/* the retransmission timer watches */
+		return;
+	}
+	if (!heard && t->idle_ns && now >= t->idle_ns)
+		trp_send_ack(t, q);
+	if (heard || !t->idle_ns || now >= t->idle_ns)
+		t->idle_ns = now + every;
+}
+
 static void arm_task_fn(struct iwe_prog_task *k)
 {
 	struct trp *t = IWE_CONTAINER_OF(k, struct trp, arm_task);
@@ -588,6 +607,9 @@ static void timer_cb(struct iwe_prog_timer *tm)
 void trp_timer_sync(struct trp *t)
 {
 	uint64_t d = t->deadline_ns, a = atomic_load(&t->armed_ns);
+
+	if (t->idle_ns && (!d || t->idle_ns < d))
+		d = t->idle_ns;
 
 	atomic_store(&t->want_ns, d);
 	/* A later deadline lets the armed timer fire early: the kick finds

@@ -497,6 +497,24 @@ static void fin_and_lost_peer(void)
 	CHECK(err == ECONNREFUSED || err == ETIMEDOUT,
 	      "a vanished peer: the stream ends (%s)", strerror(err));
 	pair_close(&p);
+
+	/* A receiver with nothing of its own outstanding sends nothing;
+	 * its idle probe (a pure ack every TRP_IDLE_PROBE_MS) meets the ICMP
+	 * port unreachable of the vanished peer's kernel. */
+	pair_open(&p, 1, 1);
+	post_recv1(&p.a, 1, 0, 64);
+	close(p.b.fd);
+	p.b.fd = -1;
+	end = now_s() + 5;
+	err = 0;
+	while (!err && now_s() < end) {
+		err = iwe_qp_progress_rx(p.a.qp);
+		usleep(2000);
+	}
+	CHECK(err == ECONNREFUSED,
+	      "a vanished peer of an idle receiver: the stream ends within "
+	      "5 s (%s)", strerror(err));
+	pair_close(&p);
 }
 
 /* A receiver that does not read: the sender stops at the credits it was
