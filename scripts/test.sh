@@ -60,9 +60,10 @@ export IW_DAPLTEST_ITER
 # sanitizer's quarantine and threads blur both).
 IW_SKIP_SOAK=1
 export IW_SKIP_SOAK
-# Debian's dtest/dtestcm/dtestsrq and the bench smoke run in the plain tree;
+# Debian's dtest/dtestcm/dtestsrq (also across namespaces) and the bench
+# smoke run in the plain tree;
 # dapltest's suite (our provider under its threads) runs here too.
-SAN_TESTS="$(echo $(all_tests "$top/build" | grep -v -e debian_tools -e bench_smoke))"
+SAN_TESTS="$(echo $(all_tests "$top/build" | grep -v -e debian_tools -e bench_smoke -e netns_tools))"
 run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "$SAN_TESTS" --enable-sanitizers
 unset IW_DAPLTEST_ITER IW_SKIP_SOAK
 # Races the tests provoke on purpose (t_crc_scribble) are not run here.

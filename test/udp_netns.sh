@@ -127,6 +127,13 @@ matrix() {
 # 100 connections at once: dapltest, 4 threads x 25 EPs, data validated.
 many_connections() {
 	run=conn100
+	if ldd "$lib" 2>/dev/null | grep -q -E 'lib(asan|ubsan|tsan)\.so'; then
+		# Debian's dapltest cannot load a sanitizer build of the
+		# provider without a preload; the plain tree runs this case.
+		n=$((n + 1))
+		echo "ok $n # SKIP 100 connections: dapltest with a sanitizer build of the provider"
+		return
+	fi
 	conf_pair $run udp
 	set_loss 1
 	srv_pre="in_b $run"
