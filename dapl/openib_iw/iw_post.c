@@ -120,19 +120,6 @@ static struct iwe_qp_priv *lock_for_post(struct iwe_qp *qp,
 	return q;
 }
 
-/* The bytes a send WR puts on the wire (a Read Request: none worth
- * counting). */
-static uint64_t wr_payload_bytes(const struct ibv_send_wr *wr)
-{
-	uint64_t n = 0;
-
-	if (wr->opcode == IBV_WR_RDMA_READ)
-		return 0;
-	for (int i = 0; i < wr->num_sge; i++)
-		n += wr->sg_list[i].length;
-	return n;
-}
-
 int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 		  struct ibv_send_wr **bad_wr)
 {
@@ -146,7 +133,12 @@ int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 	err = q->state == IWE_QPS_RTS || q->state == IWE_QPS_SQD ||
 	      q->state == IWE_QPS_ERROR ? 0 : EINVAL;
 	while (!err && wr && !(err = post_send_one(q, wr))) {
-		bytes += wr_payload_bytes(wr);
+		const struct iwe_swqe *w = iwe_sq_slot(q, q->sq_tail - 1);
+
+		/* Its payload, as fill_swqe summed it (a Read Request puts
+		 * none worth counting on the wire). */
+		if (w->opcode != IBV_WR_RDMA_READ)
+			bytes += w->total;
 		wr = wr->next;
 	}
 	if (err)
