@@ -33,13 +33,14 @@ iwdtest=$build/test/dtest/iwdtest
 lib=$build/.libs/libdaploiw.so.2
 [ -x "$iwdtest" ] && [ -e "$lib" ] || { echo "udp_loss.sh: build $build first" >&2; exit 2; }
 
-# The namespaces are this script's; not being root is a skip, not a failure.
+# shellcheck source=test/netns_lib.sh
+. "$top/test/netns_lib.sh"
+# The namespaces are this script's; not being root is a skip, not a
+# failure (said plainly: this is no TAP script).
 netns_skip() {
 	echo "udp_loss.sh: skipped: $1"
 	exit 0
 }
-# shellcheck source=test/netns_lib.sh
-. "$top/test/netns_lib.sh"
 netns_setup
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/iwloss.XXXXXX") || exit 1
