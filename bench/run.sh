@@ -148,8 +148,14 @@ if awk '$1 == "iw-lo-udp" { found = 1 } END { exit !found }' "$DAT_OVERRIDE"; th
 	{
 		cat "$DAT_OVERRIDE"
 		awk '$1 == "iw-lo-udp" { $1 = "iw-lo-udp1500"
-			sub(/" *udp"/, " udp mtu=1500\""); print }' "$DAT_OVERRIDE"
+			sub(/ udp"/, " udp mtu=1500\""); print }' "$DAT_OVERRIDE"
 	} >"$udp_conf"
+	# The MTU 1500 rows must really run at 1500 (its instance data was
+	# once left unchanged, and they measured the loopback MTU).
+	if ! grep -q '^iw-lo-udp1500 .*udp mtu=1500"' "$udp_conf"; then
+		echo "run.sh: could not derive iw-lo-udp1500 from $DAT_OVERRIDE" >&2
+		exit 1
+	fi
 fi
 
 # udp IA TRANSPORT MODE "IWDTEST ARGS": one iwdtest pair over a udp IA;
