@@ -58,6 +58,8 @@ struct dapl_evd {
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
 	uint32_t spin_us;		/* current spin before sleeping (evd.c) */
+	uint64_t spin_failed_us;	/* when this wait's spin began, if it
+					 * ended without the events; 0: none */
 	int bulk;			/* the last completion taken was a
 					 * large transfer: waits do not spin */
 	struct dapl_cno *cno;

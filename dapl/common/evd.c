@@ -313,7 +313,11 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * thread, so a reply that comes within the spin costs no thread wake-up
  * (the progress thread's, then ours).  The spin adapts per EVD: it
  * doubles (up to the maximum) when a spin ended the wait and halves (down
- * to a sixteenth of it) when the wait had to sleep anyway.  It stops as
+ * to a sixteenth of it) when the wait had to sleep anyway -- unless the
+ * events came within one and a half maximum spins: a full spin would
+ * (nearly) have caught them, and two peers that both sleep make each
+ * other's replies slow enough that a halving spin never catches one
+ * again (a ping-pong stuck at two thread wake-ups per trip).  It stops as
  * soon as a QP of the EVD waits for room in its socket: what completes
  * next waits for the peer to read, which a spin cannot hasten.  Nor does
  * it spin after a bulk completion: large transfers take longer than any
@@ -347,16 +351,18 @@ static uint64_t mono_us(void)
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
 	uint32_t max = spin_max_us(), budget = evd->spin_us;
-	uint64_t end;
+	uint64_t start, end;
 	int got = 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
+	evd->spin_failed_us = 0;
 	if (!evd->cq || !max || evd->bulk)
 		return 0;
 	if (!budget || budget > max)
 		budget = max;
 	dapl_unlock(&evd->lock);
-	end = mono_us() + budget;
+	start = mono_us();
+	end = start + budget;
 	do {
 		int blocked = iwe_cq_progress(evd->cq);
 
@@ -371,6 +377,8 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	dapl_lock(&evd->lock);
 	evd->spin_us = got ? (budget * 2 < max ? budget * 2 : max)
 			   : (budget / 2 > max / 16 ? budget / 2 : max / 16);
+	if (!got)
+		evd->spin_failed_us = start;
 	return got && dapl_evd_count_locked(evd) >= threshold;
 }
 
@@ -421,6 +429,18 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	return more;
 }
 
+/* After a wait that slept: were the events nearly in reach of a full
+ * spin? */
+static void spin_review_locked(struct dapl_evd *evd)
+{
+	uint32_t max = spin_max_us();
+
+	if (evd->spin_failed_us &&
+	    mono_us() - evd->spin_failed_us <= max + max / 2)
+		evd->spin_us = max;
+	evd->spin_failed_us = 0;
+}
+
 static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 				   DAT_COUNT threshold)
 {
@@ -434,8 +454,11 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 		if (!evd->waitable)
 			return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE;
 		/* Spin once per wait, and only when it may block. */
-		if (ready_locked(evd, threshold, first && timeout != 0))
+		if (ready_locked(evd, threshold, first && timeout != 0)) {
+			if (!first)
+				spin_review_locked(evd);
 			return DAT_SUCCESS;
+		}
 		first = 0;
 		if (!sleep_locked(evd, bounded, &deadline))
 			return DAT_TIMEOUT_EXPIRED;
