@@ -76,6 +76,9 @@ struct iwe_llp_ops {
 	/* Take what the socket has.  0 (would block, or held), or the
 	 * stream's errno / EPROTO (rx state tells why). */
 	int (*rx_progress)(struct iwe_qp_priv *q);
+	/* Optional: the consumer stopped polling and may sleep, so it is
+	 * not answering what came (TRP: send an ack held for the answer). */
+	void (*rx_idle)(struct iwe_qp_priv *q);
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;

@@ -308,6 +308,8 @@ static void arm_hook(struct iwe_qp_priv *q)
 	iwe_qp_lock(q);
 	if (atomic_load(&q->tx_deferred))
 		run_tx(q);
+	if (q->llp && q->llp->rx_idle && q->fd >= 0)
+		q->llp->rx_idle(q);
 	atomic_store(&q->lease_off, 0);
 	update_watch(q);
 	iwe_qp_release(q, 1);

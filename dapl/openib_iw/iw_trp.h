@@ -34,6 +34,11 @@
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
+#define TRP_ACK_DELAY_US   200u		/* a pure ack held for an answer
+					 * (IWDAPL_TRP_ACK_DELAY_US) */
+#define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a
+					 * held ack must not draw a
+					 * retransmission */
 #define TRP_WINDOW_BYTES   (2u << 20)	/* packets in flight / reordering */
 #define TRP_WINDOW_MIN     8u
 #define TRP_WINDOW_MAX     1024u	/* powers of two */
@@ -63,6 +68,7 @@ struct trp_txp {
 	uint32_t len;
 	uint64_t sent_ns;		/* last transmission, 0: never */
 	uint8_t token;			/* a DDP segment of iw_tx.c */
+	uint8_t early;			/* its token is done once sent */
 	uint8_t sacked;
 	uint8_t retx;			/* retransmissions so far */
 	uint8_t fast;			/* fast-retransmitted since the RTO */
@@ -88,7 +94,8 @@ struct trp {
 	uint32_t snd_una, snd_sent, snd_nxt;
 	uint32_t peer_limit;		/* highest PSN the peer accepts */
 	uint32_t peer_ack;		/* newest ack PSN seen */
-	uint32_t done;			/* tokens acknowledged, unreported */
+	uint32_t done;			/* tokens done, unreported */
+	uint32_t snd_rep;		/* tokens of earlier PSNs are done */
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
 	int gso;			/* UDP GSO in use */
@@ -113,6 +120,17 @@ struct trp {
 	uint32_t rcv_dlv, rcv_nxt;
 	uint32_t credit_cap;		/* what the socket buffer holds */
 	int ack_due;
+	/* Delayed ack: in-order packets since our last ack, whether
+	 * something needs an ack at once, whether the last delivered
+	 * packet ended a Send, and until when a pure ack is held. */
+	uint32_t rcv_unacked;
+	int ack_urgent;
+	int rcv_send_end;
+	uint64_t ack_hold_ns;
+	uint64_t ack_delay_ns;		/* how long, 0: never held */
+	int ack_hold_timed;		/* held by the progress thread: its
+					 * timer ends the hold (a poller's
+					 * next round or lease does else) */
 	uint8_t **pool;			/* spare packet buffers */
 	uint32_t npool, pool_cap;
 	/* Non-fatal error in a Write: its later segments are dropped. */
@@ -142,6 +160,8 @@ static inline struct trp *trp_of(const struct iwe_qp_priv *q)
 uint64_t trp_now_ns(void);
 /* Send a pure ack (with selective-ack blocks) now. */
 void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
+/* Packets going out carried our ack: nothing is owed now. */
+void trp_ack_sent(struct trp *t);
 /* The peer acknowledged up to ack with credits (any packet). */
 void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		uint32_t credits);
@@ -166,6 +186,8 @@ uint32_t trp_credits(const struct trp *t);
 int trp_rx_attach(struct trp *t, uint32_t rx_psn);
 void trp_rx_detach(struct trp *t);
 int trp_rx_progress(struct iwe_qp_priv *q);
+/* llp rx_idle: a held ack goes now. */
+void trp_rx_idle(struct iwe_qp_priv *q);
 /* Selective-ack blocks into body (IW_TRP_SACK_MAX at most): bytes. */
 uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body);
 

@@ -17,7 +17,9 @@
  * One exception to the order: a fatal Terminate that arrives early is
  * acted on at once (the peer sends nothing after it, so the gap in front
  * of it may never be filled).  Every batch is acknowledged with one pure
- * ack unless packets going out carry the acknowledgement already.
+ * ack unless packets going out carry the acknowledgement already -- or
+ * unless it is a lone packet that ended a Send: its ack is held back a
+ * little (ack_hold), as the consumer's answer would carry it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -122,6 +124,19 @@ static int deliver_body(struct trp *t, struct iwe_qp_priv *q,
 	return iwe_rx_end(q);
 }
 
+/* The last segment of a Send: the consumer gets a receive completion
+ * and may answer. */
+static int ends_send(const uint8_t *u, uint32_t len)
+{
+	uint16_t ctrl;
+
+	if (len < IW_UNTAGGED_HDR_LEN)
+		return 0;
+	ctrl = be16_at(u);
+	return !iw_ctrl_tagged(ctrl) && iw_ctrl_last(ctrl) &&
+	       iwe_rdmap_ops[iw_ctrl_opcode(ctrl)].qn == IW_QN_SEND;
+}
+
 /* Hand the in-order packets to DDP while the receive hold allows. */
 static int deliver(struct trp *t, struct iwe_qp_priv *q)
 {
@@ -138,6 +153,10 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 		t->rx[i] = NULL;
 		t->rcv_dlv++;
 		n++;
+		t->rcv_send_end = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
+			ends_send(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+		if (f.flags & (IW_TRP_F | IW_TRP_I))
+			t->ack_urgent = 1;
 		if (f.flags & IW_TRP_F)
 			err = ENOTCONN;	/* the peer's orderly end */
 		else if (!(f.flags & IW_TRP_I))
@@ -148,7 +167,7 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 	}
 	/* Credits reopened after a hold: tell the peer. */
 	if (n && before < t->rx_cap / 2)
-		t->ack_due = 1;
+		t->ack_due = t->ack_urgent = 1;
 	return err;
 }
 
@@ -159,18 +178,22 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 			uint32_t len, uint32_t psn, int *err)
 {
-	uint32_t i = rx_index(t, psn), quiet;
+	uint32_t i = rx_index(t, psn), quiet, nxt = t->rcv_nxt;
 
 	t->ack_due = 1;
 	if (iw_psn_lt(psn, t->rcv_nxt) || t->rx[i]) {
 		t->st.dup_rcvd++;
+		t->ack_urgent = 1;
 		return 0;
 	}
-	if (psn - t->rcv_dlv >= t->rx_cap)
+	if (psn - t->rcv_dlv >= t->rx_cap) {
+		t->ack_urgent = 1;
 		return 0;	/* beyond the credits we granted */
+	}
 	t->rx[i] = b;
 	t->rx_len[i] = len;
 	if (psn != t->rcv_nxt) {
+		t->ack_urgent = 1;	/* selective acks tell of a hole */
 		t->st.ooo_rcvd++;
 		if (!(b[8] & 0xF0) && len > IW_TRP_HDR_LEN &&
 		    trp_term_incoming(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN,
@@ -184,6 +207,7 @@ static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 	while (t->rcv_nxt - t->rcv_dlv < t->rx_cap &&
 	       t->rx[rx_index(t, t->rcv_nxt)])
 		t->rcv_nxt++;
+	t->rcv_unacked += t->rcv_nxt - nxt;
 	return 1;
 }
 
@@ -250,6 +274,46 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 	return r;
 }
 
+/* Delayed ack (doc/trp.md, "Acknowledging"): a lone in-order packet
+ * that ended a Send and was delivered is likely answered soon, and the
+ * answer carries the ack.  A pure ack waits for it ack_delay_ns at
+ * most: checked by a poller's next rounds (a poller holding the QP's
+ * lease; when it stops, the progress thread takes over), else by the
+ * progress thread's timer -- and ended early when the consumer arms its
+ * CQ to sleep (trp_rx_idle).  Anything
+ * else -- a second packet, a hole, a duplicate, the F, reopened
+ * credits, held data -- is acknowledged at once. */
+static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
+{
+	uint64_t now = trp_now_ns();
+
+	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
+	    t->rcv_unacked != 1 || !t->rcv_send_end ||
+	    t->rcv_dlv != t->rcv_nxt ||
+	    (t->ack_hold_ns ? now >= t->ack_hold_ns : !heard)) {
+		t->ack_hold_ns = 0;
+		return;
+	}
+	if (!t->ack_hold_ns) {
+		t->ack_hold_ns = now + t->ack_delay_ns;
+		t->ack_hold_timed = 0;
+	}
+	if (iwe_prog_on_thread(t->prog) || atomic_load(&q->poll_until) <= now)
+		t->ack_hold_timed = 1;
+}
+
+void trp_rx_idle(struct iwe_qp_priv *q)
+{
+	struct trp *t = trp_of(q);
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (!t || !t->ack_hold_ns)
+		return;
+	t->ack_hold_ns = 0;
+	if (t->ack_due && !t->quiet)
+		trp_send_ack(t, q);
+}
+
 int trp_rx_progress(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
@@ -271,6 +335,7 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		err = trp_check_rto(t, q);
 	if (!err)
 		trp_check_idle(t, q, heard);
+	ack_hold(t, q, heard);
 	/* Acknowledge what came (also a bad segment or the peer's F, so it
 	 * is not sent again) and send what is due. */
 	ferr = trp_flush(t, q);

@@ -5,8 +5,10 @@
  * into a buffer of the transmit ring when it is queued and stays there
  * until the peer's cumulative ack covers it, so a retransmission never
  * reads consumer memory and a WR may complete or be flushed at any time.
- * A DDP segment is reported done (its token, iw_tx.c) only once
- * acknowledged.  The ack PSN and credits of a packet are written each
+ * A DDP segment is reported done (its token, iw_tx.c) once sent, as over
+ * MPA -- except an RDMA Write's, done only once acknowledged: a non-fatal
+ * Terminate must still find its WR (iw_trp_term.c).  Tokens are reported
+ * in PSN order.  The ack PSN and credits of a packet are written each
  * time it goes out, so every packet carries the newest acknowledgement.
  *
  * Retransmission: one timer per QP (RFC 6298: SRTT/RTTVAR, Karn's rule
@@ -242,6 +244,33 @@ static void vec_unsent(struct trp *t, const struct txvec *v, int sent,
 	}
 }
 
+/* Report, in order, the tokens of sent packets that are done once sent
+ * (an RDMA Write's unacknowledged segment stops the walk). */
+static void report_sent(struct trp *t)
+{
+	if (iw_psn_lt(t->snd_rep, t->snd_una))
+		t->snd_rep = t->snd_una;
+	while (t->snd_rep != t->snd_sent) {
+		struct trp_txp *p = slot(t, t->snd_rep);
+
+		if (p->token && !p->early)
+			break;
+		if (p->token) {
+			p->token = 0;
+			t->done++;
+		}
+		t->snd_rep++;
+	}
+}
+
+void trp_ack_sent(struct trp *t)
+{
+	t->ack_due = 0;
+	t->ack_urgent = 0;
+	t->rcv_unacked = 0;
+	t->ack_hold_ns = 0;
+}
+
 /* One batch of due packets: retransmissions first, then new ones. */
 static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 {
@@ -283,10 +312,11 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	    !t->test.dup)
 		vec_unsent(t, &v, sent, &newc);
 	t->snd_sent += newc;
+	report_sent(t);
 	t->st.sent += (uint64_t)sent;
 	q->stats.retransmits += (unsigned)sent < nre ? (unsigned)sent : nre;
 	if (sent)
-		t->ack_due = 0;		/* every packet carries the ack */
+		trp_ack_sent(t);	/* every packet carries the ack */
 	if (!t->deadline_ns && t->snd_una != t->snd_sent)
 		t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
 	if (quiet && !err) {
@@ -305,7 +335,7 @@ int trp_flush(struct trp *t, struct iwe_qp_priv *q)
 		return 0;
 	while (any && !err && !t->quiet)
 		err = flush_batch(t, q, &any);
-	if (t->ack_due && !err && !t->quiet)
+	if (t->ack_due && !t->ack_hold_ns && !err && !t->quiet)
 		trp_send_ack(t, q);
 	t->blocked = err == EAGAIN;
 	return err;
@@ -319,7 +349,7 @@ void trp_send_ack(struct trp *t, struct iwe_qp_priv *q)
 	/* Not sequenced: its PSN is the next one we will use. */
 	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, IW_TRP_A, trp_credits(t));
 	if (send(q->fd, b, IW_TRP_HDR_LEN + n, MSG_DONTWAIT) >= 0) {
-		t->ack_due = 0;
+		trp_ack_sent(t);
 		t->st.acks_sent++;
 	}
 }
@@ -428,6 +458,7 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
 	while (iw_psn_le(t->snd_una, ack))
 		retire_oldest(t, q, &sent, &clean);
+	report_sent(t);
 	partial_ack(t);
 	now = trp_now_ns();
 	/* Karn: no sample from a range that needed a retransmission (its
@@ -610,6 +641,9 @@ void trp_timer_sync(struct trp *t)
 
 	if (t->idle_ns && (!d || t->idle_ns < d))
 		d = t->idle_ns;
+	if (t->ack_hold_ns && t->ack_hold_timed &&
+	    (!d || t->ack_hold_ns < d))
+		d = t->ack_hold_ns;
 
 	atomic_store(&t->want_ns, d);
 	/* A later deadline lets the armed timer fire early: the kick finds
@@ -715,10 +749,13 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	if (!t->tx || trp_rx_attach(t, s->rx_psn))
 		return ENOMEM;
 	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
-	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
+	t->snd_una = t->snd_sent = t->snd_nxt = t->snd_rep = s->tx_psn;
 	t->peer_ack = s->tx_psn - 1;
 	t->peer_limit = t->peer_ack + s->peer_credits;
 	t->rto_us = TRP_RTO_INIT_US;
+	t->ack_delay_ns = (uint64_t)iw_env_long("IWDAPL_TRP_ACK_DELAY_US",
+						TRP_ACK_DELAY_US, 0,
+						TRP_ACK_DELAY_MAX_US) * 1000u;
 	t->test = dev->trp_test;
 	/* UDP GSO (Linux 4.18) cuts equal packets out of one send; the test
 	 * aid works packet by packet, so it turns GSO off. */
@@ -854,6 +891,7 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 {
 	struct trp *t = trp_of(q);
 	struct trp_txp *p = slot(t, t->snd_nxt);
+	uint16_t ctrl;
 	uint8_t *b;
 
 	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
@@ -868,6 +906,9 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	}
 	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
 	p->token = 1;
+	ctrl = (uint16_t)(s->hdr[0] << 8 | s->hdr[1]);
+	p->early = !(iw_ctrl_tagged(ctrl) &&
+		     iw_ctrl_opcode(ctrl) == IW_OP_WRITE);
 	p->fatal_term = (uint8_t)trp_term_outgoing(q, p->buf + IW_TRP_HDR_LEN,
 						   s->hdr_len + s->pay_len);
 	t->snd_nxt++;
@@ -927,6 +968,7 @@ const struct iwe_llp_ops iwe_llp_trp = {
 	.tx_blocked = trp_tx_blocked,
 	.tx_detach = trp_tx_detach,
 	.rx_progress = trp_rx_progress,
+	.rx_idle = trp_rx_idle,
 };
 
 /* ------------------------------------------------ for the CM and tests */

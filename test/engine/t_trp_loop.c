@@ -16,7 +16,9 @@
  *    packet with R set draws a Terminate whose quiet time is set, and
  *    nothing after it;
  *  - the peer's F ends the stream (ENOTCONN), and a peer that stops
- *    answering ends it with ETIMEDOUT after the retransmission limit. */
+ *    answering ends it with ETIMEDOUT after the retransmission limit;
+ *  - Send completions at transmission, Write completions at the ack,
+ *    and delayed acks (an answered Send sends no pure ack). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -587,6 +589,131 @@ static void lost_for_good(void)
 	pair_close(&p);
 }
 
+/* Drive one side until its CQ holds n completions (or 10 s). */
+static int drive_until(struct side *s, struct iwe_cq *cq, int n)
+{
+	double end = now_s() + 10;
+
+	while (iwe_cq_count(cq) < n && now_s() < end)
+		iwe_qp_progress_rx(s->qp);
+	return iwe_cq_count(cq) >= n;
+}
+
+static uint64_t acks_of(struct side *s)
+{
+	struct iwe_trp_stats st;
+
+	iwe_trp_stats(s->qp, &st);
+	return st.acks_sent;
+}
+
+static void drain(struct iwe_cq *cq)
+{
+	struct ibv_wc wc;
+
+	while (iwe_cq_count(cq) && poll1(cq, &wc))
+		;
+}
+
+/* Completions and delayed acks (doc/trp.md, "Acknowledging" and
+ * "Sending"), with the longest hold (5 ms) so that a scheduler delay
+ * hardly ever ends one:
+ * a Send completes once sent, a Write once acknowledged; a Send that is
+ * answered is acknowledged by the answer alone; a lone unanswered Send
+ * is acknowledged after the delay, two packets at once. */
+static void delayed_ack(void)
+{
+	struct iwe_trp_stats st;
+	uint64_t a0, b0, dup0;
+	struct pair p;
+	int ok = 1, i;
+	double t0, dt;
+
+	setenv("IWDAPL_TRP_ACK_DELAY_US", "5000", 1);
+	pair_open(&p, 0xfffffff8u, 77);
+	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
+
+	post_recv1(&p.b, 1, 0, 64);
+	post_send1(&p.a, 2, IBV_WR_SEND, 0, 8, 0, 0);
+	iwe_qp_progress_rx(p.a.qp);
+	CHECK(next_wc(p.a.scq, 2, IBV_WC_SUCCESS, NULL),
+	      "a Send completes once sent, before the peer has read it");
+	CHECK(drive_until(&p.b, p.b.rcq, 1) && next_wc(p.b.rcq, 1,
+						       IBV_WC_SUCCESS, NULL),
+	      "and arrives");
+
+	/* b holds its ack of that Send (5 ms): let it go first, so that
+	 * nothing but this test drives b. */
+	b0 = acks_of(&p.b);
+	for (i = 0; i < 1000 && acks_of(&p.b) == b0; i++) {
+		iwe_qp_progress_rx(p.b.qp);
+		usleep(100);
+	}
+	post_send1(&p.a, 3, IBV_WR_RDMA_WRITE, 0, 100, (uintptr_t)p.b.buf,
+		   p.b.mr->rkey);
+	for (i = 0; i < 5; i++)
+		iwe_qp_progress_rx(p.a.qp);
+	ok = iwe_cq_count(p.a.scq) == 0;
+	iwe_qp_progress_rx(p.b.qp);
+	CHECK(ok && drive_until(&p.a, p.a.scq, 1) &&
+	      next_wc(p.a.scq, 3, IBV_WC_SUCCESS, NULL),
+	      "a Write completes only once acknowledged, and a Write is "
+	      "acknowledged at once");
+
+	/* Ping-pong: every Send answered at once by a Send. */
+	drive_until(&p.b, p.b.rcq, 0);
+	a0 = acks_of(&p.a);
+	b0 = acks_of(&p.b);
+	for (i = 0, ok = 1; i < 50 && ok; i++) {
+		ok &= post_recv1(&p.b, 10, 0, 64) == 0;
+		ok &= post_recv1(&p.a, 11, 0, 64) == 0;
+		ok &= post_send1(&p.a, 12, IBV_WR_SEND, 0, 8, 0, 0) == 0;
+		ok &= drive_until(&p.b, p.b.rcq, 1);
+		ok &= post_send1(&p.b, 13, IBV_WR_SEND, 64, 8, 0, 0) == 0;
+		ok &= drive_until(&p.a, p.a.rcq, 1);
+		drain(p.a.rcq);
+		drain(p.b.rcq);
+		drain(p.a.scq);
+		drain(p.b.scq);
+	}
+	CHECK(ok && acks_of(&p.a) - a0 + acks_of(&p.b) - b0 <= 2,
+	      "50 answered Sends: the answers carry the acks, no pure ack "
+	      "(%llu)", (unsigned long long)(acks_of(&p.a) - a0 +
+					     acks_of(&p.b) - b0));
+
+	/* Two Sends read in one round: acknowledged at once. */
+	post_recv1(&p.b, 20, 0, 64);
+	post_recv1(&p.b, 21, 64, 64);
+	post_send1(&p.a, 22, IBV_WR_SEND, 0, 8, 0, 0);
+	post_send1(&p.a, 23, IBV_WR_SEND, 0, 8, 0, 0);
+	iwe_qp_progress_rx(p.a.qp);
+	b0 = acks_of(&p.b);
+	iwe_qp_progress_rx(p.b.qp);
+	CHECK(iwe_cq_count(p.b.rcq) == 2 && acks_of(&p.b) == b0 + 1,
+	      "two packets read together are acknowledged at once");
+	drain(p.b.rcq);
+	drain(p.a.scq);
+
+	/* A lone Send nobody answers: its ack goes after the delay. */
+	post_recv1(&p.b, 30, 0, 64);
+	post_send1(&p.a, 31, IBV_WR_SEND, 0, 8, 0, 0);
+	iwe_qp_progress_rx(p.a.qp);
+	iwe_trp_stats(p.b.qp, &st);
+	b0 = st.acks_sent;
+	dup0 = st.dup_rcvd;
+	t0 = now_s();
+	while (acks_of(&p.b) == b0 && now_s() < t0 + 10) {
+		iwe_qp_progress_rx(p.b.qp);
+		usleep(100);
+	}
+	dt = now_s() - t0;
+	iwe_trp_stats(p.b.qp, &st);
+	CHECK(st.acks_sent == b0 + 1 && st.dup_rcvd == dup0 && dt >= 0.0045,
+	      "an unanswered Send is acknowledged after the delay (%.1f ms), "
+	      "before the sender's retransmission", dt * 1000);
+	pair_close(&p);
+}
+
 int main(void)
 {
 	dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
@@ -613,6 +740,7 @@ int main(void)
 	fin_and_lost_peer();
 	slow_receiver();
 	lost_for_good();
+	delayed_ack();
 	iwe_device_close(dev);
 	return tap_done();
 }
