@@ -932,6 +932,15 @@ static int trp_tx_blocked(const struct iwe_qp_priv *q)
 	return t && t->blocked && (t->snd_sent != t->snd_nxt || t->nretx);
 }
 
+/* A Send completes once sent, but a graceful close waits until the peer
+ * has everything (doc/trp.md "Close"). */
+static int trp_tx_unacked(const struct iwe_qp_priv *q)
+{
+	const struct trp *t = trp_of(q);
+
+	return t && !t->ending && !t->quiet && t->snd_una != t->snd_nxt;
+}
+
 /* The QP is failing: packets not yet sent never go (their PSNs are
  * given back), sent ones are kept but not retransmitted -- only a
  * Terminate queued from now on goes out, once. */
@@ -966,6 +975,7 @@ const struct iwe_llp_ops iwe_llp_trp = {
 	.tx_add = trp_tx_add,
 	.tx_write = trp_tx_write,
 	.tx_blocked = trp_tx_blocked,
+	.tx_unacked = trp_tx_unacked,
 	.tx_detach = trp_tx_detach,
 	.rx_progress = trp_rx_progress,
 	.rx_idle = trp_rx_idle,

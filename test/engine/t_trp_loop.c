@@ -638,17 +638,21 @@ static void delayed_ack(void)
 	iwe_qp_progress_rx(p.a.qp);
 	CHECK(next_wc(p.a.scq, 2, IBV_WC_SUCCESS, NULL),
 	      "a Send completes once sent, before the peer has read it");
+	CHECK(!iwe_qp_tx_drained(p.a.qp),
+	      "but the send side is not drained until it is acknowledged "
+	      "(a graceful close waits for that)");
 	CHECK(drive_until(&p.b, p.b.rcq, 1) && next_wc(p.b.rcq, 1,
 						       IBV_WC_SUCCESS, NULL),
 	      "and arrives");
-
-	/* b holds its ack of that Send (5 ms): let it go first, so that
-	 * nothing but this test drives b. */
-	b0 = acks_of(&p.b);
-	for (i = 0; i < 1000 && acks_of(&p.b) == b0; i++) {
+	for (i = 0; i < 1000 && !iwe_qp_tx_drained(p.a.qp); i++) {
 		iwe_qp_progress_rx(p.b.qp);
+		iwe_qp_progress_rx(p.a.qp);
 		usleep(100);
 	}
+	CHECK(iwe_qp_tx_drained(p.a.qp), "drained once acknowledged");
+
+	/* b's held ack of that Send went (a is drained): now nothing but
+	 * this test drives b. */
 	post_send1(&p.a, 3, IBV_WR_RDMA_WRITE, 0, 100, (uintptr_t)p.b.buf,
 		   p.b.mr->rkey);
 	for (i = 0; i < 5; i++)
