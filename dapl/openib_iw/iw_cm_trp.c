@@ -299,22 +299,48 @@ int cm_trp_port_recv(struct cm_port *p, uint8_t *buf, size_t cap,
 	return 1;
 }
 
-int cm_trp_peer_socket(struct cm_port *p, const struct sockaddr_in *from)
+/* A socket bound to port p (on addr, or on the wildcard address when
+ * wild) and connected to the peer, or -1. */
+static int peer_socket_on(const struct sockaddr_in *addr, uint16_t port,
+			  int wild, const struct sockaddr_in *peer)
 {
-	struct sockaddr_in a = p->dev->attr.addr;
+	struct sockaddr_in a = *addr, got;
+	socklen_t gl = sizeof(got);
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 
 	if (fd < 0)
 		return -1;
-	a.sin_port = htons(p->port);
+	a.sin_port = htons(port);
+	if (wild)
+		a.sin_addr.s_addr = htonl(INADDR_ANY);
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    connect(fd, (const struct sockaddr *)from, sizeof(*from)) < 0) {
+	    connect(fd, (const struct sockaddr *)peer, sizeof(*peer)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&got, &gl) < 0 ||
+	    got.sin_addr.s_addr != addr->sin_addr.s_addr) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* Between bind and connect, a socket bound to the listener's own address
+ * and port ties with the listener, and the kernel gives the newer one
+ * the datagrams of every peer: another peer's request or first packet
+ * (its RTR) would land in this socket and be lost until retransmitted
+ * (at least the 20 ms RTO; dtestcm's 1000 connections saw one connection
+ * established 8 disconnects late).  Bound to the wildcard address first,
+ * the socket loses to the listener until it is connected (then it wins:
+ * connect binds it to the address the route gives); when that is not
+ * the device's address (several addresses on the link), it is bound to
+ * the device's address as before. */
+int cm_trp_peer_socket(struct cm_port *p, const struct sockaddr_in *from)
+{
+	int fd = peer_socket_on(&p->dev->attr.addr, p->port, 1, from);
+
+	return fd >= 0 ? fd : peer_socket_on(&p->dev->attr.addr, p->port, 0,
+					     from);
 }
 
 /* The peer's PSN and credits from its I packet, and our own ISN: the
