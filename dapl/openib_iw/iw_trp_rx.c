@@ -280,9 +280,9 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
  * most: checked by a poller's next rounds (a poller holding the QP's
  * lease; when it stops, the progress thread takes over), else by the
  * progress thread's timer -- and ended early when the consumer arms its
- * CQ to sleep (trp_rx_idle).  Anything
- * else -- a second packet, a hole, a duplicate, the F, reopened
- * credits, held data -- is acknowledged at once. */
+ * CQ to sleep (trp_rx_idle).  Anything else -- a second packet, a hole,
+ * a duplicate, the F, reopened credits, held data -- is acknowledged at
+ * once. */
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 {
 	uint64_t now = trp_now_ns();
