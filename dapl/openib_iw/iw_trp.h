@@ -34,7 +34,7 @@
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
-#define TRP_ACK_DELAY_US   200u		/* a pure ack held for an answer
+#define TRP_ACK_DELAY_US   0u		/* a pure ack held for an answer
 					 * (IWDAPL_TRP_ACK_DELAY_US) */
 #define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a
 					 * held ack must not draw a
@@ -68,7 +68,6 @@ struct trp_txp {
 	uint32_t len;
 	uint64_t sent_ns;		/* last transmission, 0: never */
 	uint8_t token;			/* a DDP segment of iw_tx.c */
-	uint8_t early;			/* its token is done once sent */
 	uint8_t sacked;
 	uint8_t retx;			/* retransmissions so far */
 	uint8_t fast;			/* fast-retransmitted since the RTO */
@@ -94,8 +93,7 @@ struct trp {
 	uint32_t snd_una, snd_sent, snd_nxt;
 	uint32_t peer_limit;		/* highest PSN the peer accepts */
 	uint32_t peer_ack;		/* newest ack PSN seen */
-	uint32_t done;			/* tokens done, unreported */
-	uint32_t snd_rep;		/* tokens of earlier PSNs are done */
+	uint32_t done;			/* tokens acknowledged, unreported */
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
 	int gso;			/* UDP GSO in use */

@@ -5,11 +5,12 @@
  * into a buffer of the transmit ring when it is queued and stays there
  * until the peer's cumulative ack covers it, so a retransmission never
  * reads consumer memory and a WR may complete or be flushed at any time.
- * A DDP segment is reported done (its token, iw_tx.c) once sent, as over
- * MPA -- except an RDMA Write's, done only once acknowledged: a non-fatal
- * Terminate must still find its WR (iw_trp_term.c).  Tokens are reported
- * in PSN order.  The ack PSN and credits of a packet are written each
- * time it goes out, so every packet carries the newest acknowledgement.
+ * A DDP segment is reported done (its token, iw_tx.c) only once
+ * acknowledged: a non-fatal Terminate must still find its WR
+ * (iw_trp_term.c), and a Send that completed must reach the peer even if
+ * the QP fails right after (an abrupt close retransmits nothing).  The
+ * ack PSN and credits of a packet are written each time it goes out, so
+ * every packet carries the newest acknowledgement.
  *
  * Retransmission: one timer per QP (RFC 6298: SRTT/RTTVAR, Karn's rule
  * -- no sample from a retransmitted packet --, bounds TRP_RTO_MIN_US and
@@ -244,25 +245,6 @@ static void vec_unsent(struct trp *t, const struct txvec *v, int sent,
 	}
 }
 
-/* Report, in order, the tokens of sent packets that are done once sent
- * (an RDMA Write's unacknowledged segment stops the walk). */
-static void report_sent(struct trp *t)
-{
-	if (iw_psn_lt(t->snd_rep, t->snd_una))
-		t->snd_rep = t->snd_una;
-	while (t->snd_rep != t->snd_sent) {
-		struct trp_txp *p = slot(t, t->snd_rep);
-
-		if (p->token && !p->early)
-			break;
-		if (p->token) {
-			p->token = 0;
-			t->done++;
-		}
-		t->snd_rep++;
-	}
-}
-
 void trp_ack_sent(struct trp *t)
 {
 	t->ack_due = 0;
@@ -312,7 +294,6 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	    !t->test.dup)
 		vec_unsent(t, &v, sent, &newc);
 	t->snd_sent += newc;
-	report_sent(t);
 	t->st.sent += (uint64_t)sent;
 	q->stats.retransmits += (unsigned)sent < nre ? (unsigned)sent : nre;
 	if (sent)
@@ -458,7 +439,6 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
 	while (iw_psn_le(t->snd_una, ack))
 		retire_oldest(t, q, &sent, &clean);
-	report_sent(t);
 	partial_ack(t);
 	now = trp_now_ns();
 	/* Karn: no sample from a range that needed a retransmission (its
@@ -749,7 +729,7 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	if (!t->tx || trp_rx_attach(t, s->rx_psn))
 		return ENOMEM;
 	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
-	t->snd_una = t->snd_sent = t->snd_nxt = t->snd_rep = s->tx_psn;
+	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
 	t->peer_ack = s->tx_psn - 1;
 	t->peer_limit = t->peer_ack + s->peer_credits;
 	t->rto_us = TRP_RTO_INIT_US;
@@ -891,7 +871,6 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 {
 	struct trp *t = trp_of(q);
 	struct trp_txp *p = slot(t, t->snd_nxt);
-	uint16_t ctrl;
 	uint8_t *b;
 
 	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
@@ -906,9 +885,6 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	}
 	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
 	p->token = 1;
-	ctrl = (uint16_t)(s->hdr[0] << 8 | s->hdr[1]);
-	p->early = !(iw_ctrl_tagged(ctrl) &&
-		     iw_ctrl_opcode(ctrl) == IW_OP_WRITE);
 	p->fatal_term = (uint8_t)trp_term_outgoing(q, p->buf + IW_TRP_HDR_LEN,
 						   s->hdr_len + s->pay_len);
 	t->snd_nxt++;
@@ -932,8 +908,8 @@ static int trp_tx_blocked(const struct iwe_qp_priv *q)
 	return t && t->blocked && (t->snd_sent != t->snd_nxt || t->nretx);
 }
 
-/* A Send completes once sent, but a graceful close waits until the peer
- * has everything (doc/trp.md "Close"). */
+/* A graceful close waits until the peer has everything (doc/trp.md
+ * "Close"). */
 static int trp_tx_unacked(const struct iwe_qp_priv *q)
 {
 	const struct trp *t = trp_of(q);

@@ -17,8 +17,8 @@
  *    nothing after it;
  *  - the peer's F ends the stream (ENOTCONN), and a peer that stops
  *    answering ends it with ETIMEDOUT after the retransmission limit;
- *  - Send completions at transmission, Write completions at the ack,
- *    and delayed acks (an answered Send sends no pure ack). */
+ *  - completions at the ack, and delayed acks (an answered Send sends
+ *    no pure ack). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -617,10 +617,9 @@ static void drain(struct iwe_cq *cq)
 
 /* Completions and delayed acks (doc/trp.md, "Acknowledging" and
  * "Sending"), with the longest hold (5 ms) so that a scheduler delay
- * hardly ever ends one:
- * a Send completes once sent, a Write once acknowledged; a Send that is
- * answered is acknowledged by the answer alone; a lone unanswered Send
- * is acknowledged after the delay, two packets at once. */
+ * hardly ever ends one: a Send or Write completes once acknowledged; a
+ * Send that is answered is acknowledged by the answer alone; a lone
+ * unanswered Send is acknowledged after the delay, two packets at once. */
 static void delayed_ack(void)
 {
 	struct iwe_trp_stats st;
@@ -636,11 +635,9 @@ static void delayed_ack(void)
 	post_recv1(&p.b, 1, 0, 64);
 	post_send1(&p.a, 2, IBV_WR_SEND, 0, 8, 0, 0);
 	iwe_qp_progress_rx(p.a.qp);
-	CHECK(next_wc(p.a.scq, 2, IBV_WC_SUCCESS, NULL),
-	      "a Send completes once sent, before the peer has read it");
-	CHECK(!iwe_qp_tx_drained(p.a.qp),
-	      "but the send side is not drained until it is acknowledged "
-	      "(a graceful close waits for that)");
+	CHECK(iwe_cq_count(p.a.scq) == 0 && !iwe_qp_tx_drained(p.a.qp),
+	      "a Send sent but not acknowledged: not complete, the send side "
+	      "not drained (an abrupt close after it would lose it)");
 	CHECK(drive_until(&p.b, p.b.rcq, 1) && next_wc(p.b.rcq, 1,
 						       IBV_WC_SUCCESS, NULL),
 	      "and arrives");
@@ -649,7 +646,9 @@ static void delayed_ack(void)
 		iwe_qp_progress_rx(p.a.qp);
 		usleep(100);
 	}
-	CHECK(iwe_qp_tx_drained(p.a.qp), "drained once acknowledged");
+	CHECK(iwe_qp_tx_drained(p.a.qp) &&
+	      next_wc(p.a.scq, 2, IBV_WC_SUCCESS, NULL),
+	      "complete and drained once acknowledged");
 
 	/* b's held ack of that Send went (a is drained): now nothing but
 	 * this test drives b. */
