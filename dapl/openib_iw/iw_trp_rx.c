@@ -17,9 +17,10 @@
  * One exception to the order: a fatal Terminate that arrives early is
  * acted on at once (the peer sends nothing after it, so the gap in front
  * of it may never be filled).  Every batch is acknowledged with one pure
- * ack unless packets going out carry the acknowledgement already -- or
- * unless it is a lone packet that ended a Send: its ack is held back a
- * little (ack_hold), as the consumer's answer would carry it.
+ * ack unless packets going out carry the acknowledgement already -- or,
+ * with the delayed ack on, unless it is a lone packet that ended a Send:
+ * its ack is held back a little (ack_hold), as the answer would carry
+ * it.
  */
 #include <errno.h>
 #include <stdlib.h>
