@@ -67,10 +67,6 @@ struct iwe_llp_ops {
 	int (*tx_write)(struct iwe_qp_priv *q, uint32_t *done);
 	/* Bytes of a started segment are waiting for room in the socket. */
 	int (*tx_blocked)(const struct iwe_qp_priv *q);
-	/* Optional: segments reported done are not yet delivered for sure
-	 * (TRP: unacknowledged packets that will be sent again); the send
-	 * side is not drained until they are. */
-	int (*tx_unacked)(const struct iwe_qp_priv *q);
 	/* The WRs are being flushed and their memory goes back to the
 	 * consumer: keep a copy of the unsent rest of a started segment
 	 * (the peer's framing needs it), drop the segments not started.

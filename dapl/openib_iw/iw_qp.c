@@ -203,15 +203,11 @@ static int run_tx(struct iwe_qp_priv *q)
 	return q->state == IWE_QPS_ERROR ? q->stream_err : 0;
 }
 
-/* Receive, then send what that queued (Read Responses, a Terminate).
- * Acks received may drain the send side (TRP) before run_tx looks. */
+/* Receive, then send what that queued (Read Responses, a Terminate). */
 static int run_io(struct iwe_qp_priv *q)
 {
-	int busy = q->want_drain && iwe_tx_busy(q);
 	int err = run_rx(q), terr = run_tx(q);
 
-	if (busy && !iwe_tx_busy(q))
-		qp_notify(q);
 	update_watch(q);
 	return err ? err : terr;
 }

@@ -443,8 +443,8 @@ void iwe_tx_queue_soft_terminate(struct iwe_qp_priv *q,
 /* The WRs are about to be flushed: the transport stops reading their
  * memory, unsent messages are forgotten. */
 void iwe_tx_detach_wrs(struct iwe_qp_priv *q);
-/* A message is being cut, or segments wait in the transport (TRP: or
- * are not acknowledged yet). */
+/* A message is being cut, or segments wait in the transport (TRP: until
+ * acknowledged). */
 int iwe_tx_busy(const struct iwe_qp_priv *q);
 
 /* ---- iw_rx.c: the receive side of RDMAP/DDP, for the transports */

@@ -158,8 +158,6 @@ static inline struct trp *trp_of(const struct iwe_qp_priv *q)
 uint64_t trp_now_ns(void);
 /* Send a pure ack (with selective-ack blocks) now. */
 void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
-/* Packets going out carried our ack: nothing is owed now. */
-void trp_ack_sent(struct trp *t);
 /* The peer acknowledged up to ack with credits (any packet). */
 void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 		uint32_t credits);

@@ -286,12 +286,18 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
  * once. */
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 {
-	uint64_t now = trp_now_ns();
+	uint64_t now;
 
+	/* The clock only when a hold is possible (every round reads this,
+	 * and the delay is off by default). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    t->rcv_unacked != 1 || !t->rcv_send_end ||
-	    t->rcv_dlv != t->rcv_nxt ||
-	    (t->ack_hold_ns ? now >= t->ack_hold_ns : !heard)) {
+	    t->rcv_dlv != t->rcv_nxt || (!t->ack_hold_ns && !heard)) {
+		t->ack_hold_ns = 0;
+		return;
+	}
+	now = trp_now_ns();
+	if (t->ack_hold_ns && now >= t->ack_hold_ns) {
 		t->ack_hold_ns = 0;
 		return;
 	}

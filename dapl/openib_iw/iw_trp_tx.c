@@ -245,7 +245,8 @@ static void vec_unsent(struct trp *t, const struct txvec *v, int sent,
 	}
 }
 
-void trp_ack_sent(struct trp *t)
+/* Packets going out carried our ack: nothing is owed now. */
+static void ack_sent(struct trp *t)
 {
 	t->ack_due = 0;
 	t->ack_urgent = 0;
@@ -297,7 +298,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	t->st.sent += (uint64_t)sent;
 	q->stats.retransmits += (unsigned)sent < nre ? (unsigned)sent : nre;
 	if (sent)
-		trp_ack_sent(t);	/* every packet carries the ack */
+		ack_sent(t);		/* every packet carries the ack */
 	if (!t->deadline_ns && t->snd_una != t->snd_sent)
 		t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
 	if (quiet && !err) {
@@ -330,7 +331,7 @@ void trp_send_ack(struct trp *t, struct iwe_qp_priv *q)
 	/* Not sequenced: its PSN is the next one we will use. */
 	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, IW_TRP_A, trp_credits(t));
 	if (send(q->fd, b, IW_TRP_HDR_LEN + n, MSG_DONTWAIT) >= 0) {
-		trp_ack_sent(t);
+		ack_sent(t);
 		t->st.acks_sent++;
 	}
 }
@@ -908,15 +909,6 @@ static int trp_tx_blocked(const struct iwe_qp_priv *q)
 	return t && t->blocked && (t->snd_sent != t->snd_nxt || t->nretx);
 }
 
-/* A graceful close waits until the peer has everything (doc/trp.md
- * "Close"). */
-static int trp_tx_unacked(const struct iwe_qp_priv *q)
-{
-	const struct trp *t = trp_of(q);
-
-	return t && !t->ending && !t->quiet && t->snd_una != t->snd_nxt;
-}
-
 /* The QP is failing: packets not yet sent never go (their PSNs are
  * given back), sent ones are kept but not retransmitted -- only a
  * Terminate queued from now on goes out, once. */
@@ -951,7 +943,6 @@ const struct iwe_llp_ops iwe_llp_trp = {
 	.tx_add = trp_tx_add,
 	.tx_write = trp_tx_write,
 	.tx_blocked = trp_tx_blocked,
-	.tx_unacked = trp_tx_unacked,
 	.tx_detach = trp_tx_detach,
 	.rx_progress = trp_rx_progress,
 	.rx_idle = trp_rx_idle,

@@ -47,8 +47,7 @@ void iwe_tx_fini(struct iwe_qp_priv *q)
 
 int iwe_tx_busy(const struct iwe_qp_priv *q)
 {
-	return q->tx.kind != IWE_TX_IDLE || q->tx.tok_count != 0 ||
-	       (q->llp && q->llp->tx_unacked && q->llp->tx_unacked(q));
+	return q->tx.kind != IWE_TX_IDLE || q->tx.tok_count != 0;
 }
 
 /* ---------------------------------------------------------- tokens */
