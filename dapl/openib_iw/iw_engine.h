@@ -449,6 +449,8 @@ struct iwe_qp_stats {
 	uint64_t rx_msgs[16], rx_bytes[16];
 	uint64_t tx_segments, rx_segments;
 	uint64_t tx_syscalls, rx_syscalls;	/* sendmsg / recvmsg calls */
+	uint64_t input_wakeups;		/* the progress thread woken for
+					 * input (a poller keeps it low) */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
 	uint64_t retransmits;		/* datagrams sent again (udp) */

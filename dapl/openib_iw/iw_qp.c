@@ -44,7 +44,10 @@ static uint64_t qp_poll_lease_ns(void)
 	return cur;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
-#define QP_LEASE_MAX_NS (100u * 1000u)
+#define QP_LEASE_MAX_NS (1000u * 1000u)
+/* Polls that went on this long are a poller's (longer than a blocking
+ * wait's default spin, IWDAPL_WAIT_SPIN_US): it takes the lease itself. */
+#define QP_TAKE_LEASE_NS (100u * 1000u)
 
 /* Posts closer together than this are a burst: they are sent together
  * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
@@ -230,6 +233,8 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 	 * receive side then reads on to the end of the stream. */
 	if (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 		atomic_store(&q->rx_hup, 1);
+	if (revents & EPOLLIN)
+		atomic_fetch_add(&q->input_wakeups, 1);
 	atomic_store(&q->kick, 1);
 	if (!iwe_qp_trylock(q))
 		return;		/* the holder runs the kick */
@@ -271,7 +276,10 @@ static void lease_cb(struct iwe_prog_timer *t)
 				      q->lease_backoff);
 		return;
 	}
-	q->lease_backoff = 0;
+	/* Lapsed: a poller that comes back at once (it was only
+	 * descheduled or busy) starts where it was, not at the shortest
+	 * look; each lapse halves it. */
+	q->lease_backoff /= 2;
 	atomic_store(&q->lease_off, 0);
 	atomic_store(&q->kick, 1);
 	if (!iwe_qp_trylock(q))
@@ -280,18 +288,54 @@ static void lease_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
+/* Progress thread: a poller took the lease (take_lease); time it. */
+static void lease_task(struct iwe_prog_task *t)
+{
+	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
+						 lease_task);
+
+	iwe_prog_timer_arm_ns(q->prog, &q->lease_timer,
+			      q->lease_backoff > QP_POLL_LEASE_NS ?
+			      q->lease_backoff : QP_POLL_LEASE_NS);
+}
+
+/* QP lock held by a poller: stop the progress thread from being woken
+ * by every datagram or segment the poller reads anyway.  watch_cb does
+ * the same when it wins the lock, but a busy poller nearly always holds
+ * it then, and each arrival woke the progress thread onto a CPU the
+ * pollers need (on 2 cores: a preempted poller per message). */
+static void take_lease(struct iwe_qp_priv *q)
+{
+	if (atomic_load(&q->lease_off) || !q->llp || q->llp->tx_blocked(q))
+		return;
+	atomic_store(&q->lease_off, 1);
+	update_watch(q);
+	iwe_prog_post(q->prog, &q->lease_task);
+}
+
 /* A consumer polled a CQ of this QP empty: drive the QP from its thread.
  * 1 when the transmit side still waits for room in the socket. */
 static int poll_hook(struct iwe_qp_priv *q)
 {
+	uint64_t now = now_ns();
 	int blocked;
 
-	atomic_store(&q->poll_until, now_ns() + QP_POLL_LEASE_NS);
+	/* A streak of polls starts after an arm, or after a pause longer
+	 * than a poller's descheduling. */
+	if (atomic_exchange(&q->poll_until, now + QP_POLL_LEASE_NS) +
+	    QP_TAKE_LEASE_NS <= now)
+		atomic_store(&q->poll_since, now);
 	if (!q->prog || !iwe_qp_trylock(q))
 		return 0;
 	atomic_store(&q->kick, 0);
-	if (q->watch.fd >= 0)
+	if (q->watch.fd >= 0) {
 		run_io(q);
+		/* Not in a blocking wait's short spin: it arms and sleeps
+		 * soon, and the lease would only cost the progress thread
+		 * wake-ups to time it. */
+		if (now - atomic_load(&q->poll_since) >= QP_TAKE_LEASE_NS)
+			take_lease(q);
+	}
 	blocked = q->llp && q->llp->tx_blocked(q);
 	iwe_qp_release(q, 1);
 	return blocked;
@@ -476,6 +520,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->watch.fd = -1;
 	q->watch.cb = watch_cb;
 	q->lease_timer.cb = lease_cb;
+	q->lease_task.fn = lease_task;
 	q->defer_task.fn = defer_task;
 	q->defer_timer.cb = defer_timer_cb;
 	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
@@ -501,6 +546,7 @@ static void unwatch(void *arg)
 
 	iwe_qp_lock(q);
 	iwe_prog_watch_del(q->prog, &q->watch);
+	iwe_prog_unpost(q->prog, &q->lease_task);
 	iwe_prog_timer_cancel(q->prog, &q->lease_timer);
 	iwe_prog_unpost(q->prog, &q->defer_task);
 	iwe_prog_timer_cancel(q->prog, &q->defer_timer);
@@ -892,6 +938,7 @@ void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st)
 
 	iwe_qp_lock(q);
 	*st = q->stats;
+	st->input_wakeups = atomic_load(&q->input_wakeups);
 	iwe_qp_unlock(q);
 }
 

@@ -282,11 +282,14 @@ struct iwe_qp_priv {
 	struct iwe_prog_watch watch;	/* EPOLLET; its interest changes
 					 * under the QP lock, any thread */
 	struct iwe_prog_timer lease_timer;
+	struct iwe_prog_task lease_task;	/* a poller took the lease */
+	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
 	void (*notify)(void *arg);
 	void *notify_arg;
 	/* Polling: until this CLOCK_MONOTONIC time (ns) a consumer drives
 	 * the receive side itself and the progress thread stays out. */
 	_Atomic uint64_t poll_until;
+	_Atomic uint64_t poll_since;	/* the streak of polls began */
 	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
 					 * (only with the lease timer armed) */
 	uint64_t lease_backoff;		/* progress thread: next look, ns */

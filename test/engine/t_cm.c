@@ -515,6 +515,79 @@ static void test_bulk_not_held(void)
 	cpair_close(&p);
 }
 
+/* A consumer spinning on its receive CQ reads the input itself: the
+ * progress thread must not be woken for each message as well (it took a
+ * CPU from the pollers, one preemption per message on 2 cores). */
+#define POLLED_MSGS 1000
+
+static struct cpair pl_pair;
+
+struct cq_poller {
+	struct side *s;
+	int want;
+	atomic_int got, stop;
+};
+
+static void *cq_poller_run(void *arg)
+{
+	struct cq_poller *pl = arg;
+	struct ibv_wc wc;
+
+	while (!atomic_load(&pl->stop) && atomic_load(&pl->got) < pl->want) {
+		if (iwe_poll_cq(pl->s->rcq, 1, &wc) != 1)
+			continue;
+		post_recv1(pl->s, wc.wr_id, 0, 4096);
+		atomic_fetch_add(&pl->got, 1);
+	}
+	return NULL;
+}
+
+static void test_poller_keeps_input(void)
+{
+	struct cq_poller pl = { 0 };
+	struct iwe_qp_stats st;
+	struct ibv_wc wc;
+	pthread_t th;
+	int i, sent = 0;
+
+	cpair_open(&pl_pair);
+	pl_pair.ap = cm_params(2, 0, IW_RTR_WRITE);
+	pl_pair.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&pl_pair, 31172, 4, 4, "poller"),
+	      "poller: connected");
+	pl.s = &pl_pair.b;
+	/* valgrind switches threads slowly and times nothing: a few. */
+	pl.want = under_valgrind() ? 20 : POLLED_MSGS;
+	pthread_create(&th, NULL, cq_poller_run, &pl);
+	for (i = 0; i < pl.want; i++) {
+		if (post_send1(&pl_pair.a, 100 + i, IBV_WR_SEND, 8192, 8, 0, 0,
+			       IBV_SEND_SIGNALED) ||
+		    !wait_cq(pl_pair.a.scq, 1) || !poll1(pl_pair.a.scq, &wc))
+			break;
+		sent++;
+		/* One at a time: the poller reposts each receive. */
+		for (long t = 0; t < 100L * WAIT_MS &&
+		     atomic_load(&pl.got) < sent; t++)
+			usleep(10);
+		if (atomic_load(&pl.got) < sent)
+			break;
+	}
+	atomic_store(&pl.stop, 1);
+	pthread_join(th, NULL);
+	iwe_qp_query_stats(pl_pair.b.qp, &st);
+	CHECK(sent == pl.want && atomic_load(&pl.got) == sent,
+	      "poller: %d of %d Sends received by the polling thread",
+	      atomic_load(&pl.got), sent);
+	CHECK(under_valgrind() || st.input_wakeups < POLLED_MSGS / 20,
+	      "poller: the progress thread was woken for input %llu times "
+	      "for %d messages read by a poller (at most %d)",
+	      (unsigned long long)st.input_wakeups, sent, POLLED_MSGS / 20);
+	CHECK(iwe_cm_disconnect(pl_pair.ca, 1) == 0 &&
+	      wait_type(&pl_pair.lb, 1, IWE_CM_DISCONNECTED),
+	      "poller: disconnected");
+	cpair_close(&pl_pair);
+}
+
 /* A raw initiator establishes by hand, then dies inside an FPDU. */
 static void test_peer_dies(void)
 {
@@ -712,6 +785,7 @@ int main(void)
 	test_addrinuse();
 	test_abrupt();
 	test_bulk_not_held();
+	test_poller_keeps_input();
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();

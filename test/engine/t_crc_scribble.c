@@ -167,16 +167,6 @@ static void test_copy_crc(void)
 	CHECK(ok, "iw_crc32c_copy / _copy_src copy and chain the CRC");
 }
 
-/* valgrind runs one thread at a time, and this test is three spinning
- * threads racing: it cannot finish in bounded time there.  Its memory
- * safety is checked by the ASan/UBSan build instead. */
-static int under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload") != NULL;
-}
-
 int main(void)
 {
 	if (under_valgrind()) {

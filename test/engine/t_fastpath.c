@@ -169,15 +169,6 @@ static void run(uint32_t size, int crc, uint64_t n)
 	free(r);
 }
 
-/* valgrind runs one thread at a time: three spinning threads cannot
- * finish in bounded time there.  The ASan build covers memory safety. */
-static int under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload") != NULL;
-}
-
 int main(void)
 {
 	static const uint32_t sizes[] = { 64, 256, 1024, 4096, 8192 };
