@@ -49,10 +49,12 @@ struct mpa_tx {
 	int iovcnt, iov_first;		/* iov[iov_first..iovcnt) unwritten */
 	size_t len, sent;		/* batch bytes, bytes written */
 	int more;			/* the last FPDU's message goes on */
-	char *stage;			/* CRC staging, MPA_TX_BATCH_BYTES */
+	char *stage;			/* CRC staging, MPA_TX_BATCH_BYTES,
+					 * allocated at its first use */
 	size_t stage_used;
 	char *bounce;			/* a detached FPDU's unsent rest */
-	int fault;			/* a payload was not mapped: EFAULT */
+	int fault;			/* EFAULT: a payload was not mapped;
+					 * ENOMEM: no staging buffer */
 };
 
 static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
@@ -120,7 +122,7 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	uint16_t len_be = iw_be16((uint16_t)ulpdu);
 	uint8_t *trl;
 	uint32_t crc = 0;
-	int iov_mark = b->iovcnt;
+	int iov_mark = b->iovcnt, fault = EFAULT;
 
 	if (b->fault)
 		return;		/* the QP fails at the next write */
@@ -140,8 +142,14 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	} else {
 		iov_push(b, f->head, hbytes);
 		if (q->crc) {
-			char *dst = b->stage + b->stage_used;
+			char *dst;
 
+			if (!b->stage &&
+			    !(b->stage = malloc(MPA_TX_BATCH_BYTES))) {
+				fault = ENOMEM;
+				goto fault;
+			}
+			dst = b->stage + b->stage_used;
 			crc = iw_crc32c(0, f->head, hbytes);
 			if (copy_payload(s, (uint8_t *)dst, 1, &crc))
 				goto fault;
@@ -166,7 +174,7 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 fault:
 	/* Not sent: the FPDUs before it go, then the QP fails. */
 	b->iovcnt = iov_mark;
-	b->fault = 1;
+	b->fault = fault;
 }
 
 /* ---------------------------------------------------------- writing */
@@ -228,8 +236,8 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 	if (b->len && b->sent == b->len)
 		batch_reset(b);
 	if (!err && b->fault) {
+		err = b->fault;
 		b->fault = 0;	/* said once: a Terminate may follow */
-		err = EFAULT;
 	}
 	return err;
 }
@@ -307,10 +315,7 @@ static int mpa_attach(struct iwe_qp_priv *q)
 {
 	struct mpa_tx *b = calloc(1, sizeof(*b));
 
-	if (!b || (q->crc && !(b->stage = malloc(MPA_TX_BATCH_BYTES))) ||
-	    iwe_mpa_rx_attach(q)) {
-		if (b)
-			free(b->stage);
+	if (!b || iwe_mpa_rx_attach(q)) {
 		free(b);
 		return ENOMEM;
 	}
