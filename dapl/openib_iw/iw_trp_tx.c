@@ -969,9 +969,17 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 	t = q->llp == &iwe_llp_trp ? trp_of(q) : NULL;
 	if (t && q->fd >= 0 && !t->quiet) {
 		if (q->state == IWE_QPS_ERROR || t->ending ||
-		    queue_ctl(t, IW_TRP_F, NULL, 0))
+		    queue_ctl(t, IW_TRP_F, NULL, 0)) {
+			/* An abrupt close sends its F once.  A held ack goes
+			 * on its own first: two chances, not one, that the
+			 * peer learns its last Sends came (else it resends
+			 * them to a closed port and ends BROKEN). */
+			if (t->ack_hold_ns) {
+				t->ack_hold_ns = 0;
+				trp_send_ack(t, q);
+			}
 			send_fin_once(t, q);
-		else
+		} else
 			trp_flush(t, q);
 		trp_timer_sync(t);
 	}

@@ -714,6 +714,28 @@ static void delayed_ack(void)
 	CHECK(st.acks_sent == b0 + 1 && st.dup_rcvd == dup0 && dt >= 0.0045,
 	      "an unanswered Send is acknowledged after the delay (%.1f ms), "
 	      "before the sender's retransmission", dt * 1000);
+
+	/* An abrupt close while an ack is held: the ack goes on its own,
+	 * then the best-effort F carries it again. */
+	for (i = 0; i < 1000 && !iwe_qp_tx_drained(p.a.qp); i++) {
+		iwe_qp_progress_rx(p.a.qp);
+		usleep(100);
+	}
+	drain(p.a.scq);
+	drain(p.b.rcq);
+	post_recv1(&p.b, 40, 0, 64);
+	post_send1(&p.a, 41, IBV_WR_SEND, 0, 8, 0, 0);
+	iwe_qp_progress_rx(p.a.qp);
+	ok = drive_until(&p.b, p.b.rcq, 1);
+	b0 = acks_of(&p.b);
+	iwe_modify_qp(p.b.qp, IWE_QPS_ERROR);
+	iwe_trp_send_fin(p.b.qp);
+	CHECK(ok && acks_of(&p.b) == b0 + 1,
+	      "an abrupt close sends a held ack on its own before the F "
+	      "(%llu pure acks)", (unsigned long long)(acks_of(&p.b) - b0));
+	CHECK(drive_until(&p.a, p.a.scq, 1) &&
+	      next_wc(p.a.scq, 41, IBV_WC_SUCCESS, NULL),
+	      "and the peer's Send completes");
 	pair_close(&p);
 }
 
