@@ -45,6 +45,8 @@
 #define TRP_BATCH          32u		/* packets per sendmmsg/recvmmsg */
 #define TRP_GSO_MAX        32		/* packets per UDP GSO send */
 #define TRP_GSO_BYTES      60000u	/* and bytes */
+#define TRP_GRO_BUFS       4u		/* coalesced datagrams per recvmmsg */
+#define TRP_GRO_LEN        65536u	/* the largest UDP datagram, rounded */
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
 #define TRP_MIN_MTU        576u
 #define TRP_MAX_MTU        65535u
@@ -97,6 +99,7 @@ struct trp {
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
 	int gso;			/* UDP GSO in use */
+	int gro;			/* UDP GRO asked of the socket */
 	int ending;			/* the QP failed: no retransmission */
 	int quiet;			/* a fatal Terminate went out */
 	int gate;			/* responder: our reply is unacked */
@@ -179,8 +182,8 @@ void trp_timer_sync(struct trp *t);
 uint32_t trp_credits(const struct trp *t);
 
 /* ---- iw_trp_rx.c */
-int trp_rx_attach(struct trp *t, uint32_t rx_psn);
-void trp_rx_detach(struct trp *t);
+int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn);
+void trp_rx_detach(struct trp *t, int fd);
 int trp_rx_progress(struct iwe_qp_priv *q);
 /* llp rx_idle: a held ack goes now. */
 void trp_rx_idle(struct iwe_qp_priv *q);

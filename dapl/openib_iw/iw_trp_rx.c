@@ -23,14 +23,23 @@
  * it.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 
 #include "iw_trp.h"
 
-int trp_rx_attach(struct trp *t, uint32_t rx_psn)
+int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn)
 {
+	int one = 1;
+
+	/* GRO (Linux 5.0): a run of equal datagrams -- a GSO send over
+	 * loopback or a veth, or what a NIC coalesced -- comes as one,
+	 * instead of one trip through the stack each. */
+	t->gro = fd >= 0 &&
+		 !setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	t->rx = calloc(t->rx_cap, sizeof(*t->rx));
 	t->rx_len = calloc(t->rx_cap, sizeof(*t->rx_len));
 	t->pool_cap = t->rx_cap + TRP_BATCH;
@@ -39,8 +48,14 @@ int trp_rx_attach(struct trp *t, uint32_t rx_psn)
 	return t->rx && t->rx_len && t->pool ? 0 : ENOMEM;
 }
 
-void trp_rx_detach(struct trp *t)
+void trp_rx_detach(struct trp *t, int fd)
 {
+	int zero = 0;
+
+	/* The socket may go back to its owner (SSP): as it came. */
+	if (t->gro && fd >= 0)
+		setsockopt(fd, SOL_UDP, UDP_GRO, &zero, sizeof(zero));
+	t->gro = 0;
 	for (uint32_t i = 0; t->rx && i < t->rx_cap; i++)
 		free(t->rx[i]);
 	for (uint32_t i = 0; i < t->npool; i++)
@@ -275,6 +290,109 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 	return r;
 }
 
+/* The GRO receive area: per thread (whoever drives a QP reads into it),
+ * so an idle connection carries none of it. */
+static pthread_key_t gro_key;
+static pthread_once_t gro_once = PTHREAD_ONCE_INIT;
+
+static void gro_key_make(void)
+{
+	if (pthread_key_create(&gro_key, free))
+		abort();	/* EAGAIN: out of keys at library load */
+}
+
+static uint8_t *gro_area(void)
+{
+	uint8_t *a;
+
+	pthread_once(&gro_once, gro_key_make);
+	a = pthread_getspecific(gro_key);
+	if (!a && (a = malloc(TRP_GRO_BUFS * TRP_GRO_LEN)) &&
+	    pthread_setspecific(gro_key, a)) {
+		free(a);
+		a = NULL;
+	}
+	return a;
+}
+
+/* The segment size of a coalesced datagram, 0 if it is a plain one. */
+static uint32_t gro_size(struct msghdr *h)
+{
+	struct cmsghdr *c;
+	int v;
+
+	for (c = CMSG_FIRSTHDR(h); c; c = CMSG_NXTHDR(h, c))
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+		    c->cmsg_len >= CMSG_LEN(sizeof(v))) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v > 0 ? (uint32_t)v : 0;
+		}
+	return 0;
+}
+
+/* One datagram as read with GRO: its packets, each copied into a packet
+ * buffer (a kept one lives in the reorder buffer like any other). */
+static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
+			 const uint8_t *d, uint32_t len, uint32_t seg,
+			 int *err)
+{
+	uint32_t off, n;
+	uint8_t *b;
+
+	if (!seg || seg > len)
+		seg = len;
+	for (off = 0; off < len && !*err; off += n) {
+		n = len - off < seg ? len - off : seg;
+		if (n > t->pkt_max)
+			return;	/* larger than we take: not a peer's */
+		b = pool_get(t);
+		if (!b) {
+			*err = ENOMEM;
+			return;
+		}
+		memcpy(b, d + off, n);
+		if (!rx_packet(t, q, b, n, err))
+			pool_put(t, b);
+	}
+}
+
+/* One recvmmsg of up to TRP_GRO_BUFS datagrams, coalesced or not.
+ * Returns the datagrams read, *err as rx_batch. */
+static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, int *err)
+{
+	struct mmsghdr mm[TRP_GRO_BUFS];
+	struct iovec iov[TRP_GRO_BUFS];
+	char cb[TRP_GRO_BUFS][CMSG_SPACE(sizeof(int))];
+	uint8_t *area = gro_area();
+	int r, i;
+
+	if (!area) {
+		*err = ENOMEM;
+		return 0;
+	}
+	memset(mm, 0, sizeof(mm));
+	for (i = 0; i < (int)TRP_GRO_BUFS; i++) {
+		iov[i] = (struct iovec){ area + i * TRP_GRO_LEN, TRP_GRO_LEN };
+		mm[i].msg_hdr.msg_iov = &iov[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+		mm[i].msg_hdr.msg_control = cb[i];
+		mm[i].msg_hdr.msg_controllen = sizeof(cb[i]);
+	}
+	do {
+		r = recvmmsg(q->fd, mm, TRP_GRO_BUFS, MSG_DONTWAIT, NULL);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			*err = errno;
+		return 0;
+	}
+	for (i = 0; i < r && !*err; i++)
+		if (!(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
+			rx_coalesced(t, q, iov[i].iov_base, mm[i].msg_len,
+				     gro_size(&mm[i].msg_hdr), err);
+	return r;
+}
+
 /* Delayed ack (doc/trp.md, "Acknowledging"): a lone in-order packet
  * that ended a Send and was delivered is likely answered soon, and the
  * answer carries the ack.  A pure ack waits for it ack_delay_ns at
@@ -331,11 +449,11 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		return 0;
 	err = deliver(t, q);
 	while (!err) {
-		n = rx_batch(t, q, &err);
+		n = t->gro ? rx_batch_gro(t, q, &err) : rx_batch(t, q, &err);
 		heard |= n > 0;
 		if (!err)
 			err = deliver(t, q);
-		if (n < (int)TRP_BATCH)
+		if (n < (int)(t->gro ? TRP_GRO_BUFS : TRP_BATCH))
 			break;
 	}
 	if (!err)

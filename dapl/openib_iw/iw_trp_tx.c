@@ -727,7 +727,7 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	struct iwe_device *dev = q->pub.pd->dev;
 
 	t->tx = calloc(t->tx_cap, sizeof(*t->tx));
-	if (!t->tx || trp_rx_attach(t, s->rx_psn))
+	if (!t->tx || trp_rx_attach(t, q->fd, s->rx_psn))
 		return ENOMEM;
 	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
 	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
@@ -787,7 +787,7 @@ static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
 	err = trp_setup(t, q, start);
 	if (err) {
 		tx_free(t);
-		trp_rx_detach(t);
+		trp_rx_detach(t, q->fd);
 		pthread_mutex_destroy(&t->mx);
 		free(t);
 		return err;
@@ -832,7 +832,7 @@ static void trp_detach(struct iwe_qp_priv *q)
 	t->q = NULL;		/* the timer leaves the QP alone from now */
 	pthread_mutex_unlock(&t->mx);
 	tx_free(t);
-	trp_rx_detach(t);
+	trp_rx_detach(t, q->fd);
 	q->llp_tx = q->llp_rx = NULL;
 	iwe_prog_post(t->prog, &t->free_task);
 }
