@@ -148,7 +148,8 @@ struct trp {
 	struct iwe_trp_stats {
 		uint64_t sent, retx, fast_retx, rto, dup_rcvd, ooo_rcvd,
 			 acks_sent, hook_drop, hook_dup, hook_reorder,
-			 gso_sends;	/* sends that carried several */
+			 gso_sends,	/* sends that carried several */
+			 gro_rcvd;	/* packets read coalesced (GRO) */
 	} st;
 };
 

@@ -341,6 +341,8 @@ static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
 
 	if (!seg || seg > len)
 		seg = len;
+	else if (seg < len)
+		t->st.gro_rcvd += (len + seg - 1) / seg;
 	for (off = 0; off < len && !*err; off += n) {
 		n = len - off < seg ? len - off : seg;
 		if (n > t->pkt_max)

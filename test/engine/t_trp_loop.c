@@ -330,10 +330,16 @@ static void sweep(const char *what, const char *spec, uint32_t psn_a,
 	if (strstr(spec, "dup:"))
 		CHECK(sb.dup_rcvd > 0, "%s: duplicates arrived and were dropped",
 		      what);
-	if (!*spec && iwe_trp_pkt_max(dev) < 2000)
+	if (!*spec && iwe_trp_pkt_max(dev) < 2000) {
 		CHECK(sa.gso_sends > 0, "%s: datagrams left in UDP GSO sends "
 		      "(%llu), each cut to the path MTU", what,
 		      (unsigned long long)sa.gso_sends);
+		CHECK(sb.gro_rcvd > 0 && sa.gro_rcvd > 0,
+		      "%s: packets read coalesced with UDP GRO on both sides "
+		      "(%llu, %llu) and still intact", what,
+		      (unsigned long long)sa.gro_rcvd,
+		      (unsigned long long)sb.gro_rcvd);
+	}
 	pair_close(&p);
 	iwe_device_set_trp_test(dev, "");
 }
