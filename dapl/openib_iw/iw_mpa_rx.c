@@ -17,7 +17,8 @@
  * (zero copy) -- all but its last RX_ZC_TAIL bytes, which come through
  * the buffer and are placed last, after a release fence, so a poller of
  * the last word still sees it after everything ahead of it.  With no CRC
- * there is nothing to check first.
+ * there is nothing to check first.  (Not a Send on a QP with an SRQ:
+ * see parse.)
  *
  * A segment too short for any DDP header is answered as soon as it is
  * whole (with CRC, once the CRC says it is what the peer sent).
@@ -199,6 +200,7 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 	while (iwe_rx_may_take(q) || m->zc) {
 		uint32_t avail = m->wr - m->rd, ulpdu, flen, hl;
 		const uint8_t *f;
+		uint16_t ctrl;
 
 		if (m->zc) {
 			if (m->zc_left)
@@ -226,11 +228,17 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		if (q->crc || ulpdu < IW_TAGGED_HDR_LEN ||
 		    avail < IW_FPDU_LEN_FIELD + 2)
 			return 0;
-		hl = iwe_rx_hdr_need(be16_at(f + IW_FPDU_LEN_FIELD), ulpdu);
+		ctrl = be16_at(f + IW_FPDU_LEN_FIELD);
+		hl = iwe_rx_hdr_need(ctrl, ulpdu);
 		/* Only payload may still be missing, and plenty of it.  A
 		 * bad header waits for its whole FPDU, as with CRC, so an
-		 * error never depends on how the stream was cut. */
+		 * error never depends on how the stream was cut -- and a
+		 * Send on a QP with an SRQ is not read in place: its header
+		 * check takes a receive from the SRQ, which a refused look
+		 * could not give back (a stream that then ended would flush
+		 * a receive that the same bytes in one piece leave alone). */
 		if (!m->zc_refused && avail >= IW_FPDU_LEN_FIELD + hl &&
+		    (iw_ctrl_tagged(ctrl) || !q->srq) &&
 		    avail < IW_FPDU_LEN_FIELD + ulpdu &&
 		    IW_FPDU_LEN_FIELD + ulpdu - avail > RX_ZC_MIN + RX_ZC_TAIL) {
 			err = zc_start(q, m, ulpdu, hl);
