@@ -34,7 +34,7 @@
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
-#define TRP_ACK_DELAY_US   0u		/* a pure ack held for an answer
+#define TRP_ACK_DELAY_US   50u		/* a pure ack held for an answer
 					 * (IWDAPL_TRP_ACK_DELAY_US) */
 #define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a
 					 * held ack must not draw a
@@ -129,9 +129,9 @@ struct trp {
 	int rcv_send_end;
 	uint64_t ack_hold_ns;
 	uint64_t ack_delay_ns;		/* how long, 0: never held */
-	int ack_hold_timed;		/* held by the progress thread: its
-					 * timer ends the hold (a poller's
-					 * next round or lease does else) */
+	int ack_hold_timed;		/* a QP nobody watches: the timer
+					 * ends the hold (a poller's next
+					 * round or lease end does else) */
 	uint8_t **pool;			/* spare packet buffers */
 	uint32_t npool, pool_cap;
 	/* Non-fatal error in a Write: its later segments are dropped. */

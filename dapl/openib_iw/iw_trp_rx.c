@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/udp.h>
@@ -397,22 +398,28 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, int *err)
 
 /* Delayed ack (doc/trp.md, "Acknowledging"): a lone in-order packet
  * that ended a Send and was delivered is likely answered soon, and the
- * answer carries the ack.  A pure ack waits for it ack_delay_ns at
- * most: checked by a poller's next rounds (a poller holding the QP's
- * lease; when it stops, the progress thread takes over), else by the
- * progress thread's timer -- and ended early when the consumer arms its
- * CQ to sleep (trp_rx_idle).  Anything else -- a second packet, a hole,
- * a duplicate, the F, reopened credits, held data -- is acknowledged at
- * once. */
+ * answer carries the ack.  Held only for a consumer that polls (it holds
+ * the QP's poll lease): a blocking waiter gains nothing from it -- its
+ * wait would only get longer than its spin and end asleep -- nor does
+ * input the progress thread reads.  A pure ack waits ack_delay_ns at
+ * most, checked by the poller's next rounds; when the poller stops, the
+ * lease ends and the progress thread's round sends it, and arming the CQ
+ * sends it at once (trp_rx_idle).  A QP nobody watches (driven by its
+ * caller alone) has the hold timed by the progress thread's timer.
+ * Anything else -- a second packet, a hole, a duplicate, the F,
+ * reopened credits, held data -- is acknowledged at once. */
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 {
+	int polled = !q->prog || (atomic_load(&q->lease_off) &&
+				  !iwe_prog_on_thread(t->prog));
 	uint64_t now;
 
-	/* The clock only when a hold is possible (every round reads this,
-	 * and the delay is off by default). */
+	/* The clock only when a hold is possible (every round passes
+	 * here). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    t->rcv_unacked != 1 || !t->rcv_send_end ||
-	    t->rcv_dlv != t->rcv_nxt || (!t->ack_hold_ns && !heard)) {
+	    t->rcv_dlv != t->rcv_nxt || (!t->ack_hold_ns && !heard) ||
+	    !polled) {
 		t->ack_hold_ns = 0;
 		return;
 	}
@@ -421,12 +428,9 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 		t->ack_hold_ns = 0;
 		return;
 	}
-	if (!t->ack_hold_ns) {
+	if (!t->ack_hold_ns)
 		t->ack_hold_ns = now + t->ack_delay_ns;
-		t->ack_hold_timed = 0;
-	}
-	if (iwe_prog_on_thread(t->prog) || atomic_load(&q->poll_until) <= now)
-		t->ack_hold_timed = 1;
+	t->ack_hold_timed = !q->prog;
 }
 
 void trp_rx_idle(struct iwe_qp_priv *q)

@@ -410,6 +410,66 @@ static void test_established_first(void)
 	cpair_close(&p);
 }
 
+/* ------------------------------------------------------- delayed ack */
+
+static atomic_int g_poll_stop;
+
+static void *spin_poll(void *arg)
+{
+	struct side *s = arg;
+
+	while (!atomic_load(&g_poll_stop))
+		iwe_cq_progress(s->rcq);
+	return NULL;
+}
+
+/* A's Send to B; milliseconds until it completes (acknowledged), or -1. */
+static double send_acked_ms(struct cpair *p, uint64_t id)
+{
+	struct ibv_wc wc;
+	long t0 = now_ms();
+
+	if (post_send1(&p->a, id, IBV_WR_SEND, 8192, 8, 0, 0,
+		       IBV_SEND_SIGNALED) ||
+	    !wait_cq(p->a.scq, 1) || !poll1(p->a.scq, &wc) ||
+	    wc.status != IBV_WC_SUCCESS)
+		return -1;
+	return (double)(now_ms() - t0);
+}
+
+/* The delayed ack (doc/trp.md) holds only for a consumer that polls: a
+ * Send read for a blocking consumer (by the progress thread) is
+ * acknowledged at once, one read by a poller waits for the answer. */
+static void test_ack_polled_only(void)
+{
+	struct ibv_wc wc;
+	struct cpair p;
+	pthread_t th;
+	double ms;
+
+	setenv("IWDAPL_TRP_ACK_DELAY_US", "5000", 1);
+	cpair_open(&p);
+	if (!cpair_establish(&p, "delayed ack", IW_RTR_WRITE))
+		BAIL("delayed ack: no connection");
+	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
+	ms = send_acked_ms(&p, 30);
+	CHECK(ms >= 0 && (under_valgrind() || ms < 4) &&
+	      wait_cq(p.b.rcq, 1) && poll1(p.b.rcq, &wc) && wc.wr_id == 1,
+	      "delayed ack: a Send read for a blocking consumer is "
+	      "acknowledged at once (%.0f ms, the delay is 5)", ms);
+	atomic_store(&g_poll_stop, 0);
+	pthread_create(&th, NULL, spin_poll, &p.b);
+	usleep(2000);	/* polls long enough to be a poller's */
+	ms = send_acked_ms(&p, 31);
+	atomic_store(&g_poll_stop, 1);
+	pthread_join(th, NULL);
+	CHECK(ms >= (under_valgrind() ? 0 : 4) && wait_cq(p.b.rcq, 1) &&
+	      poll1(p.b.rcq, &wc) && wc.wr_id == 2,
+	      "delayed ack: one read by a polling consumer waits for an "
+	      "answer until the delay ends (%.0f ms)", ms);
+	cpair_close(&p);
+}
+
 /* ----------------------------------------------------------------- SSP */
 
 static void test_ssp(void)
@@ -584,6 +644,9 @@ static void test_many(void)
 
 int main(void)
 {
+	/* A poll lease that a descheduled poller on a loaded machine does
+	 * not lose (test_ack_polled_only); read once, at the first poll. */
+	setenv("IWDAPL_POLL_LEASE_US", "2000", 1);
 	g_dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
 	if (!g_dev)
 		BAIL("udp device: %s", strerror(errno));
@@ -594,6 +657,7 @@ int main(void)
 	test_broken();
 	test_service_hdr();
 	test_established_first();
+	test_ack_polled_only();
 	test_ssp();
 	test_many();
 	iwe_device_close(g_dev);
