@@ -149,7 +149,8 @@ struct trp {
 		uint64_t sent, retx, fast_retx, rto, dup_rcvd, ooo_rcvd,
 			 acks_sent, hook_drop, hook_dup, hook_reorder,
 			 gso_sends,	/* sends that carried several */
-			 gro_rcvd;	/* packets read coalesced (GRO) */
+			 gro_rcvd,	/* packets read coalesced (GRO) */
+			 acks_held;	/* pure acks held for an answer */
 	} st;
 };
 

@@ -428,8 +428,10 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 		t->ack_hold_ns = 0;
 		return;
 	}
-	if (!t->ack_hold_ns)
+	if (!t->ack_hold_ns) {
 		t->ack_hold_ns = now + t->ack_delay_ns;
+		t->st.acks_held++;
+	}
 	t->ack_hold_timed = !q->prog;
 }
 

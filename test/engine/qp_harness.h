@@ -227,6 +227,17 @@ static inline int under_valgrind(void)
 	return p && strstr(p, "vgpreload") != NULL;
 }
 
+/* A sanitizer build: several times slower, so a count of scheduler-driven
+ * events (wake-ups) says little there. */
+static inline int under_sanitizer(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+	return 1;
+#else
+	return 0;
+#endif
+}
+
 static inline int post_recv1(struct side *s, uint64_t id, size_t off, uint32_t len)
 {
 	struct ibv_sge sg = { .addr = (uintptr_t)(s->buf + off),
