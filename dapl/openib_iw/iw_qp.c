@@ -317,7 +317,7 @@ static void take_lease(struct iwe_qp_priv *q)
  * 1 when the transmit side still waits for room in the socket. */
 static int poll_hook(struct iwe_qp_priv *q)
 {
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), since;
 	int blocked;
 
 	/* A streak of polls starts after an arm, or after a pause longer
@@ -332,8 +332,10 @@ static int poll_hook(struct iwe_qp_priv *q)
 		run_io(q);
 		/* Not in a blocking wait's short spin: it arms and sleeps
 		 * soon, and the lease would only cost the progress thread
-		 * wake-ups to time it. */
-		if (now - atomic_load(&q->poll_since) >= QP_TAKE_LEASE_NS)
+		 * wake-ups to time it.  (A poller of the QP's other CQ may
+		 * have begun a streak after our now.) */
+		since = atomic_load(&q->poll_since);
+		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
 			take_lease(q);
 	}
 	blocked = q->llp && q->llp->tx_blocked(q);

@@ -249,8 +249,25 @@ static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 	return rx_sequenced(t, q, b, len, f.psn, err);
 }
 
-/* One recvmmsg.  Returns the datagrams read (0: none), *err the
- * socket's error or the first packet's error. */
+/* One recvmmsg, without waiting.  The datagrams read (0: none); *err
+ * the socket's error (ECONNREFUSED: the peer is gone). */
+static int recv_batch(int fd, struct mmsghdr *mm, unsigned n, int *err)
+{
+	int r;
+
+	do {
+		r = recvmmsg(fd, mm, n, MSG_DONTWAIT, NULL);
+	} while (r < 0 && errno == EINTR);
+	if (r < 0) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			*err = errno;
+		r = 0;
+	}
+	return r;
+}
+
+/* One recvmmsg into packet buffers.  Returns the datagrams read (0:
+ * none), *err the socket's error or the first packet's error. */
 static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 {
 	struct mmsghdr mm[TRP_BATCH];
@@ -271,14 +288,7 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 		*err = ENOMEM;
 		return 0;
 	}
-	do {
-		r = recvmmsg(q->fd, mm, (unsigned)n, MSG_DONTWAIT, NULL);
-	} while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			*err = errno;	/* ECONNREFUSED: the peer is gone */
-		r = 0;
-	}
+	r = recv_batch(q->fd, mm, (unsigned)n, err);
 	for (i = 0; i < n; i++) {
 		int kept = 0;
 
@@ -381,14 +391,7 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, int *err)
 		mm[i].msg_hdr.msg_control = cb[i];
 		mm[i].msg_hdr.msg_controllen = sizeof(cb[i]);
 	}
-	do {
-		r = recvmmsg(q->fd, mm, TRP_GRO_BUFS, MSG_DONTWAIT, NULL);
-	} while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
-			*err = errno;
-		return 0;
-	}
+	r = recv_batch(q->fd, mm, TRP_GRO_BUFS, err);
 	for (i = 0; i < r && !*err; i++)
 		if (!(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
 			rx_coalesced(t, q, iov[i].iov_base, mm[i].msg_len,
@@ -408,18 +411,22 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, int *err)
  * caller alone) has the hold timed by the progress thread's timer.
  * Anything else -- a second packet, a hole, a duplicate, the F,
  * reopened credits, held data -- is acknowledged at once. */
+static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
+{
+	return !q->prog || (atomic_load(&q->lease_off) &&
+			    !iwe_prog_on_thread(t->prog));
+}
+
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 {
-	int polled = !q->prog || (atomic_load(&q->lease_off) &&
-				  !iwe_prog_on_thread(t->prog));
 	uint64_t now;
 
-	/* The clock only when a hold is possible (every round passes
-	 * here). */
+	/* The lease and the clock only when a hold is otherwise possible
+	 * (every round passes here). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    t->rcv_unacked != 1 || !t->rcv_send_end ||
 	    t->rcv_dlv != t->rcv_nxt || (!t->ack_hold_ns && !heard) ||
-	    !polled) {
+	    !read_for_poller(t, q)) {
 		t->ack_hold_ns = 0;
 		return;
 	}

@@ -974,10 +974,7 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 			 * on its own first: two chances, not one, that the
 			 * peer learns its last Sends came (else it resends
 			 * them to a closed port and ends BROKEN). */
-			if (t->ack_hold_ns) {
-				t->ack_hold_ns = 0;
-				trp_send_ack(t, q);
-			}
+			trp_rx_idle(q);
 			send_fin_once(t, q);
 		} else
 			trp_flush(t, q);
