@@ -150,6 +150,27 @@ static uint16_t service_port(uint64_t svc)
 					 svc % IWE_CM_SERVICE_PORTS);
 }
 
+/* A connect that a signal interrupts (libFuzzer's timer or its SIGINT)
+ * goes on in the kernel: wait for its outcome rather than call the
+ * interruption a failure. */
+static int connect_wait(int fd, const struct sockaddr_in *a)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int err = 0;
+
+	if (!connect(fd, (const struct sockaddr *)a, sizeof(*a)))
+		return 0;
+	if (errno != EINTR)
+		return -1;
+	while (poll(&p, 1, -1) < 0 && errno == EINTR)
+		;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return -1;
+	errno = err;
+	return err ? -1 : 0;
+}
+
 static int client_connect(uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
@@ -159,7 +180,7 @@ static int client_connect(uint16_t port)
 	FUZZ_CHECK(fd >= 0, "socket: %s", strerror(errno));
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	FUZZ_CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0,
+	FUZZ_CHECK(connect_wait(fd, &a) == 0,
 		   "connect to the listener: %s", strerror(errno));
 	return fd;
 }
