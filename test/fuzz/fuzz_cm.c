@@ -193,7 +193,9 @@ static long now_ms(void)
 	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
-/* Send the input in pieces; a server that closed early ends it. */
+/* Send the input in pieces; a server that closed early ends it (a
+ * signal does not: the rest would go unsent and the check against the
+ * parser would judge bytes the server never saw). */
 static void client_write(int fd, const uint8_t *d, size_t n, unsigned max,
 			 uint32_t rng)
 {
@@ -210,6 +212,8 @@ static void client_write(int fd, const uint8_t *d, size_t n, unsigned max,
 			k = 1 + rng % max < k ? 1 + rng % max : k;
 		}
 		w = send(fd, d + off, k, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;	/* a signal, as in connect_wait */
 		if (w <= 0)
 			return;
 		off += (size_t)w;
