@@ -756,7 +756,7 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_llp_ops *llp, const void *start)
 {
 	IWE_QP_ASSERT_LOCKED(q);
-	int err;
+	int err, watched;
 
 	if ((q->state != IWE_QPS_INIT && q->state != IWE_QPS_RTR) ||
 	    q->fd >= 0)
@@ -771,16 +771,27 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 			     sizeof(q->log_addrs));
 	else
 		iw_log_sock_addrs(fd, q->log_addrs, sizeof(q->log_addrs));
+	/* Watched before the transport sends anything (TRP's accept reply
+	 * goes at attach): the peer's answer then makes the socket ready
+	 * in arrival order, ahead of what the peer did after it on other
+	 * connections.  Registered later, a socket whose RTR was already
+	 * in was queued behind the end of a connection the peer closed
+	 * after that RTR, and ESTABLISHED came after that DISCONNECTED
+	 * (dtestcm's server counts on the order). */
+	watched = o && o->prog &&
+		  !iwe_prog_watch_add(o->prog, &q->watch, fd,
+				      EPOLLET | EPOLLIN | EPOLLRDHUP);
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
+		if (watched)
+			iwe_prog_watch_del(o->prog, &q->watch);
 		q->fd = -1;
 		return err;
 	}
 	q->state = IWE_QPS_RTS;
 	if (o)
 		apply_cm_opts(q, o);
-	if (q->prog && iwe_prog_watch_add(q->prog, &q->watch, fd,
-					  watch_interest(q))) {
+	if (q->prog && !watched) {
 		q->prog = NULL;
 		q->notify = NULL;
 	}

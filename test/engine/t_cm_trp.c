@@ -5,13 +5,15 @@
  * UNREACHABLE, TIMED_OUT (with the request retransmitted), BROKEN by a
  * fatal Terminate, ESTABLISHED before any completion, a service above
  * 65535, Socket Service Points on connected UDP sockets (and the wrong
- * socket type refused untouched), and 100 connections at once on one
- * listener.  TAP output. */
+ * socket type refused untouched), 100 connections at once on one
+ * listener, and a responder's ESTABLISHED not overtaken by the end of a
+ * connection the initiator closed after its RTR.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
 
 #include "cm_harness.h"
 #include "iw_trp.h"
@@ -410,6 +412,140 @@ static void test_established_first(void)
 	cpair_close(&p);
 }
 
+/* ------------------------------------- ESTABLISHED before a later end */
+
+/* The responder's accept reply leaves from inside its QP's attach, on
+ * its device's progress thread.  The test's sendmmsg (the engine's, by
+ * symbol interposition) runs a hook armed by the test right after that
+ * reply went out, with that thread held: the initiator, on another
+ * device with its own thread, answers with its RTR and closes an older
+ * connection to the same responder meanwhile. */
+static atomic_int g_reply_armed, g_reply_hooked;
+static void (*g_reply_fn)(void);
+
+int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	int r = (int)syscall(SYS_sendmmsg, fd, v, n, flags);
+	const struct iovec *io = r > 0 ? v[0].msg_hdr.msg_iov : NULL;
+
+	if (io && io->iov_len >= IW_TRP_HDR_LEN + IW_MPA_KEY_LEN &&
+	    !memcmp((const uint8_t *)io->iov_base + IW_TRP_HDR_LEN,
+		    IW_MPA_KEY_REP, IW_MPA_KEY_LEN) &&
+	    atomic_exchange(&g_reply_armed, 0)) {
+		atomic_store(&g_reply_hooked, 1);
+		g_reply_fn();
+	}
+	return r;
+}
+
+/* Sequence numbers of a passive conn's events, in delivery order. */
+static atomic_int g_seq;
+
+struct seen {
+	atomic_int est, end;
+};
+
+static void seen_event(const struct iwe_cm_event *ev, void *ctx)
+{
+	struct seen *s = ctx;
+
+	if (ev->type == IWE_CM_ESTABLISHED)
+		atomic_store(&s->est, atomic_fetch_add(&g_seq, 1) + 1);
+	else if (ev->type == IWE_CM_DISCONNECTED || ev->type == IWE_CM_BROKEN)
+		atomic_store(&s->end, atomic_fetch_add(&g_seq, 1) + 1);
+}
+
+static int wait_set(atomic_int *v)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (!atomic_load(v) && now_ms() < end)
+		sleep_ms(1);
+	return atomic_load(v) != 0;
+}
+
+/* A pair whose active side lives on another device (its own thread). */
+static void cpair_open_split(struct cpair *p, struct iwe_device *adev)
+{
+	struct iwe_device *d = g_dev;
+
+	cpair_open(p);
+	side_close(&p->a);
+	g_dev = adev;
+	side_fresh(&p->a);
+	g_dev = d;
+}
+
+/* Listen on g_dev, connect with an RTR, accept with 'seen'. */
+static struct rec *split_request(struct cpair *p)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_SEND);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct sockaddr_in dst = lo_addr(0);
+
+	if (iwe_cm_listen_any(g_dev, &p->service, &bp, on_event, &p->lp,
+			      &p->l) ||
+	    iwe_cm_connect(p->a.qp, &dst, p->service, NULL, 0, 3000, &ap,
+			   on_event, &p->la, &p->ca))
+		BAIL("listen/connect");
+	return wait_ev(&p->lp, 0, WAIT_MS);
+}
+
+static struct cpair *g_old, *g_new;
+
+/* Inside the new connection's reply: its initiator is established (so
+ * its RTR is out), then it closes the old connection. */
+static void close_old_after_rtr(void)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (!evlog_count(&g_new->la) && now_ms() < end)
+		sleep_ms(1);
+	iwe_cm_disconnect(g_old->ca, 1);
+	sleep_ms(50);
+}
+
+static void test_established_before_later_end(void)
+{
+	struct iwe_device *adev = iwe_device_open("127.0.0.1",
+						  IWE_TRANSPORT_UDP);
+	struct seen so = { 0 }, sn = { 0 };
+	struct cpair old, new;
+	struct rec *r;
+
+	if (!adev)
+		BAIL("second udp device: %s", strerror(errno));
+	cpair_open_split(&old, adev);
+	cpair_open_split(&new, adev);
+	g_old = &old;
+	g_new = &new;
+	g_reply_fn = close_old_after_rtr;
+	r = split_request(&old);
+	if (r) {
+		old.cb = r->conn;
+		iwe_cm_accept(old.cb, old.b.qp, NULL, 0, seen_event, &so);
+	}
+	CHECK(r && wait_type(&old.la, 0, IWE_CM_ESTABLISHED) &&
+	      wait_set(&so.est), "the older connection is established");
+	r = split_request(&new);
+	if (r) {
+		new.cb = r->conn;
+		atomic_store(&g_reply_armed, 1);
+		iwe_cm_accept(new.cb, new.b.qp, NULL, 0, seen_event, &sn);
+	}
+	CHECK(r && atomic_load(&g_reply_hooked) && wait_set(&sn.est) &&
+	      wait_set(&so.end),
+	      "the hook ran in the reply; both events came (est %d, end %d)",
+	      atomic_load(&sn.est), atomic_load(&so.end));
+	CHECK(atomic_load(&sn.est) && atomic_load(&sn.est) < atomic_load(&so.end),
+	      "ESTABLISHED of a connection whose RTR came first is delivered "
+	      "before the end of one the peer closed after it");
+	atomic_store(&g_reply_armed, 0);
+	cpair_close(&new);
+	cpair_close(&old);
+	iwe_device_close(adev);
+}
+
 /* ------------------------------------------------------- delayed ack */
 
 static atomic_int g_poll_stop;
@@ -664,6 +800,7 @@ int main(void)
 	test_broken();
 	test_service_hdr();
 	test_established_first();
+	test_established_before_later_end();
 	test_ack_polled_only();
 	test_ssp();
 	test_many();
