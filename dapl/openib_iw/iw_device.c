@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <linux/if_addr.h>
 #include <netlink/netlink.h>
@@ -242,6 +243,8 @@ struct iwe_device *iwe_device_open(const char *where,
 	dev->attr.transport = transport;
 	fill_limits(&dev->attr);
 	dev->stags.reuse_delay = IWE_STAG_REUSE_DELAY;
+	dev->gro_hold = transport == IWE_TRANSPORT_UDP ? trp_gro_key_hold()
+						      : -1;
 	iwe_lock_init(&dev->lock);
 	return dev;
 }
@@ -285,6 +288,8 @@ void iwe_device_close(struct iwe_device *dev)
 		iwe_cm_dev_fini(dev);
 		iwe_prog_stop(dev->prog);
 	}
+	if (dev->gro_hold >= 0)
+		close(dev->gro_hold);
 	pthread_mutex_destroy(&dev->lock.m);
 	free(dev->stags.ent);
 	free(dev);

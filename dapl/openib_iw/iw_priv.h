@@ -116,6 +116,7 @@ struct iwe_device {
 	struct iwe_prog *prog;		/* progress thread, once started */
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
 	struct iwe_trp_test trp_test;	/* set before QPs attach */
+	int gro_hold;			/* udp: trp_gro_key_hold(), or -1 */
 };
 
 struct iwe_prog;

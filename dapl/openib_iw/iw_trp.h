@@ -184,6 +184,9 @@ void trp_timer_sync(struct trp *t);
 uint32_t trp_credits(const struct trp *t);
 
 /* ---- iw_trp_rx.c */
+/* A UDP socket with GRO on, for a udp device to keep open while it
+ * lives (or -1): see iw_trp_rx.c. */
+int trp_gro_key_hold(void);
 int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn);
 void trp_rx_detach(struct trp *t, int fd);
 int trp_rx_progress(struct iwe_qp_priv *q);
