@@ -11,7 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <netinet/udp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -218,22 +217,6 @@ static void make_objects(struct fq *q)
 		setup_fail("iwe_create_qp");
 }
 
-/* The first UDP socket with GRO on in a process turns a kernel static
- * key on, and closing the last one turns it off: two code patches with
- * cross-CPU calls, 70 % of fuzz_trp's time at one QP per input.  A
- * socket with GRO on kept for the whole run holds the key on. */
-static void gro_key_hold(void)
-{
-	static int held = -1;
-	int one = 1;
-
-	if (held >= 0)
-		return;
-	held = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (held >= 0)
-		setsockopt(held, SOL_UDP, UDP_GRO, &one, sizeof(one));
-}
-
 /* Two UDP sockets on 127.0.0.1 (ports the kernel picks), each connected
  * to the other. */
 static void udp_pair(int fd[2])
@@ -242,7 +225,6 @@ static void udp_pair(int fd[2])
 	socklen_t len;
 	int i;
 
-	gro_key_hold();
 	for (i = 0; i < 2; i++) {
 		fd[i] = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 			       0);
