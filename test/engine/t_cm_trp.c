@@ -476,21 +476,6 @@ static void cpair_open_split(struct cpair *p, struct iwe_device *adev)
 	g_dev = d;
 }
 
-/* Listen on g_dev, connect with an RTR, accept with 'seen'. */
-static struct rec *split_request(struct cpair *p)
-{
-	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_SEND);
-	struct iwe_cm_params bp = cm_params(2, 0, 0);
-	struct sockaddr_in dst = lo_addr(0);
-
-	if (iwe_cm_listen_any(g_dev, &p->service, &bp, on_event, &p->lp,
-			      &p->l) ||
-	    iwe_cm_connect(p->a.qp, &dst, p->service, NULL, 0, 3000, &ap,
-			   on_event, &p->la, &p->ca))
-		BAIL("listen/connect");
-	return wait_ev(&p->lp, 0, WAIT_MS);
-}
-
 static struct cpair *g_old, *g_new;
 
 /* Inside the new connection's reply: its initiator is established (so
@@ -509,6 +494,8 @@ static void test_established_before_later_end(void)
 {
 	struct iwe_device *adev = iwe_device_open("127.0.0.1",
 						  IWE_TRANSPORT_UDP);
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_SEND);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
 	struct seen so = { 0 }, sn = { 0 };
 	struct cpair old, new;
 	struct rec *r;
@@ -520,14 +507,14 @@ static void test_established_before_later_end(void)
 	g_old = &old;
 	g_new = &new;
 	g_reply_fn = close_old_after_rtr;
-	r = split_request(&old);
+	r = cpair_request(&old, 0, &ap, &bp, 0);
 	if (r) {
 		old.cb = r->conn;
 		iwe_cm_accept(old.cb, old.b.qp, NULL, 0, seen_event, &so);
 	}
 	CHECK(r && wait_type(&old.la, 0, IWE_CM_ESTABLISHED) &&
 	      wait_set(&so.est), "the older connection is established");
-	r = split_request(&new);
+	r = cpair_request(&new, 0, &ap, &bp, 0);
 	if (r) {
 		new.cb = r->conn;
 		atomic_store(&g_reply_armed, 1);
