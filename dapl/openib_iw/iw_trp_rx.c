@@ -27,7 +27,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,7 +37,7 @@
  * on and closing the last one turns it off: each is a code patch with a
  * call on every CPU, about a millisecond on a VM.  A process whose TRP
  * connections come and go one at a time paid it twice per connection
- * (udp setups on loopback: 250-280/s; 400-480/s with the key held). */
+ * (bench/iwcm over udp on loopback: 257-274 setups/s, 724-1736 held). */
 int trp_gro_key_hold(void)
 {
 	int one = 1;
