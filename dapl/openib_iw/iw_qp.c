@@ -56,7 +56,10 @@ static uint64_t qp_poll_lease_ns(void)
  * pause goes out at once: a ping-pong never waits.  Only small messages
  * wait: once a burst holds QP_DEFER_BYTES of payload it goes, as a bulk
  * message does at once (it fills a sendmsg alone; holding it back only
- * leaves the link idle). */
+ * leaves the link idle).  A small post right after a bulk one goes at
+ * once too: nothing is gained by holding it, and the safety net would
+ * cost a progress-thread wake-up per bulk round (a window of Writes and
+ * then a small Send that says they are done). */
 #define QP_BURST_NS  (5u * 1000u)
 #define QP_DEFER_NS  (20u * 1000u)
 #define QP_DEFER_MAX 16
@@ -684,7 +687,8 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 		return;		/* the watch resumes once there is room */
 	/* The gap since the last post (or flush) returned is the
 	 * consumer's own time between posts. */
-	if (q->prog && now_ns() - q->tx_last_ns < QP_BURST_NS &&
+	if (q->prog && q->tx_last_small &&
+	    now_ns() - q->tx_last_ns < QP_BURST_NS &&
 	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
 	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
 		q->tx_deferred_bytes += bytes;
@@ -694,6 +698,7 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 		run_tx(q);
 		update_watch(q);
 	}
+	q->tx_last_small = bytes < QP_DEFER_BYTES;
 	q->tx_last_ns = now_ns();
 }
 

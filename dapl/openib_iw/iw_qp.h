@@ -299,6 +299,7 @@ struct iwe_qp_priv {
 	atomic_int tx_deferred;
 	uint64_t tx_deferred_bytes;	/* their payload */
 	uint64_t tx_last_ns;		/* the last post's time */
+	int tx_last_small;		/* ... and it was a small one */
 	struct iwe_prog_task defer_task;
 	struct iwe_prog_timer defer_timer;
 	atomic_int rx_hup;		/* the peer closed (or the socket

@@ -515,6 +515,42 @@ static void test_bulk_not_held(void)
 	cpair_close(&p);
 }
 
+/* Nor is a small post held back when the one before it was bulk: the
+ * safety net of a held post costs a progress-thread wake-up, once per
+ * round of a window of Writes followed by its small sync Send.  Both
+ * posts are in the socket when the second returns. */
+static void test_small_after_bulk_not_held(void)
+{
+	struct cpair p;
+	int other;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31173, 4, 4, "small after bulk"),
+	      "small after bulk: connected");
+	fill(p.a.buf, 65536, 9);
+	CHECK(post_send1(&p.a, 30, IBV_WR_RDMA_WRITE, 0, 32768,
+			 (uintptr_t)(p.b.buf + 131072), p.b.mr->rkey,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      post_send1(&p.a, 31, IBV_WR_RDMA_WRITE, 32768, 64,
+			 (uintptr_t)(p.b.buf + 163840), p.b.mr->rkey,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      iwe_cq_count(p.a.scq) == 2,
+	      "small after bulk: a 64-byte Write posted right behind a 32 KiB "
+	      "one is sent by the time its post returns (%d completed)",
+	      iwe_cq_count(p.a.scq));
+	CHECK(wait_cq(p.a.scq, 2) &&
+	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 2 && !other,
+	      "small after bulk: both complete with success");
+	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
+	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
+	      !memcmp(p.b.buf + 131072, p.a.buf, 32768) &&
+	      !memcmp(p.b.buf + 163840, p.a.buf + 32768, 64),
+	      "small after bulk: the data arrived whole");
+	cpair_close(&p);
+}
+
 /* A consumer spinning on its receive CQ reads the input itself: the
  * progress thread must not be woken for each message as well (it took a
  * CPU from the pollers, one preemption per message on 2 cores). */
@@ -786,6 +822,7 @@ int main(void)
 	test_addrinuse();
 	test_abrupt();
 	test_bulk_not_held();
+	test_small_after_bulk_not_held();
 	test_poller_keeps_input();
 	test_peer_dies();
 	test_max_requests();
