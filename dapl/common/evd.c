@@ -318,8 +318,9 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * (nearly) have caught them, and two peers that both sleep make each
  * other's replies slow enough that a halving spin never catches one
  * again (a ping-pong stuck at two thread wake-ups per trip).  It stops as
- * soon as a QP of the EVD waits for room in its socket: what completes
- * next waits for the peer to read, which a spin cannot hasten.  Nor does
+ * soon as a QP of the EVD waits for room in its socket (what completes
+ * next waits for the peer to read) or receives bulk data (what comes next
+ * is behind it): a spin cannot hasten either.  Nor does
  * it spin after a bulk completion: large transfers take longer than any
  * spin, and on few CPUs the spinning thread takes the time the progress
  * threads need to move them.  The maximum

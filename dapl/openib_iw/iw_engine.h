@@ -177,8 +177,9 @@ int iwe_cq_count(const struct iwe_cq *cq);
 /* Drive the QPs completing into cq from the calling thread (what
  * iwe_poll_cq does on an empty CQ): a waiter that spins before sleeping
  * calls it between looks at iwe_cq_count.  Nonzero when one of those QPs
- * has data waiting for room in its socket: what completes next waits on
- * the peer, and a spinning waiter would only take CPU time it needs. */
+ * has data waiting for room in its socket (what completes next waits on
+ * the peer), or is receiving bulk data (what comes next is behind it):
+ * a spinning waiter would only take CPU time the transfer needs. */
 int iwe_cq_progress(struct iwe_cq *cq);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a

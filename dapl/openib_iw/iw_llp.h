@@ -79,6 +79,10 @@ struct iwe_llp_ops {
 	/* Optional: the consumer stopped polling and may sleep, so it is
 	 * not answering what came (TRP: send an ack held for the answer). */
 	void (*rx_idle)(struct iwe_qp_priv *q);
+	/* Optional: the input is bulk (the last message read was large):
+	 * what a waiter expects next comes behind it, and a spin cannot
+	 * hasten it. */
+	int (*rx_bulk)(const struct iwe_qp_priv *q);
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
@@ -96,5 +100,6 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q);
 void iwe_mpa_rx_detach(struct iwe_qp_priv *q);
 int iwe_mpa_rx_progress(struct iwe_qp_priv *q);
+int iwe_mpa_rx_bulk(const struct iwe_qp_priv *q);
 
 #endif

@@ -317,7 +317,8 @@ static void take_lease(struct iwe_qp_priv *q)
 }
 
 /* A consumer polled a CQ of this QP empty: drive the QP from its thread.
- * 1 when the transmit side still waits for room in the socket. */
+ * 1 when spinning on is futile: the transmit side waits for room in the
+ * socket, or the input is bulk (the progress thread reads it anyway). */
 static int poll_hook(struct iwe_qp_priv *q)
 {
 	uint64_t now = now_ns(), since;
@@ -341,7 +342,8 @@ static int poll_hook(struct iwe_qp_priv *q)
 		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
 			take_lease(q);
 	}
-	blocked = q->llp && q->llp->tx_blocked(q);
+	blocked = q->llp && (q->llp->tx_blocked(q) ||
+			     (q->llp->rx_bulk && q->llp->rx_bulk(q)));
 	iwe_qp_release(q, 1);
 	return blocked;
 }

@@ -140,6 +140,20 @@ static inline int wait_cq(struct iwe_cq *cq, int n)
 	return 1;
 }
 
+/* Wait until n bytes at got equal those at want (an RDMA Write's
+ * arrival, seen as its target sees it). */
+static inline int wait_bytes(const void *got, const void *want, size_t n)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (memcmp(got, want, n)) {
+		if (now_ms() > end)
+			return 0;
+		sleep_ms(1);
+	}
+	return 1;
+}
+
 static inline struct iwe_cm_params cm_params(int rev, int crc, unsigned rtr)
 {
 	struct iwe_cm_params p = { .mpa_rev = rev, .crc = crc, .rtr = rtr,

@@ -479,6 +479,19 @@ static void test_abrupt(void)
 	cpair_close(&p);
 }
 
+/* What iwe_cq_progress tells a spinning waiter on cq, read when the
+ * progress thread does not hold the QP (it then says 0 for lack of a
+ * look): 1, spinning is futile. */
+static int cq_says_futile(struct iwe_cq *cq)
+{
+	for (int i = 0; i < 100; i++) {
+		if (iwe_cq_progress(cq))
+			return 1;
+		sleep_ms(1);
+	}
+	return 0;
+}
+
 /* Posts close together are held back as a burst only while they are
  * small: a bulk Write posted right behind another goes out from the
  * posting thread at once (it used to wait for the burst's flush, the
@@ -508,6 +521,13 @@ static void test_bulk_not_held(void)
 	CHECK(wait_cq(p.a.scq, 2) &&
 	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 2 && !other,
 	      "bulk: both complete with success");
+	/* The receiver's waiter is told not to spin: what it waits for
+	 * comes behind bulk input, and the spin took the CPU time the
+	 * progress thread needed to read it. */
+	CHECK(wait_bytes(p.b.buf + 131072, p.a.buf, 65536) &&
+	      cq_says_futile(p.b.rcq),
+	      "bulk: after 32 KiB Writes came in, a spinning waiter on the "
+	      "receiver's CQ is told the spin is futile");
 	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
 	      !memcmp(p.b.buf + 131072, p.a.buf, 65536),
@@ -543,6 +563,10 @@ static void test_small_after_bulk_not_held(void)
 	CHECK(wait_cq(p.a.scq, 2) &&
 	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 2 && !other,
 	      "small after bulk: both complete with success");
+	CHECK(wait_bytes(p.b.buf + 163840, p.a.buf + 32768, 64) &&
+	      !cq_says_futile(p.b.rcq),
+	      "small after bulk: the last message in was small, so a waiter "
+	      "may spin for the next");
 	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
 	      !memcmp(p.b.buf + 131072, p.a.buf, 32768) &&
