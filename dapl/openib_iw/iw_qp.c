@@ -226,6 +226,14 @@ static void qp_kicked(struct iwe_qp_priv *q)
 	run_io(q);
 }
 
+/* The input is bulk (the last message read was large): the progress
+ * thread reads it while the consumer uses what came.  A consumer reading
+ * it too, from its polls, did both in turn (doc/semantics.md). */
+static int rx_bulk(const struct iwe_qp_priv *q)
+{
+	return q->llp && q->llp->rx_bulk && q->llp->rx_bulk(q);
+}
+
 /* Progress thread: the socket is readable or writable. */
 static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
@@ -246,7 +254,7 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		iwe_qp_release(q, 0);
 		return;
 	}
-	if (until > now && !q->llp->tx_blocked(q)) {
+	if (until > now && !q->llp->tx_blocked(q) && !rx_bulk(q)) {
 		/* A consumer is polling: leave the input to it until its
 		 * lease ends, and stop being woken for it. */
 		atomic_store(&q->kick, 0);
@@ -316,9 +324,10 @@ static void take_lease(struct iwe_qp_priv *q)
 	iwe_prog_post(q->prog, &q->lease_task);
 }
 
-/* A consumer polled a CQ of this QP empty: drive the QP from its thread.
+/* A consumer polled a CQ of this QP empty: drive the QP from its thread
+ * (bulk input only when it holds the lease: nobody else watches then).
  * 1 when spinning on is futile: the transmit side waits for room in the
- * socket, or the input is bulk (the progress thread reads it anyway). */
+ * socket, or the input is bulk (the progress thread reads it). */
 static int poll_hook(struct iwe_qp_priv *q)
 {
 	uint64_t now = now_ns(), since;
@@ -331,19 +340,26 @@ static int poll_hook(struct iwe_qp_priv *q)
 		atomic_store(&q->poll_since, now);
 	if (!q->prog || !iwe_qp_trylock(q))
 		return 0;
-	atomic_store(&q->kick, 0);
-	if (q->watch.fd >= 0) {
-		run_io(q);
-		/* Not in a blocking wait's short spin: it arms and sleeps
-		 * soon, and the lease would only cost the progress thread
-		 * wake-ups to time it.  (A poller of the QP's other CQ may
-		 * have begun a streak after our now.) */
-		since = atomic_load(&q->poll_since);
-		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
-			take_lease(q);
+	if (q->watch.fd >= 0 && rx_bulk(q) && !atomic_load(&q->lease_off)) {
+		/* A kick the progress thread left stays: the release runs
+		 * it, so no input it was told of waits. */
+		run_tx(q);
+		update_watch(q);
+	} else {
+		atomic_store(&q->kick, 0);
+		if (q->watch.fd >= 0) {
+			run_io(q);
+			/* Not in a blocking wait's short spin: it arms and
+			 * sleeps soon, and the lease would only cost the
+			 * progress thread wake-ups to time it.  (A poller of
+			 * the QP's other CQ may have begun a streak after
+			 * our now.) */
+			since = atomic_load(&q->poll_since);
+			if (since <= now && now - since >= QP_TAKE_LEASE_NS)
+				take_lease(q);
+		}
 	}
-	blocked = q->llp && (q->llp->tx_blocked(q) ||
-			     (q->llp->rx_bulk && q->llp->rx_bulk(q)));
+	blocked = q->llp && (q->llp->tx_blocked(q) || rx_bulk(q));
 	iwe_qp_release(q, 1);
 	return blocked;
 }
