@@ -234,6 +234,14 @@ static int rx_bulk(const struct iwe_qp_priv *q)
 	return q->llp && q->llp->rx_bulk && q->llp->rx_bulk(q);
 }
 
+/* A poller may be left the input (the poll lease): not while the
+ * transmit side waits for room (the watch must stay for EPOLLOUT), nor
+ * while the input is bulk. */
+static int lease_allowed(const struct iwe_qp_priv *q)
+{
+	return q->llp && !q->llp->tx_blocked(q) && !rx_bulk(q);
+}
+
 /* Progress thread: the socket is readable or writable. */
 static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
@@ -254,7 +262,7 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		iwe_qp_release(q, 0);
 		return;
 	}
-	if (until > now && !q->llp->tx_blocked(q) && !rx_bulk(q)) {
+	if (until > now && lease_allowed(q)) {
 		/* A consumer is polling: leave the input to it until its
 		 * lease ends, and stop being woken for it. */
 		atomic_store(&q->kick, 0);
@@ -317,7 +325,7 @@ static void lease_task(struct iwe_prog_task *t)
  * pollers need (on 2 cores: a preempted poller per message). */
 static void take_lease(struct iwe_qp_priv *q)
 {
-	if (atomic_load(&q->lease_off) || !q->llp || q->llp->tx_blocked(q))
+	if (atomic_load(&q->lease_off) || !lease_allowed(q))
 		return;
 	atomic_store(&q->lease_off, 1);
 	update_watch(q);
@@ -340,24 +348,23 @@ static int poll_hook(struct iwe_qp_priv *q)
 		atomic_store(&q->poll_since, now);
 	if (!q->prog || !iwe_qp_trylock(q))
 		return 0;
-	if (q->watch.fd >= 0 && rx_bulk(q) && !atomic_load(&q->lease_off)) {
+	if (q->watch.fd < 0) {
+		atomic_store(&q->kick, 0);
+	} else if (rx_bulk(q) && !atomic_load(&q->lease_off)) {
 		/* A kick the progress thread left stays: the release runs
 		 * it, so no input it was told of waits. */
 		run_tx(q);
 		update_watch(q);
 	} else {
 		atomic_store(&q->kick, 0);
-		if (q->watch.fd >= 0) {
-			run_io(q);
-			/* Not in a blocking wait's short spin: it arms and
-			 * sleeps soon, and the lease would only cost the
-			 * progress thread wake-ups to time it.  (A poller of
-			 * the QP's other CQ may have begun a streak after
-			 * our now.) */
-			since = atomic_load(&q->poll_since);
-			if (since <= now && now - since >= QP_TAKE_LEASE_NS)
-				take_lease(q);
-		}
+		run_io(q);
+		/* Not in a blocking wait's short spin: it arms and sleeps
+		 * soon, and the lease would only cost the progress thread
+		 * wake-ups to time it.  (A poller of the QP's other CQ may
+		 * have begun a streak after our now.) */
+		since = atomic_load(&q->poll_since);
+		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
+			take_lease(q);
 	}
 	blocked = q->llp && (q->llp->tx_blocked(q) || rx_bulk(q));
 	iwe_qp_release(q, 1);
