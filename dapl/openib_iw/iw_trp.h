@@ -42,9 +42,9 @@
 #define TRP_WINDOW_BYTES   (2u << 20)	/* packets in flight / reordering */
 #define TRP_WINDOW_MIN     8u
 #define TRP_WINDOW_MAX     1024u	/* powers of two */
-#define TRP_BATCH          32u		/* packets per sendmmsg/recvmmsg */
-#define TRP_GSO_MAX        32		/* packets per UDP GSO send */
-#define TRP_GSO_BYTES      60000u	/* and bytes */
+#define TRP_BATCH          64u		/* packets per sendmmsg/recvmmsg */
+#define TRP_GSO_MAX        64		/* packets per UDP GSO send */
+#define TRP_GSO_BYTES      65000u	/* and bytes */
 #define TRP_GRO_BUFS       4u		/* coalesced datagrams per recvmmsg */
 #define TRP_GRO_LEN        65536u	/* the largest UDP datagram, rounded */
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
