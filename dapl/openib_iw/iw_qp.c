@@ -45,8 +45,11 @@ static uint64_t qp_poll_lease_ns(void)
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
 #define QP_LEASE_MAX_NS (1000u * 1000u)
-/* Polls that went on this long are a poller's (longer than a blocking
- * wait's default spin, IWDAPL_WAIT_SPIN_US): it takes the lease itself. */
+/* Polls that went on this long are a poller's (as long as a blocking
+ * wait's default spin, IWDAPL_WAIT_SPIN_US: a wait that spins it all
+ * arms and sleeps right after, and the arm ends the lease): it takes
+ * the lease itself.  With 200 us, a poller that read 1000 messages
+ * (t_cm) woke the progress thread 207 times in one run; with 100, 12. */
 #define QP_TAKE_LEASE_NS (100u * 1000u)
 
 /* Posts closer together than this are a burst: they are sent together

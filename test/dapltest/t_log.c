@@ -648,7 +648,7 @@ static void test_variables(void)
 			  "or yes; using 1") == 1,
 	      "a bad IWDAPL_CRC is reported once across two IAs and connects");
 	CHECK(count_lines(r.err, PFX "IWDAPL_WAIT_SPIN_US=abc: not an integer "
-			  "in 0\\.\\.1000000; using 50") == 1,
+			  "in 0\\.\\.1000000; using 100") == 1,
 	      "a bad IWDAPL_WAIT_SPIN_US is reported once");
 	CHECK(count_lines(r.err, PFX "conn .*: unreachable: .*") == 2 &&
 	      nlines(&r) == 4, "... next to the two refused connections");
