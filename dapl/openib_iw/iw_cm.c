@@ -105,6 +105,15 @@ static int enter_state(struct iwe_conn *c, int prev)
 			cm_watch(c, EPOLLIN);
 			return prev != s ? cm_trp_reject_enter(c) : s;
 		}
+		if (prev != s) {
+			/* The reply nearly always fits the socket at once:
+			 * write it now rather than after a wait for EPOLLOUT
+			 * (one epoll round and two epoll_ctl per accept). */
+			int next = cm_passive_reply_io(c);
+
+			if (next != s)
+				return next;
+		}
 		cm_watch(c, EPOLLOUT);
 		return s;
 	case CS_RTR_WAIT:
