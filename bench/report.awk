@@ -155,7 +155,10 @@ function udp_targets(    s, i, k, kt) {
 		s = i == 1 ? 65536 : 1048576
 		k = key("udp1500", "-", "block", "write", s)
 		kt = key("iwdapl", 0, "block", "write", s)
-		target("udp, MTU 1500: RDMA Write " human(s) " >= 0.8 x the tcp transport",
+		# Stricter than the target asks: tcp here runs at the
+		# loopback's MTU; bench/udp_loss.sh compares the two at 1500
+		# across a veth pair.
+		target("udp, MTU 1500: RDMA Write " human(s) " >= 0.8 x tcp (MTU 65536)",
 			ratio(med(k, "MBps"), med(kt, "MBps")), 0.8, 0,
 			fmt(med(k, "MBps")) " vs " fmt(med(kt, "MBps")) " MB/s")
 	}
