@@ -400,7 +400,7 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		return 1;
 	if (!evd->cq)
 		return 0;
-	iwe_cq_progress(evd->cq);
+	iwe_cq_drive(evd->cq, may_spin);	/* timeout 0: a poll */
 	if (dapl_evd_count_locked(evd) >= threshold)
 		return 1;
 	if (may_spin && spin_locked(evd, threshold))

@@ -179,8 +179,14 @@ int iwe_cq_count(const struct iwe_cq *cq);
  * calls it between looks at iwe_cq_count.  Nonzero when one of those QPs
  * has data waiting for room in its socket (what completes next waits on
  * the peer), or is receiving bulk data (what comes next is behind it):
- * a spinning waiter would only take CPU time the transfer needs. */
+ * a spinning waiter would only take CPU time the transfer needs, and its
+ * spin leaves bulk input to the progress thread. */
 int iwe_cq_progress(struct iwe_cq *cq);
+/* iwe_cq_progress is this with spin 1; with spin 0 it is a poll (as
+ * iwe_poll_cq's), which reads bulk input too: a poller keeps its CPU,
+ * and on a small machine the progress thread may wait a time slice for
+ * one. */
+int iwe_cq_drive(struct iwe_cq *cq, int spin);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

@@ -262,7 +262,8 @@ void iwe_cq_put(struct iwe_cq *cq);
  * not wait for the progress thread) or armed it before sleeping (arm: the
  * progress thread must take over).  The CQ knows no QP. */
 struct iwe_cq_hook {
-	int (*poll)(struct iwe_cq_hook *h);	/* 1: transmit blocked */
+	/* spin: a blocking wait's spin (not a poll); 1: spinning is futile */
+	int (*poll)(struct iwe_cq_hook *h, int spin);
 	void (*arm)(struct iwe_cq_hook *h);
 };
 /* Add / remove a hook; removing waits for a poller running it. */
