@@ -369,7 +369,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	start = mono_us();
 	end = start + budget;
 	do {
-		int blocked = iwe_cq_progress(evd->cq);
+		int blocked = iwe_cq_drive(evd->cq, 1);
 
 		if (iwe_cq_count(evd->cq) >= threshold) {
 			got = 1;

@@ -379,11 +379,6 @@ int iwe_cq_drive(struct iwe_cq *cq, int spin)
 	return cq ? cq_run_poll_hooks(cq_priv(cq), spin) : 0;
 }
 
-int iwe_cq_progress(struct iwe_cq *cq)
-{
-	return iwe_cq_drive(cq, 1);
-}
-
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)
 {
 	pthread_mutex_lock(&q->hooks_lock);

@@ -174,18 +174,15 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
-/* Drive the QPs completing into cq from the calling thread (what
- * iwe_poll_cq does on an empty CQ): a waiter that spins before sleeping
- * calls it between looks at iwe_cq_count.  Nonzero when one of those QPs
- * has data waiting for room in its socket (what completes next waits on
- * the peer), or is receiving bulk data (what comes next is behind it):
- * a spinning waiter would only take CPU time the transfer needs, and its
- * spin leaves bulk input to the progress thread. */
-int iwe_cq_progress(struct iwe_cq *cq);
-/* iwe_cq_progress is this with spin 1; with spin 0 it is a poll (as
- * iwe_poll_cq's), which reads bulk input too: a poller keeps its CPU,
- * and on a small machine the progress thread may wait a time slice for
- * one. */
+/* Drive the QPs completing into cq from the calling thread.  spin 0: a
+ * poll (what iwe_poll_cq does on an empty CQ), which reads all input,
+ * bulk too: a poller keeps its CPU, and on a small machine the progress
+ * thread may wait a time slice for one.  spin 1: a waiter that spins
+ * before sleeping, between looks at iwe_cq_count; its spin leaves bulk
+ * input to the progress thread.  Nonzero when one of those QPs has data
+ * waiting for room in its socket (what completes next waits on the
+ * peer), or is receiving bulk data (what comes next is behind it): a
+ * spinning waiter would only take CPU time the transfer needs. */
 int iwe_cq_drive(struct iwe_cq *cq, int spin);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a

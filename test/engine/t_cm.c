@@ -481,13 +481,13 @@ static void test_abrupt(void)
 	cpair_close(&p);
 }
 
-/* What iwe_cq_progress tells a spinning waiter on cq, read when the
+/* What iwe_cq_drive tells a spinning waiter on cq, read when the
  * progress thread does not hold the QP (it then says 0 for lack of a
  * look): 1, spinning is futile. */
 static int cq_says_futile(struct iwe_cq *cq)
 {
 	for (int i = 0; i < 100; i++) {
-		if (iwe_cq_progress(cq))
+		if (iwe_cq_drive(cq, 1))
 			return 1;
 		sleep_ms(1);
 	}
