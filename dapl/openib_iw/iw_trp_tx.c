@@ -170,6 +170,8 @@ static int build_msgs(const struct txvec *v, int gso, struct mmsghdr *mm,
 			uint16_t seg = (uint16_t)v->p[i]->len;
 			struct cmsghdr *c;
 
+			/* Its padding goes to the kernel too. */
+			memset(cm[k], 0, sizeof(cm[k]));
 			m->msg_control = cm[k];
 			m->msg_controllen = sizeof(cm[k]);
 			c = CMSG_FIRSTHDR(m);
@@ -193,8 +195,6 @@ static int vec_send(struct trp *t, int fd, const struct txvec *v, int *sent)
 	int npk[3 * TRP_BATCH];
 	int nmsg, off = 0, r, err = 0;
 
-	/* The control blocks' padding goes to the kernel too. */
-	memset(cm, 0, sizeof(cm));
 	nmsg = build_msgs(v, t->gso, mm, iov, cm, npk);
 
 	*sent = 0;
