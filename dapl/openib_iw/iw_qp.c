@@ -61,7 +61,12 @@ static uint64_t qp_poll_lease_ns(void)
 /* Posts closer together than this are a burst: they are sent together
  * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
  * consumer polls or arms a CQ of the QP, or at the latest QP_DEFER_NS
- * after the first one (the progress thread's safety net).  A post after a
+ * after the first one (the progress thread's safety net).  A consumer
+ * that holds the poll lease has a net already: the lease timer, which
+ * sends the burst when the polls stop (QP_LEASE_MAX_NS and the lease at
+ * most); waking the progress thread to time each burst cost a 64-byte
+ * Write stream (bursts of 16 and a poll) 60 % of its rate on 2 CPUs:
+ * 165-245k messages/s, 420-570k without.  A post after a
  * pause goes out at once: a ping-pong never waits.  Only small messages
  * wait: once a burst holds QP_DEFER_BYTES of payload it goes, as a bulk
  * message does at once (it fills a sendmsg alone; holding it back only
@@ -412,7 +417,10 @@ static void defer_task(struct iwe_prog_task *t)
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
 						 defer_task);
 
-	iwe_prog_timer_arm_ns(q->prog, &q->defer_timer, QP_DEFER_NS);
+	/* The burst may be out already (its poll or arm came first): no
+	 * timer, so no second wake-up for nothing. */
+	if (atomic_load(&q->tx_deferred))
+		iwe_prog_timer_arm_ns(q->prog, &q->defer_timer, QP_DEFER_NS);
 }
 
 static void defer_timer_cb(struct iwe_prog_timer *t)
@@ -736,7 +744,8 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
 	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
 		q->tx_deferred_bytes += bytes;
-		if (atomic_fetch_add(&q->tx_deferred, 1) == 0)
+		if (atomic_fetch_add(&q->tx_deferred, 1) == 0 &&
+		    !atomic_load(&q->lease_off))
 			iwe_prog_post(q->prog, &q->defer_task);
 	} else {
 		run_tx(q);

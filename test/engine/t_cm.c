@@ -705,6 +705,50 @@ static void test_poller_keeps_input(void)
 	cpair_close(&pl_pair);
 }
 
+/* Posts close together are a burst, held back until the consumer polls
+ * or arms -- or, as a safety net, until the progress thread sends them.
+ * A consumer that holds the poll lease is not given a timer for each
+ * burst (waking the progress thread to set one cost a 64-byte Write
+ * stream 60 % of its rate): the lease timer sends the burst once the
+ * polls stop.  Here the sender polls its empty CQ long enough to take the
+ * lease, posts two small Sends back to back (the second is held), then
+ * neither polls nor arms: both must arrive, within the lease's bound
+ * (1.1 ms; the check allows far more for loaded or instrumented runs). */
+static void test_burst_under_lease(void)
+{
+	struct ibv_wc wc;
+	struct cpair p;
+	struct timespec t0, t1;
+	long end, waited_us;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31178, 4, 4, "lease burst"),
+	      "lease burst: connected");
+	fill(p.a.buf, 128, 31178);
+	/* 3 ms of polls: past QP_TAKE_LEASE_NS, the poller's lease. */
+	for (end = now_ms() + 3; now_ms() < end;)
+		iwe_poll_cq(p.a.scq, 1, &wc);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CHECK(post_send1(&p.a, 41, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0 &&
+	      post_send1(&p.a, 42, IBV_WR_SEND, 64, 64, 0, 0, 0) == 0,
+	      "lease burst: two 64-byte Sends posted back to back");
+	CHECK(wait_cq(p.b.rcq, 2), "lease burst: both arrived with the sender "
+	      "idle (%d of 2)", iwe_cq_count(p.b.rcq));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	waited_us = (t1.tv_sec - t0.tv_sec) * 1000000L +
+		    (t1.tv_nsec - t0.tv_nsec) / 1000L;
+	CHECK(waited_us < 500000 && !memcmp(p.b.buf, p.a.buf, 64) &&
+	      !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
+	      "lease burst: the held Send left within %ld us of the post, "
+	      "data intact", waited_us);
+	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
+	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
+	      "lease burst: disconnected");
+	cpair_close(&p);
+}
+
 /* A raw initiator establishes by hand, then dies inside an FPDU. */
 static void test_peer_dies(void)
 {
@@ -904,6 +948,7 @@ int main(void)
 	test_bulk_not_held();
 	test_poll_reads_bulk();
 	test_poller_keeps_input();
+	test_burst_under_lease();
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();
