@@ -3,9 +3,10 @@
  * timers, tasks posted from any thread, and synchronous calls.
  *
  * Everything the connection manager owns (conns, listeners, their
- * sockets and timers) is touched on this thread only, so the CM needs no
- * locks of its own: API calls from other threads run their body here
- * through iwe_prog_call.  Watches, timers and tasks are embedded in their
+ * sockets and timers) is touched by this loop only, so the CM needs no
+ * locks of its own: API calls from other threads run their body in it
+ * through iwe_prog_call (on this thread, or on their own while they
+ * hold the idle loop).  Watches, timers and tasks are embedded in their
  * owner; the owner must unregister them (on the thread) before freeing,
  * and must free only from a task (iwe_prog_post), never inside a
  * dispatch, because the epoll batch being dispatched may still name it.
@@ -25,6 +26,7 @@ struct iwe_prog;
 struct iwe_prog_watch {
 	int fd;				/* -1 while not registered */
 	uint32_t events;		/* EPOLL* interest */
+	uint64_t key;			/* its epoll data (the loop's) */
 	void (*cb)(struct iwe_prog_watch *w, uint32_t revents);
 };
 
@@ -47,10 +49,14 @@ struct iwe_prog *iwe_prog_get(struct iwe_device *dev);
  * call it on the progress thread itself. */
 void iwe_prog_stop(struct iwe_prog *p);
 
+/* 1 on the progress thread, and in a call it lent its loop to. */
 int iwe_prog_on_thread(const struct iwe_prog *p);
 
 /* Run fn(arg) on the progress thread and wait for it to finish; run it
- * at once when already there (so handlers may call the CM). */
+ * at once when already there (so handlers may call the CM), and on the
+ * caller's thread when the loop is idle in epoll -- holding the loop
+ * meanwhile, so fn sees what it would see on the thread, and
+ * iwe_prog_on_thread is true inside it. */
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
 /* Queue a task for the next loop iteration (after the current epoll
