@@ -65,7 +65,7 @@ struct iwe_prog {
 	pthread_cond_t done_cv;
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
-	/* Progress thread only: */
+	/* The loop's (under run: its thread, or a call it lent the loop): */
 	struct iwe_prog_timer **heap;
 	size_t nheap, heap_cap;
 	struct watch_slot *slots;		/* the registered watches */

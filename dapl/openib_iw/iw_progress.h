@@ -7,9 +7,12 @@
  * locks of its own: API calls from other threads run their body in it
  * through iwe_prog_call (on this thread, or on their own while they
  * hold the idle loop).  Watches, timers and tasks are embedded in their
- * owner; the owner must unregister them (on the thread) before freeing,
- * and must free only from a task (iwe_prog_post), never inside a
- * dispatch, because the epoll batch being dispatched may still name it.
+ * owner; the owner must unregister them (in the loop) before freeing.
+ * An epoll batch may still name a watch removed since the wait: it names
+ * it by slot and generation (the watch's key), and a stale name finds
+ * the slot empty, so the owner may be freed once its watches, timers and
+ * tasks are gone -- by a task, or by the caller of the call that removed
+ * them (a QP's destroy does so).
  *
  * Engine-internal header.
  */
