@@ -89,21 +89,13 @@ static void pause_accepting(struct cm_port *p, int ms)
 	iwe_prog_timer_arm(p->prog, &p->retry, ms);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Room for one more half-open connection: drop the oldest if it has
  * waited long enough, else pause.  0 when the caller must not accept. */
 static int half_open_room(struct cm_port *p)
 {
 	if (p->nhalf_open < CM_HALF_OPEN_MAX)
 		return 1;
-	if (mono_ns() - p->half_open->born_ns >=
+	if (iwe_now_ns() - p->half_open->born_ns >=
 	    CM_HALF_OPEN_MIN_AGE_MS * 1000000ull) {
 		cm_conn_drop(p->half_open);
 		return 1;
@@ -135,7 +127,7 @@ void cm_passive_setup(struct iwe_conn *c, struct cm_port *p)
 {
 	struct iwe_listener *l;
 
-	c->born_ns = mono_ns();
+	c->born_ns = iwe_now_ns();
 	cm_half_open_add(p, c);
 	c->orphan = 1;
 	c->timeout_ms = 0;

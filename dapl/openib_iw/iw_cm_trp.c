@@ -45,14 +45,6 @@
 
 #define TRP_DGRAM_MAX 65536
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* A random initial PSN, so stale packets of an earlier connection on
  * the same addresses are unlikely to fit. */
 static uint32_t random_isn(void)
@@ -60,7 +52,7 @@ static uint32_t random_isn(void)
 	uint32_t v;
 
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v))
-		v = (uint32_t)mono_ns() * 2654435761u;
+		v = (uint32_t)iwe_now_ns() * 2654435761u;
 	return v;
 }
 
@@ -143,7 +135,7 @@ int cm_trp_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 
 static int next_wake_ms(const struct iwe_conn *c)
 {
-	uint64_t now = mono_ns(), when = c->trp_next_ns;
+	uint64_t now = iwe_now_ns(), when = c->trp_next_ns;
 
 	if (c->trp_deadline_ns && c->trp_deadline_ns < when)
 		when = c->trp_deadline_ns;
@@ -160,7 +152,7 @@ static void send_request(struct iwe_conn *c)
 		us = TRP_RTO_MAX_US;
 	/* A send error (ICMP already back) shows again at the next recv. */
 	send_init(c, c->trp_isn, 0, c->out, c->out_len);
-	c->trp_next_ns = mono_ns() + us * 1000u;
+	c->trp_next_ns = iwe_now_ns() + us * 1000u;
 }
 
 int cm_trp_active_arm(struct iwe_conn *c)
@@ -168,7 +160,7 @@ int cm_trp_active_arm(struct iwe_conn *c)
 	if (!c->trp_tries) {
 		c->trp_isn = random_isn();
 		if (c->timeout_ms > 0)
-			c->trp_deadline_ns = mono_ns() +
+			c->trp_deadline_ns = iwe_now_ns() +
 					     (uint64_t)c->timeout_ms * 1000000u;
 		send_request(c);
 		if (!c->trp_tries)
@@ -251,10 +243,10 @@ int cm_trp_active_io(struct iwe_conn *c)
 
 int cm_trp_active_timeout(struct iwe_conn *c)
 {
-	if (c->trp_deadline_ns && mono_ns() >= c->trp_deadline_ns)
+	if (c->trp_deadline_ns && iwe_now_ns() >= c->trp_deadline_ns)
 		return active_fail(c, IWE_CM_TIMED_OUT, ETIMEDOUT,
 				   "no TRP reply in time");
-	if (mono_ns() >= c->trp_next_ns)
+	if (iwe_now_ns() >= c->trp_next_ns)
 		send_request(c);
 	return CS_MPA_SENT;
 }

@@ -18,7 +18,18 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 #include "iw_engine.h"
+
+/* CLOCK_MONOTONIC in nanoseconds: the engine's one clock (timers,
+ * leases, bursts, retransmission). */
+static inline uint64_t iwe_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 #define IWE_CONTAINER_OF(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))

@@ -72,14 +72,6 @@ struct iwe_prog {
 	uint32_t nslots, slots_cap, free_slot;	/* free_slot: index + 1 */
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void prog_wake(struct iwe_prog *p)
 {
 	uint64_t one = 1;
@@ -171,14 +163,14 @@ void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 		p->heap = h;
 		p->heap_cap = cap;
 	}
-	t->when = now_ns() + ns;
+	t->when = iwe_now_ns() + ns;
 	heap_set(p, p->nheap++, t);
 	heap_up(p, p->nheap - 1);
 }
 
 static void run_timers(struct iwe_prog *p)
 {
-	uint64_t now = now_ns();
+	uint64_t now = iwe_now_ns();
 
 	while (p->nheap && p->heap[0]->when <= now) {
 		struct iwe_prog_timer *t = p->heap[0];
@@ -196,7 +188,7 @@ static struct timespec *next_timeout(const struct iwe_prog *p,
 
 	if (!p->nheap)
 		return NULL;
-	now = now_ns();
+	now = iwe_now_ns();
 	d = p->heap[0]->when > now ? p->heap[0]->when - now : 0;
 	if (d > 60000000000ull)
 		d = 60000000000ull;
@@ -500,7 +492,7 @@ static void *prog_main(void *arg)
 		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
-		p->wait_until = !timeout ? ~0ull : now_ns() +
+		p->wait_until = !timeout ? ~0ull : iwe_now_ns() +
 			(uint64_t)timeout->tv_sec * 1000000000u +
 			(uint64_t)timeout->tv_nsec;
 		pthread_mutex_unlock(&p->run);

@@ -81,14 +81,6 @@ static uint64_t qp_poll_lease_ns(void)
 
 static atomic_uint qp_num_next = 1;
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---------------------------------------------------- the CM's watch */
 
 static void qp_notify(struct iwe_qp_priv *q)
@@ -262,7 +254,7 @@ static int lease_allowed(const struct iwe_qp_priv *q)
 static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(w, struct iwe_qp_priv, watch);
-	uint64_t until = atomic_load(&q->poll_until), now = now_ns();
+	uint64_t until = atomic_load(&q->poll_until), now = iwe_now_ns();
 
 	/* Edge-triggered: a FIN that came with data shows only here; the
 	 * receive side then reads on to the end of the stream. */
@@ -297,7 +289,7 @@ static void lease_cb(struct iwe_prog_timer *t)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
 						 lease_timer);
-	uint64_t until = atomic_load(&q->poll_until), now = now_ns();
+	uint64_t until = atomic_load(&q->poll_until), now = iwe_now_ns();
 
 	if (until > now) {
 		/* Still polling: look again later, less often the longer it
@@ -359,7 +351,7 @@ static void take_lease(struct iwe_qp_priv *q)
  * bulk. */
 static int poll_hook(struct iwe_qp_priv *q, int spin)
 {
-	uint64_t now = now_ns(), since;
+	uint64_t now = iwe_now_ns(), since;
 	int blocked;
 
 	/* A streak of polls starts after an arm, or after a pause longer
@@ -740,7 +732,7 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 	/* The gap since the last post (or flush) returned is the
 	 * consumer's own time between posts. */
 	if (q->prog && q->tx_last_small &&
-	    now_ns() - q->tx_last_ns < QP_BURST_NS &&
+	    iwe_now_ns() - q->tx_last_ns < QP_BURST_NS &&
 	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
 	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
 		q->tx_deferred_bytes += bytes;
@@ -752,7 +744,7 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 		update_watch(q);
 	}
 	q->tx_last_small = bytes < QP_DEFER_BYTES;
-	q->tx_last_ns = now_ns();
+	q->tx_last_ns = iwe_now_ns();
 }
 
 /* ------------------------------------------------------------ stream */

@@ -160,7 +160,6 @@ static inline struct trp *trp_of(const struct iwe_qp_priv *q)
 }
 
 /* ---- iw_trp_tx.c */
-uint64_t trp_now_ns(void);
 /* Send a pure ack (with selective-ack blocks) now. */
 void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
 /* The peer acknowledged up to ack with credits (any packet). */

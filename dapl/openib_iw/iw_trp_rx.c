@@ -448,7 +448,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 		t->ack_hold_ns = 0;
 		return;
 	}
-	now = trp_now_ns();
+	now = iwe_now_ns();
 	if (t->ack_hold_ns && now >= t->ack_hold_ns) {
 		t->ack_hold_ns = 0;
 		return;

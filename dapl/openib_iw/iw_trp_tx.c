@@ -37,14 +37,6 @@
 #include "iw_log.h"
 #include "iw_trp.h"
 
-uint64_t trp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct trp_txp *slot(const struct trp *t, uint32_t psn)
 {
 	return &t->tx[psn & (t->tx_cap - 1)];
@@ -258,7 +250,7 @@ static void ack_sent(struct trp *t)
 static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 {
 	struct txvec v = { .n = 0 };
-	uint64_t now = trp_now_ns();
+	uint64_t now = iwe_now_ns();
 	uint32_t newc = 0, psn;
 	unsigned npk = 0, nre;
 	int sent = 0, err, quiet = 0;
@@ -441,7 +433,7 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 	while (iw_psn_le(t->snd_una, ack))
 		retire_oldest(t, q, &sent, &clean);
 	partial_ack(t);
-	now = trp_now_ns();
+	now = iwe_now_ns();
 	/* Karn: no sample from a range that needed a retransmission (its
 	 * newest packet waited for the hole to close). */
 	if (clean && sent && now > sent)
@@ -538,7 +530,7 @@ static void send_lost_terminate(struct trp *t, struct iwe_qp_priv *q)
 
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
 {
-	uint64_t now = trp_now_ns();
+	uint64_t now = iwe_now_ns();
 	unsigned n = 0;
 
 	if (!t->deadline_ns || now < t->deadline_ns)
@@ -574,7 +566,7 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
  * ends it (ECONNREFUSED on the next receive). */
 void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard)
 {
-	uint64_t now = trp_now_ns();
+	uint64_t now = iwe_now_ns();
 	uint64_t every = (uint64_t)TRP_IDLE_PROBE_MS * 1000000u;
 
 	if (t->quiet || t->ending || t->snd_una != t->snd_sent) {
@@ -590,7 +582,7 @@ void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard)
 static void arm_task_fn(struct iwe_prog_task *k)
 {
 	struct trp *t = IWE_CONTAINER_OF(k, struct trp, arm_task);
-	uint64_t w = atomic_load(&t->want_ns), now = trp_now_ns();
+	uint64_t w = atomic_load(&t->want_ns), now = iwe_now_ns();
 
 	if (!w)
 		return;
