@@ -211,6 +211,11 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 		target("8 B ping-pong, polling, " cs ": p99 within 2x of the median",
 			ratio(med(k, "lat_p99_us"), med(k, "lat_median_us")), 2, 1,
 			us(med(k, "lat_p99_us")) " vs " us(med(k, "lat_median_us")))
+		# The issue's "no run over 1 ms": a run's latency (its mean),
+		# in the worst round; then the stricter single round trip.
+		v = (k in have) ? S[k, "lat_mean_us_max"] : ""
+		target("8 B ping-pong, polling, " cs ": worst round's mean < 1 ms (in ms)",
+			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "mean " us(v))
 		v = (k in have) ? S[k, "lat_max_us_max"] : ""
 		target("8 B ping-pong, polling, " cs ": max one-way time < 1 ms (in ms)",
 			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "max " us(v))
