@@ -62,6 +62,8 @@ struct dapl_evd {
 					 * ended without the events; 0: none */
 	int bulk;			/* the last completion taken was a
 					 * large transfer: waits do not spin */
+	int spin_reads;			/* ... a moderate one that came in:
+					 * they do, reading (evd.c) */
 	struct dapl_cno *cno;
 	struct dapl_evd *cno_next;	/* cno->evds list, under cno->lock */
 	/* DTO and RMR-bind completions are produced by the engine into this

@@ -75,6 +75,20 @@ static int qlen_valid(const struct dapl_ia *ia, DAT_COUNT qlen)
 /* A completion of more bytes than this marks a bulk stream (see the
  * spin below). */
 #define WAIT_SPIN_BULK_BYTES (16u << 10)
+/* Data that came in, in a message of this many bytes (more than the
+ * first, at most the second): the next one is likely as large -- the
+ * answer of a request-response exchange -- and comes within a spin,
+ * which reads it (IWE_DRIVE_SPIN_READ) rather than leave it to the
+ * progress thread, two thread wake-ups (doc/semantics.md: a blocking
+ * 16 KiB ping-pong on 2 CPUs 47-53 us one way, 15-16 us reading). */
+#define WAIT_SPIN_READ_MIN (4u << 10)
+#define WAIT_SPIN_READ_MAX (64u << 10)
+
+/* A Receive or an RDMA Read: data that came in. */
+static int wc_data_in(const struct ibv_wc *wc)
+{
+	return (wc->opcode & IBV_WC_RECV) || wc->opcode == IBV_WC_RDMA_READ;
+}
 
 /* Software queue first, then the engine's completions, oldest first. */
 static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
@@ -87,6 +101,10 @@ static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 	}
 	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1) {
 		evd->bulk = wc->byte_len > WAIT_SPIN_BULK_BYTES;
+		/* A Send's own completion leaves what its answer will be. */
+		if (wc_data_in(wc))
+			evd->spin_reads = wc->byte_len > WAIT_SPIN_READ_MIN &&
+					  wc->byte_len <= WAIT_SPIN_READ_MAX;
 		return TAKE_WC;
 	}
 	return TAKE_NONE;
@@ -323,7 +341,9 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * is behind it): a spin cannot hasten either.  Nor does
  * it spin after a bulk completion: large transfers take longer than any
  * spin, and on few CPUs the spinning thread takes the time the progress
- * threads need to move them.  The maximum
+ * threads need to move them.  Both but for a moderate message that came
+ * in last (WAIT_SPIN_READ_MIN/MAX): its answer is read by the spin.  The
+ * maximum
  * is IWDAPL_WAIT_SPIN_US microseconds (default 100; 0: never spin).  At
  * 50, half the waits of an 8-byte blocking ping-pong on 2 CPUs slept (a
  * round trip with a peer just gone to sleep outlasts 1.5 x 50 us, so the
@@ -352,6 +372,11 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+static enum iwe_drive spin_how(const struct dapl_evd *evd)
+{
+	return evd->spin_reads ? IWE_DRIVE_SPIN_READ : IWE_DRIVE_SPIN;
+}
+
 /* evd->lock held; dropped while spinning.  1 when enough events came. */
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
@@ -361,7 +386,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	evd->spin_failed_us = 0;
-	if (!evd->cq || !max || evd->bulk)
+	if (!evd->cq || !max || (evd->bulk && !evd->spin_reads))
 		return 0;
 	if (!budget || budget > max)
 		budget = max;
@@ -369,7 +394,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	start = mono_us();
 	end = start + budget;
 	do {
-		int blocked = iwe_cq_drive(evd->cq, 1);
+		int blocked = iwe_cq_drive(evd->cq, spin_how(evd));
 
 		if (iwe_cq_count(evd->cq) >= threshold) {
 			got = 1;
@@ -400,7 +425,8 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		return 1;
 	if (!evd->cq)
 		return 0;
-	iwe_cq_drive(evd->cq, may_spin);	/* timeout 0: a poll */
+	/* timeout 0: a poll */
+	iwe_cq_drive(evd->cq, may_spin ? spin_how(evd) : IWE_DRIVE_POLL);
 	if (dapl_evd_count_locked(evd) >= threshold)
 		return 1;
 	if (may_spin && spin_locked(evd, threshold))

@@ -362,21 +362,21 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 
 /* The CQ is empty: let the consumer's thread drive the QPs feeding it.
  * One poller at a time; the others just look. */
-static int cq_run_poll_hooks(struct iwe_cq_priv *q, int spin)
+static int cq_run_poll_hooks(struct iwe_cq_priv *q, int how)
 {
 	int blocked = 0;
 
 	if (pthread_mutex_trylock(&q->hooks_lock))
 		return 0;
 	for (uint32_t i = 0; i < q->nhooks; i++)
-		blocked |= q->hooks[i]->poll(q->hooks[i], spin);
+		blocked |= q->hooks[i]->poll(q->hooks[i], how);
 	pthread_mutex_unlock(&q->hooks_lock);
 	return blocked;
 }
 
-int iwe_cq_drive(struct iwe_cq *cq, int spin)
+int iwe_cq_drive(struct iwe_cq *cq, enum iwe_drive how)
 {
-	return cq ? cq_run_poll_hooks(cq_priv(cq), spin) : 0;
+	return cq ? cq_run_poll_hooks(cq_priv(cq), (int)how) : 0;
 }
 
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)
@@ -435,7 +435,7 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	q = cq_priv(cq);
 	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
-		cq_run_poll_hooks(q, 0);
+		cq_run_poll_hooks(q, IWE_DRIVE_POLL);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];

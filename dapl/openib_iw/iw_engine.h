@@ -174,16 +174,21 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
-/* Drive the QPs completing into cq from the calling thread.  spin 0: a
- * poll (what iwe_poll_cq does on an empty CQ), which reads all input,
- * bulk too: a poller keeps its CPU, and on a small machine the progress
- * thread may wait a time slice for one.  spin 1: a waiter that spins
- * before sleeping, between looks at iwe_cq_count; its spin leaves bulk
- * input to the progress thread.  Nonzero when one of those QPs has data
- * waiting for room in its socket (what completes next waits on the
- * peer), or is receiving bulk data (what comes next is behind it): a
- * spinning waiter would only take CPU time the transfer needs. */
-int iwe_cq_drive(struct iwe_cq *cq, int spin);
+/* Drive the QPs completing into cq from the calling thread.
+ * IWE_DRIVE_POLL: a poll (what iwe_poll_cq does on an empty CQ), which
+ * reads all input, bulk too: a poller keeps its CPU, and on a small
+ * machine the progress thread may wait a time slice for one.
+ * IWE_DRIVE_SPIN: a waiter that spins before sleeping, between looks at
+ * iwe_cq_count; its spin leaves bulk input to the progress thread.
+ * IWE_DRIVE_SPIN_READ: the same, but it reads bulk input as a poll does
+ * (the waiter expects one message of moderate size: reading it costs
+ * less than the two thread wake-ups of handing it over).  Nonzero when
+ * one of those QPs has data waiting for room in its socket (what
+ * completes next waits on the peer), or -- but for SPIN_READ -- is
+ * receiving bulk data (what comes next is behind it): a spinning waiter
+ * would only take CPU time the transfer needs. */
+enum iwe_drive { IWE_DRIVE_POLL, IWE_DRIVE_SPIN, IWE_DRIVE_SPIN_READ };
+int iwe_cq_drive(struct iwe_cq *cq, enum iwe_drive how);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

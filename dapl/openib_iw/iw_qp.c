@@ -242,8 +242,8 @@ static int rx_bulk(const struct iwe_qp_priv *q)
 
 /* A poller may be left the input (the poll lease): not while the
  * transmit side waits for room (the watch must stay for EPOLLOUT), nor
- * while the input is bulk -- unless the consumer polls rather than
- * spins in a blocking wait: a poll reads bulk input itself (poll_hook). */
+ * while the input is bulk -- unless the consumer polls, or spins in a
+ * way that reads bulk input itself (poll_hook). */
 static int lease_allowed(const struct iwe_qp_priv *q)
 {
 	return q->llp && !q->llp->tx_blocked(q) &&
@@ -341,15 +341,16 @@ static void take_lease(struct iwe_qp_priv *q)
 }
 
 /* A consumer polled a CQ of this QP empty: drive the QP from its thread.
- * A blocking wait's spin (spin) reads bulk input only when it holds the
- * lease (nobody else watches then): the progress thread reads it while
- * the consumer uses what came.  A poll reads it, and may take the lease
- * on it (lease_allowed): a poller keeps its CPU, and with two pollers on
- * 2 CPUs the progress thread waited for a time slice (64 KiB polling
- * ping-pong: p99 0.4-2 ms, now 57-75 us).  1 when spinning on is futile:
- * the transmit side waits for room in the socket, or the input is
- * bulk. */
-static int poll_hook(struct iwe_qp_priv *q, int spin)
+ * A blocking wait's spin (IWE_DRIVE_SPIN) reads bulk input only when it
+ * holds the lease (nobody else watches then): the progress thread reads
+ * it while the consumer uses what came.  A poll reads it, and may take
+ * the lease on it (lease_allowed): a poller keeps its CPU, and with two
+ * pollers on 2 CPUs the progress thread waited for a time slice (64 KiB
+ * polling ping-pong: p99 0.4-2 ms, now 57-75 us); so does a spin that
+ * expects one message of moderate size (IWE_DRIVE_SPIN_READ).  1 when
+ * spinning on is futile: the transmit side waits for room in the
+ * socket, or the input is bulk (but for SPIN_READ). */
+static int poll_hook(struct iwe_qp_priv *q, int how)
 {
 	uint64_t now = iwe_now_ns(), since;
 	int blocked;
@@ -359,12 +360,13 @@ static int poll_hook(struct iwe_qp_priv *q, int spin)
 	if (atomic_exchange(&q->poll_until, now + QP_POLL_LEASE_NS) +
 	    QP_TAKE_LEASE_NS <= now)
 		atomic_store(&q->poll_since, now);
-	atomic_store(&q->polled, !spin);
+	atomic_store(&q->polled, how != IWE_DRIVE_SPIN);
 	if (!q->prog || !iwe_qp_trylock(q))
 		return 0;
 	if (q->watch.fd < 0) {
 		atomic_store(&q->kick, 0);
-	} else if (spin && rx_bulk(q) && !atomic_load(&q->lease_off)) {
+	} else if (how == IWE_DRIVE_SPIN && rx_bulk(q) &&
+		   !atomic_load(&q->lease_off)) {
 		/* A kick the progress thread left stays: the release runs
 		 * it, so no input it was told of waits. */
 		run_tx(q);
@@ -380,7 +382,8 @@ static int poll_hook(struct iwe_qp_priv *q, int spin)
 		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
 			take_lease(q);
 	}
-	blocked = q->llp && (q->llp->tx_blocked(q) || rx_bulk(q));
+	blocked = q->llp && (q->llp->tx_blocked(q) ||
+			     (how != IWE_DRIVE_SPIN_READ && rx_bulk(q)));
 	iwe_qp_release(q, 1);
 	return blocked;
 }
@@ -429,16 +432,16 @@ static void defer_timer_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
-static int send_poll_hook(struct iwe_cq_hook *h, int spin)
+static int send_poll_hook(struct iwe_cq_hook *h, int how)
 {
 	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook),
-			 spin);
+			 how);
 }
 
-static int recv_poll_hook(struct iwe_cq_hook *h, int spin)
+static int recv_poll_hook(struct iwe_cq_hook *h, int how)
 {
 	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook),
-			 spin);
+			 how);
 }
 
 static void send_arm_hook(struct iwe_cq_hook *h)

@@ -290,8 +290,9 @@ struct iwe_qp_priv {
 	 * the receive side itself and the progress thread stays out. */
 	_Atomic uint64_t poll_until;
 	_Atomic uint64_t poll_since;	/* the streak of polls began */
-	atomic_int polled;		/* the last look was a poll, not a
-					 * blocking wait's spin (iw_qp.c) */
+	atomic_int polled;		/* the last look reads bulk input: a
+					 * poll, not a blocking wait's plain
+					 * spin (iw_qp.c) */
 	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
 					 * (only with the lease timer armed) */
 	uint64_t lease_backoff;		/* progress thread: next look, ns */

@@ -487,7 +487,7 @@ static void test_abrupt(void)
 static int cq_says_futile(struct iwe_cq *cq)
 {
 	for (int i = 0; i < 100; i++) {
-		if (iwe_cq_drive(cq, 1))
+		if (iwe_cq_drive(cq, IWE_DRIVE_SPIN))
 			return 1;
 		sleep_ms(1);
 	}
@@ -533,6 +533,10 @@ static void bulk_then(const char *tag, uint16_t port, uint32_t second)
 	      "%s: once the data came in, a spinning waiter on the receiver's "
 	      "CQ is told the spin is %s", tag,
 	      bulk_last ? "futile" : "worth it");
+	CHECK(!iwe_cq_drive(p.b.rcq, IWE_DRIVE_SPIN_READ) &&
+	      !iwe_cq_drive(p.b.rcq, IWE_DRIVE_SPIN_READ),
+	      "%s: a spin that reads bulk input (its EVD's last message came "
+	      "in, of moderate size) is told it is worth it", tag);
 	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
 	      !memcmp(p.b.buf + 131072, p.a.buf, 32768 + second),

@@ -542,7 +542,7 @@ static void *spin_poll(void *arg)
 	struct side *s = arg;
 
 	while (!atomic_load(&g_poll_stop))
-		iwe_cq_drive(s->rcq, 1);
+		iwe_cq_drive(s->rcq, IWE_DRIVE_SPIN);
 	return NULL;
 }
 
