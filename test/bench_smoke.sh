@@ -93,9 +93,9 @@ tap_result "summary.csv summarises the rounds" "$why"
 
 why=
 nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
-# 21 of the tcp transport, 3 of the udp one (the build's dat.conf has
+# 23 of the tcp transport, 3 of the udp one (the build's dat.conf has
 # iw-lo-udp).
-[ "${nt:-0}" -eq 24 ] || why="report.txt has ${nt:-0} target lines, expected 24"
+[ "${nt:-0}" -eq 26 ] || why="report.txt has ${nt:-0} target lines, expected 26"
 grep -q '^.... *udp, MTU 1500: RDMA Write 64 KiB' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no udp target line"
 grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"

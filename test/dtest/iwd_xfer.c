@@ -153,10 +153,19 @@ static int throttle(struct iwd_sess *s)
 }
 
 /* Counts a successful request post (the caller throttled before). */
+/* A post refused because the connection is gone (the peer died between
+ * the last completion and this post) ends the test as a flushed
+ * completion does: with the EP's end event reported. */
 static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what)
 {
-	if (r != DAT_SUCCESS)
-		return du_check(r, what);
+	if (r != DAT_SUCCESS) {
+		int rc = du_check(r, what);
+
+		if (DAT_GET_TYPE(r) == DAT_INVALID_STATE &&
+		    DAT_GET_SUBTYPE(r) == DAT_INVALID_STATE_EP_DISCONNECTED)
+			du_report_end(&s->d);
+		return rc;
+	}
 	s->req_out++;
 	return 0;
 }
