@@ -381,6 +381,7 @@ static enum iwe_drive spin_how(const struct dapl_evd *evd)
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
 	uint32_t max = spin_max_us(), budget = evd->spin_us;
+	enum iwe_drive how = spin_how(evd);	/* read under the lock */
 	uint64_t start, end;
 	int got = 0;
 
@@ -394,7 +395,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	start = mono_us();
 	end = start + budget;
 	do {
-		int blocked = iwe_cq_drive(evd->cq, spin_how(evd));
+		int blocked = iwe_cq_drive(evd->cq, how);
 
 		if (iwe_cq_count(evd->cq) >= threshold) {
 			got = 1;
