@@ -942,14 +942,22 @@ const struct iwe_llp_ops iwe_llp_trp = {
 
 /* ------------------------------------------------ for the CM and tests */
 
-static void send_fin_once(struct trp *t, struct iwe_qp_priv *q)
+/* An abrupt close's F is never retransmitted (the QP is gone), so it
+ * goes out this many times back to back: copies of one PSN are
+ * duplicates to the peer.  Sent once, a lost F (1 % loss, 100
+ * connections closed abruptly by dapltest) left the peer to learn of the
+ * close from the ICMP answer to its next packet: BROKEN, not
+ * DISCONNECTED. */
+#define TRP_ABRUPT_FIN_COPIES 3
+
+static void send_abrupt_fin(struct trp *t, struct iwe_qp_priv *q)
 {
 	uint8_t b[IW_TRP_HDR_LEN];
 
 	iw_trp_put(b, t->snd_nxt, t->rcv_nxt - 1, IW_TRP_F, trp_credits(t));
-	if (send(q->fd, b, sizeof(b), MSG_DONTWAIT) < 0) {
-		/* Best effort: the peer times out instead. */
-	}
+	for (int i = 0; i < TRP_ABRUPT_FIN_COPIES; i++)
+		if (send(q->fd, b, sizeof(b), MSG_DONTWAIT) < 0)
+			break;	/* best effort: the peer times out instead */
 }
 
 void iwe_trp_send_fin(struct iwe_qp *qp)
@@ -962,12 +970,13 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 	if (t && q->fd >= 0 && !t->quiet) {
 		if (q->state == IWE_QPS_ERROR || t->ending ||
 		    queue_ctl(t, IW_TRP_F, NULL, 0)) {
-			/* An abrupt close sends its F once.  A held ack goes
+			/* An abrupt close sends its F, never retransmitted
+			 * (send_abrupt_fin).  A held ack goes
 			 * on its own first: two chances, not one, that the
 			 * peer learns its last Sends came (else it resends
 			 * them to a closed port and ends BROKEN). */
 			trp_rx_idle(q);
-			send_fin_once(t, q);
+			send_abrupt_fin(t, q);
 		} else
 			trp_flush(t, q);
 		trp_timer_sync(t);
