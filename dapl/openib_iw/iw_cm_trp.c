@@ -35,7 +35,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
 #include <sys/socket.h>

@@ -362,7 +362,7 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 
 /* The CQ is empty: let the consumer's thread drive the QPs feeding it.
  * One poller at a time; the others just look. */
-static int cq_run_poll_hooks(struct iwe_cq_priv *q, int how)
+static int cq_run_poll_hooks(struct iwe_cq_priv *q, enum iwe_drive how)
 {
 	int blocked = 0;
 
@@ -376,7 +376,7 @@ static int cq_run_poll_hooks(struct iwe_cq_priv *q, int how)
 
 int iwe_cq_drive(struct iwe_cq *cq, enum iwe_drive how)
 {
-	return cq ? cq_run_poll_hooks(cq_priv(cq), (int)how) : 0;
+	return cq ? cq_run_poll_hooks(cq_priv(cq), how) : 0;
 }
 
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)

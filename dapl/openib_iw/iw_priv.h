@@ -273,8 +273,8 @@ void iwe_cq_put(struct iwe_cq *cq);
  * not wait for the progress thread) or armed it before sleeping (arm: the
  * progress thread must take over).  The CQ knows no QP. */
 struct iwe_cq_hook {
-	/* how: enum iwe_drive (iwe_cq_drive); 1: spinning is futile */
-	int (*poll)(struct iwe_cq_hook *h, int how);
+	/* how: as for iwe_cq_drive; 1: spinning is futile */
+	int (*poll)(struct iwe_cq_hook *h, enum iwe_drive how);
 	void (*arm)(struct iwe_cq_hook *h);
 };
 /* Add / remove a hook; removing waits for a poller running it. */

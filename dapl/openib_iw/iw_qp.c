@@ -21,7 +21,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/epoll.h>
 
 #include "iw_env.h"
@@ -350,7 +349,7 @@ static void take_lease(struct iwe_qp_priv *q)
  * expects one message of moderate size (IWE_DRIVE_SPIN_READ).  1 when
  * spinning on is futile: the transmit side waits for room in the
  * socket, or the input is bulk (but for SPIN_READ). */
-static int poll_hook(struct iwe_qp_priv *q, int how)
+static int poll_hook(struct iwe_qp_priv *q, enum iwe_drive how)
 {
 	uint64_t now = iwe_now_ns(), since;
 	int blocked;
@@ -432,13 +431,13 @@ static void defer_timer_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
-static int send_poll_hook(struct iwe_cq_hook *h, int how)
+static int send_poll_hook(struct iwe_cq_hook *h, enum iwe_drive how)
 {
 	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook),
 			 how);
 }
 
-static int recv_poll_hook(struct iwe_cq_hook *h, int how)
+static int recv_poll_hook(struct iwe_cq_hook *h, enum iwe_drive how)
 {
 	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook),
 			 how);

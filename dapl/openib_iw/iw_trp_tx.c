@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <netinet/udp.h>
 #include <sys/socket.h>
 
@@ -971,10 +970,10 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 		if (q->state == IWE_QPS_ERROR || t->ending ||
 		    queue_ctl(t, IW_TRP_F, NULL, 0)) {
 			/* An abrupt close sends its F, never retransmitted
-			 * (send_abrupt_fin).  A held ack goes
-			 * on its own first: two chances, not one, that the
-			 * peer learns its last Sends came (else it resends
-			 * them to a closed port and ends BROKEN). */
+			 * (send_abrupt_fin).  A held ack goes on its own
+			 * first: two chances, not one, that the peer learns
+			 * its last Sends came (else it resends them to a
+			 * closed port and ends BROKEN). */
 			trp_rx_idle(q);
 			send_abrupt_fin(t, q);
 		} else

@@ -152,8 +152,8 @@ static int throttle(struct iwd_sess *s)
 	return 0;
 }
 
-/* Counts a successful request post (the caller throttled before). */
-/* A post refused because the connection is gone (the peer died between
+/* Counts a successful request post (the caller throttled before).  A
+ * post refused because the connection is gone (the peer died between
  * the last completion and this post) ends the test as a flushed
  * completion does: with the EP's end event reported. */
 static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what)
