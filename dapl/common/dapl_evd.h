@@ -57,6 +57,10 @@ struct dapl_evd {
 	int cq_overflow_reported;
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
+	/* Since the waiter's last drain, under lock: wake_fd was written;
+	 * the waiter was woken by its own thread (which runs the engine
+	 * while it waits: no system call then). */
+	atomic_int fd_woken, self_woken;
 	uint32_t spin_us;		/* current spin before sleeping (evd.c) */
 	uint64_t spin_failed_us;	/* when this wait's spin began, if it
 					 * ended without the events; 0: none */
@@ -208,6 +212,11 @@ void dapl_evd_ring_free(struct dapl_evd *evd);
  * the RMR it names).  Called without EVD or CNO locks held. */
 void dapl_dto_event(struct dapl_ia *ia, const struct ibv_wc *wc,
 		    DAT_EVD_HANDLE evd, DAT_EVENT *event);
+
+/* evd->lock held: wake the EVD's waiter (dat_evd_wait). */
+void dapl_evd_wake_locked(struct dapl_evd *evd);
+/* The EVD this thread waits on while it runs the engine, or NULL. */
+void dapl_evd_set_driving(struct dapl_evd *evd);
 
 /* ---- eventfd helpers: wake sleepers / reset after waking ---- */
 

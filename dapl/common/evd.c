@@ -169,7 +169,7 @@ static void evd_destroy(struct dapl_obj *obj)
 
 	dapl_lock(&evd->lock);
 	evd->dead = 1;
-	dapl_efd_poke(evd->wake_fd);
+	dapl_evd_wake_locked(evd);
 	while (atomic_load(&evd->waiting))
 		dapl_cond_wait(&evd->idle, &evd->lock);
 	dapl_unlock(&evd->lock);
@@ -353,15 +353,10 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 
 static uint32_t spin_max_us(void)
 {
-	static int v = -1;
-	int cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	static long v = -1;
 
-	if (cur < 0) {
-		cur = (int)iw_env_long("IWDAPL_WAIT_SPIN_US",
-				       WAIT_SPIN_DEFAULT_US, 0, 1000000);
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED);
-	}
-	return (uint32_t)cur;
+	return (uint32_t)iw_env_long_once(&v, "IWDAPL_WAIT_SPIN_US",
+					  WAIT_SPIN_DEFAULT_US, 0, 1000000);
 }
 
 static uint64_t mono_us(void)
@@ -436,6 +431,25 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	return dapl_evd_count_locked(evd) >= threshold;
 }
 
+static int self_woken(void *evd)
+{
+	return atomic_load(&((struct dapl_evd *)evd)->self_woken);
+}
+
+/* Sleep for connection events running the engine's connection manager
+ * on this thread, when it lets us: 1 once woken or past the deadline, 0
+ * when it did not (sleep as usual). */
+static int cm_wait(struct dapl_evd *evd, struct iwe_device *dev,
+		   const struct timespec *deadline)
+{
+	int rc;
+
+	dapl_evd_set_driving(evd);
+	rc = iwe_device_wait_cm(dev, evd->wake_fd, deadline, self_woken, evd);
+	dapl_evd_set_driving(NULL);
+	return rc == 0;
+}
+
 /* evd->lock held; dropped while asleep.  Returns 0 once past deadline. */
 static int sleep_locked(struct dapl_evd *evd, int bounded,
 			const struct timespec *deadline)
@@ -444,18 +458,34 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
 	};
+	struct iwe_device *dev;
 	struct timespec left;
-	int more;
+	int more, has_cq;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
+	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
+	has_cq = evd->cq != NULL;
 	dapl_unlock(&evd->lock);
-	more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded, deadline);
+	/* Connection events: this thread runs the connection manager while
+	 * it waits, when it may.  Completions: the progress thread serves
+	 * the sockets while we sleep -- at once, not at its lease's end. */
+	if (dev && !has_cq && cm_wait(evd, dev, bounded ? deadline : NULL)) {
+		more = 1;
+	} else {
+		if (dev && has_cq)
+			iwe_device_wait_other(dev);
+		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
+				     deadline);
+	}
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
-	 * readable, so the next sleep returns at once. */
-	dapl_efd_drain(evd->wake_fd);
+	 * readable, so the next sleep returns at once.  Without a CQ every
+	 * write of the fd is under the lock, flagged. */
+	atomic_store(&evd->self_woken, 0);
+	if (atomic_exchange(&evd->fd_woken, 0) || has_cq)
+		dapl_efd_drain(evd->wake_fd);
 	if (evd->channel)
 		dapl_evd_channel_drain(evd);
 	return more;
@@ -597,7 +627,7 @@ DAT_RETURN dapl_evd_set_unwaitable(DAT_EVD_HANDLE h)
 	dapl_lock(&evd->lock);
 	evd->waitable = 0;
 	if (atomic_load(&evd->waiting))
-		dapl_efd_poke(evd->wake_fd);
+		dapl_evd_wake_locked(evd);
 	dapl_unlock(&evd->lock);
 	return DAT_SUCCESS;
 }

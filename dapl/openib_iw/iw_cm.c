@@ -691,6 +691,16 @@ struct adopt_args {
 	int err;
 };
 
+/* A TCP socket handed over is connected: what the conn must send first
+ * goes now, sparing a watch for writability and a loop round.  What the
+ * socket does not take, or an error (which the socket reports again),
+ * is left to the loop. */
+static void out_now(struct iwe_conn *c)
+{
+	if (!c->udp && c->out)
+		(void)cm_out_flush(c);
+}
+
 static struct iwe_conn *adopt_conn(struct adopt_args *a)
 {
 	struct iwe_conn *c = conn_new(a->dev, a->prog, a->fd);
@@ -721,7 +731,9 @@ static void do_adopt_passive(void *arg)
 		return;
 	}
 	a->out = c;
-	/* From the loop: the final message first, then the peeking. */
+	/* The final message first (now when the socket takes it, else from
+	 * the loop), then the peeking. */
+	out_now(c);
 	cm_enter(c, CS_REQ_WAIT);
 }
 
@@ -745,7 +757,8 @@ static void do_adopt_active(void *arg)
 	if (!c->udp)
 		cm_set_nodelay(a->fd);
 	a->out = c;
-	cm_enter(c, CS_MPA_SENT);	/* the loop writes the request */
+	out_now(c);
+	cm_enter(c, CS_MPA_SENT);	/* the loop writes what is left */
 }
 
 static int adopt_run(struct adopt_args *a, void (*fn)(void *),

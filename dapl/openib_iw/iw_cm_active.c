@@ -17,6 +17,7 @@
 #endif
 #include <errno.h>
 #include <string.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -90,6 +91,24 @@ int cm_active_request(struct iwe_conn *c, const void *pdata, size_t len,
 	return cm_out_set(c, frame, (size_t)n);
 }
 
+/* The handshake may be over already (on loopback it is done by the
+ * time connect returns): then the request goes now, without a watch for
+ * writability and a loop round.  Anything but a clean POLLOUT, or an
+ * error sending, is left to the watch, which reports it from the loop. */
+static int request_now(struct iwe_conn *c)
+{
+	struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+	int err;
+
+	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLOUT)
+		return CS_CONNECTING;
+	err = cm_out_flush(c);
+	if (err && err != EAGAIN)
+		return CS_CONNECTING;
+	cm_fill_addrs(c);
+	return CS_MPA_SENT;
+}
+
 /* Start the TCP connect.  Inside an API call: an immediate failure is
  * queued, not delivered. */
 int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
@@ -104,7 +123,7 @@ int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 			       "TCP connect failed");
 		return CS_IDLE;
 	}
-	return CS_CONNECTING;
+	return request_now(c);
 }
 
 /* Write what is left of the request.  The state to enter. */

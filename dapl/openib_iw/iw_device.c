@@ -295,6 +295,38 @@ void iwe_device_close(struct iwe_device *dev)
 	free(dev);
 }
 
+/* The progress thread, if started (connections and QPs start it). */
+static struct iwe_prog *dev_prog(struct iwe_device *dev)
+{
+	struct iwe_prog *p;
+
+	iwe_lock(&dev->lock);
+	p = dev->prog;
+	iwe_unlock(&dev->lock);
+	return p;
+}
+
+int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
+		       const struct timespec *deadline,
+		       int (*woken)(void *arg), void *arg)
+{
+	struct iwe_prog *p = dev_prog(dev);
+
+	if (!p)
+		return -1;
+	return iwe_prog_drive_sleep(p, wake_fd, !deadline ? ~0ull :
+				    (uint64_t)deadline->tv_sec * 1000000000u +
+				    (uint64_t)deadline->tv_nsec, woken, arg);
+}
+
+void iwe_device_wait_other(struct iwe_device *dev)
+{
+	struct iwe_prog *p = dev_prog(dev);
+
+	if (p)
+		iwe_prog_drive_stop(p);
+}
+
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr)
 {

@@ -77,6 +77,20 @@ void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);
 
+/* A thread about to sleep for connection events (a CR or connection
+ * EVD): sleep until wake_fd is readable, woken(arg) is true (checked
+ * after each round of work: a wake this thread gave itself) or past the
+ * CLOCK_MONOTONIC deadline (NULL: none), running the device's
+ * connection manager on this thread meanwhile when the progress thread
+ * lets it -- the events then come with no thread hop.  0 once woken or
+ * past the deadline; -1 when it could not (the caller sleeps as usual). */
+int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
+		       const struct timespec *deadline,
+		       int (*woken)(void *arg), void *arg);
+/* The caller is about to sleep for anything else: give the progress
+ * thread its loop back now rather than at the end of the lease. */
+void iwe_device_wait_other(struct iwe_device *dev);
+
 /* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram
  * (IPv4, UDP and TRP headers included), TRP's 576..65535; by default the
  * interface's MTU.  Applies to QPs attached afterwards; also what

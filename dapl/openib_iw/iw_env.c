@@ -67,6 +67,18 @@ long iw_env_long(const char *name, long def, long lo, long hi)
 	return def;
 }
 
+long iw_env_long_once(long *cache, const char *name, long def, long lo,
+		      long hi)
+{
+	long cur = __atomic_load_n(cache, __ATOMIC_RELAXED);
+
+	if (cur < 0) {
+		cur = iw_env_long(name, def, lo, hi);
+		__atomic_store_n(cache, cur, __ATOMIC_RELAXED);
+	}
+	return cur;
+}
+
 /* The index of the variable's value among names (any case): 1 with *idx
  * set, 0 when unset, -1 when it is none of them. */
 static int lookup(const char *name, const char *const *names, int n,

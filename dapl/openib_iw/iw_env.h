@@ -12,6 +12,10 @@
 
 /* A decimal integer in lo..hi. */
 long iw_env_long(const char *name, long def, long lo, long hi);
+/* iw_env_long read once per process: *cache starts at -1 (lo must not
+ * be negative); threads may race to read it, with the same result. */
+long iw_env_long_once(long *cache, const char *name, long def, long lo,
+		      long hi);
 /* 0|1|off|on|no|yes (any case). */
 int iw_env_bool(const char *name, int def);
 /* One of the n names (any case): its index.  def may be -1 (no name

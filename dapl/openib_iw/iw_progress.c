@@ -22,7 +22,9 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -30,6 +32,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
+#include "iw_env.h"
 #include "iw_progress.h"
 
 #define PROG_MAX_EVENTS 64
@@ -59,10 +62,23 @@ struct iwe_prog {
 	int epfd, evfd;
 	int stop;				/* under lock */
 	pthread_mutex_t run;			/* running the loop's work */
-	uint64_t wait_until;			/* under run: the loop's wait
+	atomic_uint_least64_t wait_until;	/* the loop's wait or park
 						 * ends then (ns; ~0: never) */
-	pthread_mutex_t lock;			/* calls, tasks, stop */
+	pthread_mutex_t lock;			/* calls, tasks, stop, kicked */
 	pthread_cond_t done_cv;
+	pthread_cond_t park_cv;			/* the thread, parked */
+	int kicked;				/* under lock: wake from park */
+	int in_epoll;				/* under run: the thread waits
+						 * in epoll (run let go) */
+	/* A consumer thread runs the loop while it waits for connection
+	 * events (iwe_prog_drive_sleep), letting run go while it polls;
+	 * the thread parks meanwhile, out of epoll, and until the lease
+	 * that each such wait renews runs out (ns). */
+	atomic_int driving;			/* set and cleared under run */
+	atomic_uint drive_gen;			/* drives begun */
+	atomic_uint_least64_t lease_until;
+	uint64_t park_until;			/* under lock: the parked
+						 * thread looks again then */
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
@@ -72,6 +88,14 @@ struct iwe_prog {
 	uint32_t nslots, slots_cap, free_slot;	/* free_slot: index + 1 */
 };
 
+static void prog_unpark(struct iwe_prog *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->kicked = 1;
+	pthread_cond_signal(&p->park_cv);
+	pthread_mutex_unlock(&p->lock);
+}
+
 static void prog_wake(struct iwe_prog *p)
 {
 	uint64_t one = 1;
@@ -79,6 +103,10 @@ static void prog_wake(struct iwe_prog *p)
 	/* EAGAIN means the counter is already non-zero: awake enough. */
 	if (write(p->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		abort();
+	/* A parked thread does not see the eventfd; a driving consumer
+	 * does (it polls the epoll fd), and leaves the thread asleep. */
+	if (!atomic_load(&p->driving))
+		prog_unpark(p);
 }
 
 /* The prog whose loop this thread runs a call of, holding its run. */
@@ -379,6 +407,16 @@ static void run_calls(struct iwe_prog *p)
 	pthread_mutex_unlock(&p->lock);
 }
 
+static int prog_work_queued(struct iwe_prog *p)
+{
+	int busy;
+
+	pthread_mutex_lock(&p->lock);
+	busy = p->tasks != NULL || p->calls != NULL;
+	pthread_mutex_unlock(&p->lock);
+	return busy;
+}
+
 /* Runs fn(arg) holding p->run, which the caller took; wakes the loop
  * when the call left it work before its wait would end. */
 static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
@@ -388,10 +426,12 @@ static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 	prog_borrowed = p;
 	fn(arg);
 	prog_borrowed = NULL;
-	pthread_mutex_lock(&p->lock);
-	wake = p->tasks != NULL || p->calls != NULL;
-	pthread_mutex_unlock(&p->lock);
-	wake |= p->nheap && p->heap[0]->when < p->wait_until;
+	/* Tasks left while the thread is parked for a lease are for the
+	 * consumer's next wait (or the thread, at the lease's end). */
+	wake = !p->in_epoll && !atomic_load(&p->driving) &&
+	       atomic_load(&p->lease_until) > iwe_now_ns() ?
+	       0 : prog_work_queued(p);
+	wake |= p->nheap && p->heap[0]->when < atomic_load(&p->wait_until);
 	pthread_mutex_unlock(&p->run);
 	if (wake)
 		prog_wake(p);
@@ -423,7 +463,7 @@ void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 	pthread_mutex_unlock(&p->lock);
 }
 
-/* -------------------------------------------------------------- loop */
+/* ------------------------------------------------------ epoll waits */
 
 /* The epoll timeout: none when work is queued, else the next timer. */
 static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
@@ -478,6 +518,215 @@ static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
 	return n;
 }
 
+/* ------------------------------------------------- parking, driving */
+
+/* How long a consumer that drove the loop keeps it after its wait: the
+ * thread stays parked that long, and what comes meanwhile for nobody's
+ * wait waits as long at most (IWDAPL_CM_LEASE_US). */
+static uint64_t prog_lease_ns(void)
+{
+	static long v = -1;
+
+	return (uint64_t)iw_env_long_once(&v, "IWDAPL_CM_LEASE_US", 500, 0,
+					  100000) * 1000u;
+}
+
+static uint64_t ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
+/* While a consumer drives, the parked thread looks again after a lease,
+ * then (the same drive going on) twice as long each time, up to this:
+ * a consumer asleep for connection requests all day does not wake it
+ * 2000 times a second, and one that waits again and again does not
+ * have to tell it (a wake-up) that each wait ended. */
+#define PARK_STEP_MAX_NS (1000ull * 1000u * 1000u)
+
+/* p->lock held, the thread parked: until when it sleeps.  *step and
+ * *seen carry the back-off over the same drive. */
+static uint64_t park_end_locked(struct iwe_prog *p, uint64_t timer,
+				uint64_t *step, unsigned *seen)
+{
+	uint64_t now = iwe_now_ns(), lease;
+	unsigned gen;
+
+	if (!atomic_load(&p->driving)) {
+		lease = atomic_load(&p->lease_until);
+		return lease < timer ? lease : timer;
+	}
+	/* The driver runs the timers. */
+	gen = atomic_load(&p->drive_gen);
+	*step = gen != *seen ? prog_lease_ns() :
+		*step * 2 < PARK_STEP_MAX_NS ? *step * 2 : PARK_STEP_MAX_NS;
+	*seen = gen;
+	return now + *step;
+}
+
+/* run held, nothing queued, a consumer keeps the loop: sleep out of
+ * epoll until it is given back (the lease's end, a kick) or a timer is
+ * due; back with run held.  While a consumer drives, the loop is its:
+ * the thread does not touch it. */
+static void prog_park(struct iwe_prog *p, const struct timespec *timeout)
+{
+	uint64_t timer = timeout ? iwe_now_ns() + ts_ns(timeout) : ~0ull;
+	uint64_t step = 0;
+	unsigned seen = 0;
+	struct timespec until;
+	int stop;
+
+	pthread_mutex_unlock(&p->run);
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		while (!p->kicked && !p->stop) {
+			uint64_t end = park_end_locked(p, timer, &step, &seen);
+
+			if (iwe_now_ns() >= end)
+				break;
+			p->park_until = end;
+			if (!atomic_load(&p->driving))
+				atomic_store(&p->wait_until, end);
+			until.tv_sec = (time_t)(end / 1000000000u);
+			until.tv_nsec = (long)(end % 1000000000u);
+			pthread_cond_timedwait(&p->park_cv, &p->lock, &until);
+		}
+		p->park_until = 0;
+		p->kicked = 0;
+		stop = p->stop;
+		pthread_mutex_unlock(&p->lock);
+		if (stop)
+			break;
+		if (!atomic_load(&p->driving) &&
+		    pthread_mutex_trylock(&p->run) == 0) {
+			if (!atomic_load(&p->driving))
+				return;
+			pthread_mutex_unlock(&p->run);
+		}
+		/* Lease over, a call holds run: it is short. */
+		if (!atomic_load(&p->driving) &&
+		    atomic_load(&p->lease_until) <= iwe_now_ns())
+			break;
+	}
+	pthread_mutex_lock(&p->run);
+}
+
+/* A driving consumer's work between its polls: what is queued and the
+ * timers due.  The poll timeout (ms) to the next timer or `deadline`
+ * (ns), 0 when work is queued, -1 when there is neither. */
+static int drive_work(struct iwe_prog *p, uint64_t deadline)
+{
+	uint64_t now, end = deadline;
+
+	run_calls(p);
+	run_tasks(p);
+	run_timers(p);
+	if (prog_work_queued(p))
+		return 0;
+	if (p->nheap && p->heap[0]->when < end)
+		end = p->heap[0]->when;
+	if (end == ~0ull)
+		return -1;
+	now = iwe_now_ns();
+	if (end <= now)
+		return 0;
+	/* Round up: a poll that ends before the deadline only loops. */
+	return (int)((end - now + 999999) / 1000000 > 60000 ? 60000 :
+		     (end - now + 999999) / 1000000);
+}
+
+/* run held, driving: the consumer's poll.  run is let go meanwhile, so
+ * other threads' calls borrow the loop as they would from the idle
+ * thread.  1 when the epoll fd has events. */
+static int drive_poll(struct iwe_prog *p, struct pollfd *fds, int ms)
+{
+	atomic_store(&p->wait_until, ms < 0 ? ~0ull :
+		     iwe_now_ns() + (uint64_t)ms * 1000000u);
+	prog_borrowed = NULL;
+	pthread_mutex_unlock(&p->run);
+	fds[0].revents = fds[1].revents = 0;
+	if (poll(fds, 2, ms) < 0 && errno != EINTR)
+		fds[0].revents = POLLERR;	/* give up the drive */
+	pthread_mutex_lock(&p->run);
+	prog_borrowed = p;
+	return fds[1].revents != 0;
+}
+
+int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
+			 int (*woken)(void *arg), void *arg)
+{
+	struct pollfd fds[2] = {
+		{ .fd = wake_fd, .events = POLLIN },
+		{ .fd = p->epfd, .events = POLLIN },
+	};
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	uint64_t lease, timer;
+	int kick;
+
+	if (!prog_lease_ns())
+		return -1;
+	/* The thread parks at its next round if it cannot now. */
+	atomic_store(&p->lease_until, iwe_now_ns() + prog_lease_ns());
+	if (pthread_mutex_trylock(&p->run))
+		return -1;
+	/* The thread waits in epoll: it would take the events first. */
+	if (p->in_epoll || prog_borrowed || atomic_load(&p->driving)) {
+		pthread_mutex_unlock(&p->run);
+		return -1;
+	}
+	atomic_store(&p->driving, 1);
+	atomic_fetch_add(&p->drive_gen, 1);
+	prog_borrowed = p;
+	for (;;) {
+		int ms = drive_work(p, deadline);
+
+		if (woken(arg))
+			break;
+		if (drive_poll(p, fds, ms)) {
+			int n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
+
+			if (n > 0)
+				dispatch(p, ev, n);
+		}
+		if (fds[0].revents || woken(arg) || iwe_now_ns() >= deadline)
+			break;
+	}
+	/* What the last round left (the event's aftermath) is ours too;
+	 * what that leaves waits for the next wait or the lease's end. */
+	run_calls(p);
+	run_tasks(p);
+	prog_borrowed = NULL;
+	lease = iwe_now_ns() + prog_lease_ns();
+	atomic_store(&p->lease_until, lease);
+	atomic_store(&p->driving, 0);
+	/* A thread parked during the drive looks again at its own pace:
+	 * wake it when that is well past the lease, or past a timer. */
+	timer = p->nheap ? p->heap[0]->when : ~0ull;
+	pthread_mutex_unlock(&p->run);
+	pthread_mutex_lock(&p->lock);
+	kick = p->park_until > lease + prog_lease_ns() ||
+	       p->park_until > timer;
+	/* Until then the timers are the thread's (call_borrowed wakes it
+	 * for an earlier one); 0: it recomputes before it sleeps. */
+	atomic_store(&p->wait_until, kick || !p->park_until ? 0 :
+		     p->park_until);
+	pthread_mutex_unlock(&p->lock);
+	if (kick)
+		prog_unpark(p);
+	return 0;
+}
+
+void iwe_prog_drive_stop(struct iwe_prog *p)
+{
+	uint64_t z = 0;
+
+	if (atomic_load(&p->lease_until) == 0)
+		return;
+	atomic_store(&p->lease_until, z);
+	prog_unpark(p);
+}
+
+/* -------------------------------------------------------------- loop */
+
 static void *prog_main(void *arg)
 {
 	struct iwe_prog *p = arg;
@@ -492,12 +741,20 @@ static void *prog_main(void *arg)
 		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
-		p->wait_until = !timeout ? ~0ull : iwe_now_ns() +
-			(uint64_t)timeout->tv_sec * 1000000000u +
-			(uint64_t)timeout->tv_nsec;
+		if ((atomic_load(&p->driving) ||
+		     atomic_load(&p->lease_until) > iwe_now_ns()) &&
+		    (!timeout || timeout->tv_sec || timeout->tv_nsec)) {
+			prog_park(p, timeout);
+			run_timers(p);
+			continue;
+		}
+		atomic_store(&p->wait_until, !timeout ? ~0ull :
+			     iwe_now_ns() + ts_ns(timeout));
+		p->in_epoll = 1;
 		pthread_mutex_unlock(&p->run);
 		n = prog_wait(p, ev, timeout);
 		pthread_mutex_lock(&p->run);
+		p->in_epoll = 0;
 		if (n < 0 && errno != EINTR)
 			abort();
 		if (n > 0)
@@ -511,6 +768,16 @@ static void *prog_main(void *arg)
 }
 
 /* ------------------------------------------------------ start / stop */
+
+static void prog_cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(cv, &a);
+	pthread_condattr_destroy(&a);
+}
 
 static struct iwe_prog *prog_create(void)
 {
@@ -527,11 +794,13 @@ static struct iwe_prog *prog_create(void)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
+	prog_cond_init_monotonic(&p->park_cv);
 	if (pthread_create(&p->thread, NULL, prog_main, p) == 0)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->park_cv);
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
@@ -561,6 +830,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
+	pthread_cond_signal(&p->park_cv);
 	pthread_mutex_unlock(&p->lock);
 	prog_wake(p);
 	pthread_join(p->thread, NULL);
@@ -569,6 +839,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->park_cv);
 	free(p->heap);
 	free(p->slots);
 	free(p);

@@ -38,15 +38,10 @@
  * 100 us: p99 34-43 us over 3 runs, 68-97 us at 20. */
 static uint64_t qp_poll_lease_ns(void)
 {
-	static uint64_t v = ~0ull;	/* read by every polling thread */
-	uint64_t cur = __atomic_load_n(&v, __ATOMIC_RELAXED);
+	static long v = -1;	/* read by every polling thread */
 
-	if (cur == ~0ull) {
-		cur = (uint64_t)iw_env_long("IWDAPL_POLL_LEASE_US", 100, 0,
-					    1000000) * 1000u;
-		__atomic_store_n(&v, cur, __ATOMIC_RELAXED);
-	}
-	return cur;
+	return (uint64_t)iw_env_long_once(&v, "IWDAPL_POLL_LEASE_US", 100, 0,
+					  1000000) * 1000u;
 }
 #define QP_POLL_LEASE_NS qp_poll_lease_ns()
 #define QP_LEASE_MAX_NS (1000u * 1000u)

@@ -22,16 +22,29 @@
 #define HELLO   "IWDTEST SSP 1\n"
 #define UPGRADE "IWDTEST UPGRADE\n"
 
+/* Reads one line, and not a byte past it: what follows belongs to the
+ * upgrade.  It peeks at what came and takes the line's bytes only. */
 static int read_line(int fd, char *buf, size_t max, int wait_ms)
 {
 	size_t n = 0;
 
 	while (n + 1 < max) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t got;
+		char *nl;
 
-		if (poll(&p, 1, wait_ms) <= 0 || read(fd, buf + n, 1) != 1)
+		if (poll(&p, 1, wait_ms) <= 0)
 			return -1;
-		if (buf[n++] == '\n')
+		got = recv(fd, buf + n, max - 1 - n, MSG_PEEK);
+		if (got <= 0)
+			return -1;
+		nl = memchr(buf + n, '\n', (size_t)got);
+		if (nl)
+			got = nl - (buf + n) + 1;
+		if (recv(fd, buf + n, (size_t)got, 0) != got)
+			return -1;
+		n += (size_t)got;
+		if (nl)
 			break;
 	}
 	buf[n] = '\0';

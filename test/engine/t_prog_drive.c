@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* A consumer thread that runs the progress loop while it waits
+ * (iwe_prog_drive_sleep): what it waits for is dispatched on its own
+ * thread; others' calls borrow the loop meanwhile, their tasks and the
+ * timers run on the waiting thread; the
+ * deadline holds; the parked progress thread takes the loop back at the
+ * lease's end, or at once after iwe_prog_drive_stop; closing the device
+ * with the thread parked does not hang.  TAP output.
+ *
+ * The lease is set to 100 ms (IWDAPL_CM_LEASE_US) so that "waits for the
+ * lease" and "at once" are far apart on a loaded machine. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "../tap.h"
+#include "iw_engine.h"
+#include "iw_priv.h"
+#include "iw_progress.h"
+
+#define LEASE_MS 100
+#define MS 1000000ull
+
+static struct iwe_prog *g_prog;
+static int g_src = -1, g_wake = -1;	/* watched fd; the waiter's fd */
+
+/* Who ran the last callback, and how many ran. */
+static pthread_t g_ran_on;
+static atomic_int g_runs;
+static atomic_int g_self_woken;
+
+static void poke(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		BAIL("eventfd write: %s", strerror(errno));
+}
+
+static void drain(int fd)
+{
+	uint64_t v;
+
+	(void)!read(fd, &v, sizeof(v));
+}
+
+static void ran(void)
+{
+	g_ran_on = pthread_self();
+	atomic_fetch_add(&g_runs, 1);
+}
+
+static int never_woken(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+static int self_woken(void *arg)
+{
+	(void)arg;
+	return atomic_load(&g_self_woken);
+}
+
+/* ------------------------------------------------------- the watch */
+
+static void src_cb(struct iwe_prog_watch *w, uint32_t revents)
+{
+	(void)revents;
+	drain(w->fd);
+	ran();
+	poke(g_wake);	/* as the CM posting the waiter's event */
+}
+
+static struct iwe_prog_watch g_watch = { .fd = -1, .cb = src_cb };
+
+static void watch_add(void *arg)
+{
+	(void)arg;
+	if (iwe_prog_watch_add(g_prog, &g_watch, g_src, EPOLLIN))
+		BAIL("watch_add");
+}
+
+static void watch_del(void *arg)
+{
+	(void)arg;
+	iwe_prog_watch_del(g_prog, &g_watch);
+}
+
+/* ---------------------------------------------- helpers in threads */
+
+struct later {
+	pthread_t t;
+	int delay_ms;
+	void (*fn)(void);
+};
+
+static void *later_main(void *arg)
+{
+	struct later *l = arg;
+
+	usleep((useconds_t)l->delay_ms * 1000u);
+	l->fn();
+	return NULL;
+}
+
+static void later_start(struct later *l, int delay_ms, void (*fn)(void))
+{
+	l->delay_ms = delay_ms;
+	l->fn = fn;
+	if (pthread_create(&l->t, NULL, later_main, l))
+		BAIL("pthread_create");
+}
+
+static void poke_src(void)
+{
+	poke(g_src);
+}
+
+static int wait_fd(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A drive with the whole test's safety deadline; its elapsed ms. */
+static int drive(int (*woken)(void *), uint64_t for_ns, uint64_t *ms)
+{
+	uint64_t t0 = iwe_now_ns();
+	int rc = iwe_prog_drive_sleep(g_prog, g_wake, t0 + for_ns, woken, NULL);
+
+	*ms = (iwe_now_ns() - t0) / MS;
+	return rc;
+}
+
+/* ----------------------------------------------------------- tests */
+
+static void test_waiter_drives(void)
+{
+	struct later l;
+	uint64_t ms;
+	int rc, runs = atomic_load(&g_runs);
+
+	/* The thread sits in epoll at first: the waiter sleeps as usual,
+	 * the thread dispatches, then leaves the loop to the waiter. */
+	later_start(&l, 20, poke_src);
+	rc = drive(never_woken, 2000 * MS, &ms);
+	CHECK(rc == 0 || wait_fd(g_wake, 2000),
+	      "first wait: the event comes (rc %d)", rc);
+	pthread_join(l.t, NULL);
+	drain(g_wake);
+	CHECK(atomic_load(&g_runs) == runs + 1, "first wait: one dispatch");
+
+	later_start(&l, 20, poke_src);
+	rc = drive(never_woken, 2000 * MS, &ms);
+	pthread_join(l.t, NULL);
+	CHECK(rc == 0, "second wait drives the loop (rc %d)", rc);
+	CHECK(atomic_load(&g_runs) == runs + 2 &&
+	      pthread_equal(g_ran_on, pthread_self()),
+	      "the event is dispatched on the waiting thread");
+	CHECK(ms >= 15 && ms < 2000, "the wait lasted until the event (%llu ms)",
+	      (unsigned long long)ms);
+	drain(g_wake);
+}
+
+static void test_deadline(void)
+{
+	uint64_t ms;
+	int rc = drive(never_woken, 30 * MS, &ms);
+
+	CHECK(rc == 0 && ms >= 29 && ms < 1000,
+	      "a drive with nothing to do ends at its deadline (rc %d, %llu ms)",
+	      rc, (unsigned long long)ms);
+}
+
+static void call_fn(void *arg)
+{
+	(void)arg;
+	ran();
+	poke(g_wake);
+}
+
+static void call_from_other(void)
+{
+	iwe_prog_call(g_prog, call_fn, NULL);
+}
+
+static void task_fn(struct iwe_prog_task *t)
+{
+	(void)t;
+	call_fn(NULL);
+}
+
+static struct iwe_prog_task g_task = { .fn = task_fn };
+
+static void post_from_other(void)
+{
+	iwe_prog_post(g_prog, &g_task);
+}
+
+/* Another thread's call or task, 10 ms into a drive: the driver lets
+ * the loop go while it polls, so a call runs on its caller's thread (no
+ * hand-over), and a task on the driver's. */
+static void test_other_thread(void (*fn)(void), int on_caller,
+			      const char *what)
+{
+	struct later l;
+	uint64_t ms;
+	int rc;
+
+	later_start(&l, 10, fn);
+	rc = drive(never_woken, 2000 * MS, &ms);
+	pthread_join(l.t, NULL);	/* a call has returned */
+	CHECK(rc == 0 && pthread_equal(g_ran_on, on_caller ? l.t :
+				       pthread_self()),
+	      "another thread's %s runs on the %s thread", what,
+	      on_caller ? "calling" : "driving");
+	drain(g_wake);
+}
+
+static void timer_cb(struct iwe_prog_timer *t)
+{
+	(void)t;
+	call_fn(NULL);
+}
+
+static struct iwe_prog_timer g_timer = { .cb = timer_cb };
+
+static void arm_10ms(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_arm(g_prog, &g_timer, 10);
+}
+
+static void test_timer_while_driving(void)
+{
+	uint64_t ms;
+	int rc, runs;
+
+	iwe_prog_call(g_prog, arm_10ms, NULL);
+	runs = atomic_load(&g_runs);
+	rc = drive(never_woken, 2000 * MS, &ms);
+	CHECK(rc == 0 && atomic_load(&g_runs) == runs + 1 &&
+	      pthread_equal(g_ran_on, pthread_self()) && ms >= 8 && ms < 2000,
+	      "a timer fires on the driving thread, on time (%llu ms)",
+	      (unsigned long long)ms);
+	drain(g_wake);
+}
+
+static void self_wake_cb(struct iwe_prog_watch *w, uint32_t revents)
+{
+	(void)revents;
+	drain(w->fd);
+	ran();
+	atomic_store(&g_self_woken, 1);	/* no write of the waiter's fd */
+}
+
+static void test_self_wake(void)
+{
+	struct later l;
+	uint64_t ms;
+	int rc;
+
+	g_watch.cb = self_wake_cb;
+	later_start(&l, 10, poke_src);
+	rc = drive(self_woken, 2000 * MS, &ms);
+	pthread_join(l.t, NULL);
+	CHECK(rc == 0 && atomic_load(&g_self_woken) && ms < 1000,
+	      "a wake the waiter gave itself ends the drive (%llu ms)",
+	      (unsigned long long)ms);
+	atomic_store(&g_self_woken, 0);
+	g_watch.cb = src_cb;
+}
+
+/* After a drive the thread is parked for the lease: an event for nobody's
+ * wait is dispatched by the thread once the lease is over -- or at once
+ * after iwe_prog_drive_stop. */
+/* A drive that finds the thread in epoll fails; an event gets it out,
+ * and it parks for the lease the failed attempt took.  rc of the last
+ * try. */
+static int drive_parked(uint64_t for_ns)
+{
+	uint64_t ms;
+	int rc = -1;
+
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = drive(never_woken, for_ns, &ms);
+		if (rc != 0) {
+			poke(g_src);
+			(void)wait_fd(g_wake, 3000);
+			drain(g_wake);
+			usleep(1000);	/* while the thread goes to park */
+		}
+	}
+	return rc;
+}
+
+static void test_lease_end(int stop)
+{
+	uint64_t t0, ms;
+	int rc, runs;
+
+	rc = drive_parked(5 * MS);
+	if (stop)
+		iwe_prog_drive_stop(g_prog);
+	runs = atomic_load(&g_runs);
+	t0 = iwe_now_ns();
+	poke(g_src);
+	CHECK(wait_fd(g_wake, 3000), "%s: the event is dispatched",
+	      stop ? "stop" : "lease");
+	ms = (iwe_now_ns() - t0) / MS;
+	CHECK(rc == 0 && atomic_load(&g_runs) == runs + 1 &&
+	      !pthread_equal(g_ran_on, pthread_self()),
+	      "%s: by the progress thread", stop ? "stop" : "lease");
+	if (stop)
+		CHECK(ms < LEASE_MS / 2, "stop: at once (%llu ms)",
+		      (unsigned long long)ms);
+	else
+		CHECK(ms >= LEASE_MS / 2 && ms < 3000,
+		      "lease: once the lease is over (%llu ms)",
+		      (unsigned long long)ms);
+	drain(g_wake);
+}
+
+static void test_close_parked(struct iwe_device *dev)
+{
+	uint64_t ms, t0;
+
+	CHECK(drive_parked(1 * MS) == 0, "close: the thread is parked");
+	iwe_prog_call(g_prog, watch_del, NULL);
+	t0 = iwe_now_ns();
+	iwe_device_close(dev);
+	ms = (iwe_now_ns() - t0) / MS;
+	CHECK(ms < LEASE_MS / 2, "closing the device with the thread parked "
+	      "does not wait for the lease (%llu ms)", (unsigned long long)ms);
+}
+
+int main(void)
+{
+	struct iwe_device *dev;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("IWDAPL_CM_LEASE_US", "100000", 1);
+	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	if (!dev)
+		BAIL("open lo: %s", strerror(errno));
+	g_prog = iwe_prog_get(dev);
+	g_src = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	g_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (!g_prog || g_src < 0 || g_wake < 0)
+		BAIL("setup: %s", strerror(errno));
+	iwe_prog_call(g_prog, watch_add, NULL);
+	test_waiter_drives();
+	test_deadline();
+	test_other_thread(call_from_other, 1, "call");
+	test_other_thread(post_from_other, 0, "task");
+	test_timer_while_driving();
+	test_self_wake();
+	test_lease_end(0);
+	test_lease_end(1);
+	test_close_parked(dev);
+	close(g_src);
+	close(g_wake);
+	return tap_done();
+}
