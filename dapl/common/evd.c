@@ -55,6 +55,7 @@
 			 DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG |	\
 			 DAT_EVD_RMR_BIND_FLAG | DAT_EVD_ASYNC_FLAG)
 #define EVD_CQ_FLAGS (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG)
+#define EVD_CM_FLAGS (DAT_EVD_CR_FLAG | DAT_EVD_CONNECTION_FLAG)
 
 /* What a dequeue took: an event already in the consumer's buffer, or an
  * engine completion still to be converted (outside the EVD lock). */
@@ -460,18 +461,19 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	};
 	struct iwe_device *dev;
 	struct timespec left;
-	int more, has_cq;
+	int more, has_cq, cm;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
 	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	has_cq = evd->cq != NULL;
+	cm = !has_cq && (evd->flags & EVD_CM_FLAGS);
 	dapl_unlock(&evd->lock);
 	/* Connection events: this thread runs the connection manager while
 	 * it waits, when it may.  Completions: the progress thread serves
 	 * the sockets while we sleep -- at once, not at its lease's end. */
-	if (dev && !has_cq && cm_wait(evd, dev, bounded ? deadline : NULL)) {
+	if (dev && cm && cm_wait(evd, dev, bounded ? deadline : NULL)) {
 		more = 1;
 	} else {
 		if (dev && has_cq)
