@@ -703,8 +703,10 @@ int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
 	timer = p->nheap ? p->heap[0]->when : ~0ull;
 	pthread_mutex_unlock(&p->run);
 	pthread_mutex_lock(&p->lock);
+	/* Work queued by others while we drove woke only the eventfd
+	 * (prog_wake): it is the thread's now. */
 	kick = p->park_until > lease + prog_lease_ns() ||
-	       p->park_until > timer;
+	       p->park_until > timer || p->calls || p->tasks;
 	/* Until then the timers are the thread's (call_borrowed wakes it
 	 * for an earlier one); 0: it recomputes before it sleeps. */
 	atomic_store(&p->wait_until, kick || !p->park_until ? 0 :
