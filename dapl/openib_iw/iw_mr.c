@@ -60,6 +60,7 @@ static uint32_t stag_pop_free(struct iwe_stag_table *t)
 	t->nfree--;
 	e->next_free = 0;
 	e->key++;		/* reuse: a stale STag no longer matches */
+	atomic_fetch_add(&t->gen, 1);
 	return idx;
 }
 
@@ -103,6 +104,7 @@ static void stag_free(struct iwe_stag_table *t, uint32_t idx)
 
 	memset(e, 0, sizeof(*e));
 	e->key = key;
+	atomic_fetch_add(&t->gen, 1);
 	if (t->free_tail)
 		t->ent[t->free_tail].next_free = idx;
 	else
@@ -319,12 +321,33 @@ enum iwe_access_error iwe_mr_check(struct iwe_device *dev,
 				   uint64_t va, uint64_t len, int access,
 				   void **ptr)
 {
+	return iwe_mr_check_cached(dev, NULL, pd, stag, va, len, access, ptr);
+}
+
+/* A hit answers only a check that passes; anything else is decided by
+ * the table itself, so errors are always today's. */
+enum iwe_access_error iwe_mr_check_cached(struct iwe_device *dev,
+					  struct iwe_mr_cache *c,
+					  const struct iwe_pd *pd,
+					  uint32_t stag, uint64_t va,
+					  uint64_t len, int access,
+					  void **ptr)
+{
 	uint32_t idx = IWE_STAG_INDEX(stag);
 	const struct iwe_stag_entry *e;
 	enum iwe_access_error r;
 
 	if (!dev || idx == 0)
 		return IWE_ACCESS_BAD_STAG;
+	if (c && c->stag == stag &&
+	    c->gen == atomic_load_explicit(&dev->stags.gen,
+					   memory_order_acquire) &&
+	    check_entry(&c->e, pd, IWE_STAG_KEY(stag), va, len,
+			access) == IWE_ACCESS_OK) {
+		if (ptr)
+			*ptr = c->e.host + (va - c->e.base);
+		return IWE_ACCESS_OK;
+	}
 	iwe_lock(&dev->lock);
 	if (idx >= dev->stags.next_fresh) {
 		iwe_unlock(&dev->lock);
@@ -334,6 +357,11 @@ enum iwe_access_error iwe_mr_check(struct iwe_device *dev,
 	r = check_entry(e, pd, IWE_STAG_KEY(stag), va, len, access);
 	if (r == IWE_ACCESS_OK && ptr)
 		*ptr = e->host + (va - e->base);
+	if (r == IWE_ACCESS_OK && c) {
+		c->stag = stag;
+		c->gen = atomic_load(&dev->stags.gen);
+		c->e = *e;
+	}
 	iwe_unlock(&dev->lock);
 	return r;
 }
@@ -383,6 +411,7 @@ static void mw_unbind_locked(struct iwe_device *dev, struct iwe_mw_priv *w)
 
 	e->valid = 0;
 	e->host = NULL;
+	atomic_fetch_add(&dev->stags.gen, 1);
 	w->mr->binds--;
 	w->mr = NULL;
 	w->pub.rkey = 0;
@@ -457,6 +486,7 @@ static void mw_bind_locked(struct iwe_device *dev, struct iwe_mw_priv *w,
 	e->pd = w->pub.pd;
 	e->access = access;
 	e->valid = 1;
+	atomic_fetch_add(&dev->stags.gen, 1);
 	w->mr = m;
 	m->binds++;
 	w->pub.rkey = rkey;

@@ -177,6 +177,7 @@ struct iwe_rx {
 	struct iovec place[IWE_MAX_SGE];
 	int nplace;
 	uint32_t inv_stag;		/* Send with Invalidate, this segment */
+	struct iwe_mr_cache wr_stag;	/* the last RDMA Write target */
 	int rtr_send;			/* this segment is the zero-length Send
 					 * RTR: consumed without a receive */
 	struct iwe_irq_ent rreq;	/* Read Request, queued at its end */

@@ -237,8 +237,8 @@ static void rx_write(struct iwe_qp_priv *q)
 			 IW_TERM_DDP_TAG_TO_WRAP);
 		return;
 	}
-	e = iwe_mr_check(q->pub.pd->dev, q->pub.pd, stag, to, len,
-			 IBV_ACCESS_REMOTE_WRITE, &p);
+	e = iwe_mr_check_cached(q->pub.pd->dev, &r->wr_stag, q->pub.pd, stag,
+				to, len, IBV_ACCESS_REMOTE_WRITE, &p);
 	if (e)
 		tagged_error(q, e);
 	else

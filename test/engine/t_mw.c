@@ -292,6 +292,59 @@ static void test_send_inv_window(void)
 	pair_close(&p);
 }
 
+/* A Write that passed leaves its STag check cached in the target QP; the
+ * window's invalidation (here the peer's Send with Invalidate, on the
+ * same QP) must end that: the next Write to the same STag, inside the old
+ * bounds, is refused and writes nothing. */
+static void test_stale_after_invalidate(void)
+{
+	static const char zero[64];
+	struct opts o = { 0 };
+	struct pair p;
+	struct iwe_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey = 0;
+	uint64_t wva;
+	struct ibv_sge sg;
+	struct ibv_send_wr wr, *bad;
+
+	pair_open(&p, &o);
+	mw = iwe_alloc_mw(p.b.pd);
+	wva = (uintptr_t)p.b.buf;
+	post_bind(&p.b, mw, p.b.mr, wva, 4096, RW, 1, 0, &rkey);
+	pump(&p, 10);
+	fill(p.a.buf, 64, 3);
+	CHECK(post_send1(&p.a, 2, IBV_WR_RDMA_WRITE, 0, 64, wva, rkey,
+			 IBV_SEND_SIGNALED) == 0 && pump_cq(&p, p.a.scq, 1) &&
+	      wc_is(p.a.scq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE),
+	      "stale STag: a Write to the window completes");
+	pump(&p, 20);
+	CHECK(memcmp(p.b.buf, p.a.buf, 64) == 0,
+	      "stale STag: and lands (its check is cached)");
+	post_recv1(&p.b, 3, 8192, 64);
+	sg = (struct ibv_sge){ (uintptr_t)p.a.buf, 16, p.a.mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 4;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = rkey;
+	CHECK(iwe_post_send(p.a.qp, &wr, &bad) == 0 &&
+	      pump_cq(&p, p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
+	      wc.status == IBV_WC_SUCCESS && mw->rkey == 0,
+	      "stale STag: the peer invalidates the window");
+	CHECK(post_send1(&p.a, 5, IBV_WR_RDMA_WRITE, 0, 64, wva + 1024, rkey,
+			 IBV_SEND_SIGNALED) == 0,
+	      "stale STag: a second Write to it, inside the old bounds");
+	pump(&p, 200);
+	CHECK(term_is(p.b.qp, IW_TERM_LAYER_DDP, IW_TERM_DDP_ETYPE_TAGGED,
+		      IW_TERM_DDP_TAG_INV_STAG) &&
+	      memcmp(p.b.buf + 1024, zero, sizeof(zero)) == 0,
+	      "stale STag: -> invalid-STag Terminate, nothing written");
+	iwe_dealloc_mw(mw);
+	pair_close(&p);
+}
+
 /* iWARP places Read Responses through the sink STag: a window that grants
  * remote write may be the sink. */
 static void test_read_to_window(void)
@@ -348,6 +401,7 @@ int main(void)
 	test_pending_and_flush();
 	test_order_and_unsignaled();
 	test_send_inv_window();
+	test_stale_after_invalidate();
 	test_read_to_window();
 	iwe_device_close(g_dev);
 	return tap_done();
