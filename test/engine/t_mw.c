@@ -27,6 +27,21 @@ static int post_bind(struct side *s, struct iwe_mw *mw, struct iwe_mr *mr,
 	return err;
 }
 
+/* The active side sends 16 bytes with Invalidate of rkey. */
+static int post_send_inv(struct pair *p, uint64_t id, uint32_t rkey)
+{
+	struct ibv_sge sg = { (uintptr_t)p->a.buf, 16, p->a.mr->lkey };
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = rkey;
+	return iwe_post_send(p->a.qp, &wr, &bad);
+}
+
 static int wc_is(struct iwe_cq *cq, uint64_t id, enum ibv_wc_status st,
 		 enum ibv_wc_opcode op)
 {
@@ -36,6 +51,16 @@ static int wc_is(struct iwe_cq *cq, uint64_t id, enum ibv_wc_status st,
 		return 0;
 	return wc.wr_id == id && wc.status == st &&
 	       (st != IBV_WC_SUCCESS || wc.opcode == op);
+}
+
+/* The active side RDMA-Writes len bytes from its buffer's start to wva
+ * under rkey; 1 when that completes successfully. */
+static int write_completes(struct pair *p, uint64_t id, uint32_t len,
+			   uint64_t wva, uint32_t rkey)
+{
+	return post_send1(&p->a, id, IBV_WR_RDMA_WRITE, 0, len, wva, rkey,
+			  IBV_SEND_SIGNALED) == 0 && pump_cq(p, p->a.scq, 1) &&
+	       wc_is(p->a.scq, id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 }
 
 static int term_is(struct iwe_qp *qp, uint8_t layer, uint8_t etype,
@@ -109,9 +134,7 @@ static void test_bind_write_read_unbind(void)
 	      IWE_CONTAINER_OF(mw, struct iwe_mw_priv, pub)->index,
 	      "the window answers to the new rkey, on its own index");
 	fill(p.a.buf, 8192, 5);
-	CHECK(post_send1(&p.a, 2, IBV_WR_RDMA_WRITE, 0, 8192, wva, rkey,
-			 IBV_SEND_SIGNALED) == 0 && pump_cq(&p, p.a.scq, 1) &&
-	      wc_is(p.a.scq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE),
+	CHECK(write_completes(&p, 2, 8192, wva, rkey),
 	      "peer's RDMA Write through the window completes");
 	pump(&p, 20);
 	CHECK(memcmp(p.b.buf + 65536, p.a.buf, 8192) == 0,
@@ -265,22 +288,13 @@ static void test_send_inv_window(void)
 	struct iwe_mw *mw;
 	struct ibv_wc wc;
 	uint32_t rkey = 0;
-	struct ibv_sge sg;
-	struct ibv_send_wr wr, *bad;
 
 	pair_open(&p, &o);
 	mw = iwe_alloc_mw(p.b.pd);
 	post_bind(&p.b, mw, p.b.mr, (uintptr_t)p.b.buf, 4096, RW, 1, 0, &rkey);
 	pump(&p, 10);
 	post_recv1(&p.b, 2, 8192, 64);
-	sg = (struct ibv_sge){ (uintptr_t)p.a.buf, 16, p.a.mr->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 3;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.invalidate_rkey = rkey;
-	CHECK(iwe_post_send(p.a.qp, &wr, &bad) == 0,
+	CHECK(post_send_inv(&p, 3, rkey) == 0,
 	      "Send with Invalidate of a window bound by a WR");
 	CHECK(pump_cq(&p, p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
 	      wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
@@ -305,8 +319,6 @@ static void test_stale_after_invalidate(void)
 	struct ibv_wc wc;
 	uint32_t rkey = 0;
 	uint64_t wva;
-	struct ibv_sge sg;
-	struct ibv_send_wr wr, *bad;
 
 	pair_open(&p, &o);
 	mw = iwe_alloc_mw(p.b.pd);
@@ -314,22 +326,13 @@ static void test_stale_after_invalidate(void)
 	post_bind(&p.b, mw, p.b.mr, wva, 4096, RW, 1, 0, &rkey);
 	pump(&p, 10);
 	fill(p.a.buf, 64, 3);
-	CHECK(post_send1(&p.a, 2, IBV_WR_RDMA_WRITE, 0, 64, wva, rkey,
-			 IBV_SEND_SIGNALED) == 0 && pump_cq(&p, p.a.scq, 1) &&
-	      wc_is(p.a.scq, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE),
+	CHECK(write_completes(&p, 2, 64, wva, rkey),
 	      "stale STag: a Write to the window completes");
 	pump(&p, 20);
 	CHECK(memcmp(p.b.buf, p.a.buf, 64) == 0,
 	      "stale STag: and lands (its check is cached)");
 	post_recv1(&p.b, 3, 8192, 64);
-	sg = (struct ibv_sge){ (uintptr_t)p.a.buf, 16, p.a.mr->lkey };
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 4;
-	wr.sg_list = &sg;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_SEND_WITH_INV;
-	wr.invalidate_rkey = rkey;
-	CHECK(iwe_post_send(p.a.qp, &wr, &bad) == 0 &&
+	CHECK(post_send_inv(&p, 4, rkey) == 0 &&
 	      pump_cq(&p, p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
 	      wc.status == IBV_WC_SUCCESS && mw->rkey == 0,
 	      "stale STag: the peer invalidates the window");
