@@ -326,8 +326,16 @@ static uint32_t mpa_max_inflight(const struct iwe_qp_priv *q)
 
 static int mpa_attach(struct iwe_qp_priv *q)
 {
-	struct mpa_tx *b = calloc(1, sizeof(*b));
+	/* Not calloc: the FPDU and iovec arrays are written before they are
+	 * read, and an idle connection never touches most of their pages. */
+	struct mpa_tx *b = malloc(sizeof(*b));
 
+	if (b) {
+		b->stage = b->bounce = NULL;
+		batch_reset(b);
+		b->more = 0;
+		b->fault = 0;
+	}
 	if (!b || iwe_mpa_rx_attach(q)) {
 		free(b);
 		return ENOMEM;
