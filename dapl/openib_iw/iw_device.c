@@ -297,12 +297,7 @@ void iwe_device_close(struct iwe_device *dev)
 /* The progress thread, if started (connections and QPs start it). */
 static struct iwe_prog *dev_prog(struct iwe_device *dev)
 {
-	struct iwe_prog *p;
-
-	iwe_lock(&dev->lock);
-	p = dev->prog;
-	iwe_unlock(&dev->lock);
-	return p;
+	return atomic_load_explicit(&dev->prog, memory_order_acquire);
 }
 
 int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
@@ -314,8 +309,7 @@ int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
 	if (!p)
 		return -1;
 	return iwe_prog_drive_sleep(p, wake_fd, !deadline ? ~0ull :
-				    (uint64_t)deadline->tv_sec * 1000000000u +
-				    (uint64_t)deadline->tv_nsec, woken, arg);
+				    iwe_ts_ns(deadline), woken, arg);
 }
 
 void iwe_device_wait_other(struct iwe_device *dev)

@@ -24,12 +24,17 @@
 
 /* CLOCK_MONOTONIC in nanoseconds: the engine's one clock (timers,
  * leases, bursts, retransmission). */
+static inline uint64_t iwe_ts_ns(const struct timespec *ts)
+{
+	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
 static inline uint64_t iwe_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return iwe_ts_ns(&ts);
 }
 
 #define IWE_CONTAINER_OF(ptr, type, member) \
@@ -139,7 +144,9 @@ struct iwe_device {
 	int is_loopback;		/* interface has IFF_LOOPBACK */
 	struct iwe_stag_table stags;
 	uint32_t npd, ncq, nqp;
-	struct iwe_prog *prog;		/* progress thread, once started */
+	/* Progress thread, once started: set once under lock, read without
+	 * it (every DTO sleep asks for it). */
+	struct iwe_prog *_Atomic prog;
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
 	struct iwe_trp_test trp_test;	/* set before QPs attach */
 	int gro_hold;			/* udp: trp_gro_key_hold(), or -1 */

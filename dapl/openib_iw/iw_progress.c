@@ -531,11 +531,6 @@ static uint64_t prog_lease_ns(void)
 					  100000) * 1000u;
 }
 
-static uint64_t ts_ns(const struct timespec *ts)
-{
-	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
-}
-
 /* While a consumer drives, the parked thread looks again after a lease,
  * then (the same drive going on) twice as long each time, up to this:
  * a consumer asleep for connection requests all day does not wake it
@@ -569,7 +564,7 @@ static uint64_t park_end_locked(struct iwe_prog *p, uint64_t timer,
  * the thread does not touch it. */
 static void prog_park(struct iwe_prog *p, const struct timespec *timeout)
 {
-	uint64_t timer = timeout ? iwe_now_ns() + ts_ns(timeout) : ~0ull;
+	uint64_t timer = timeout ? iwe_now_ns() + iwe_ts_ns(timeout) : ~0ull;
 	uint64_t step = 0;
 	unsigned seen = 0;
 	struct timespec until;
@@ -751,7 +746,7 @@ static void *prog_main(void *arg)
 			continue;
 		}
 		atomic_store(&p->wait_until, !timeout ? ~0ull :
-			     iwe_now_ns() + ts_ns(timeout));
+			     iwe_now_ns() + iwe_ts_ns(timeout));
 		p->in_epoll = 1;
 		pthread_mutex_unlock(&p->run);
 		n = prog_wait(p, ev, timeout);
@@ -814,12 +809,17 @@ fail:
 
 struct iwe_prog *iwe_prog_get(struct iwe_device *dev)
 {
-	struct iwe_prog *p;
+	struct iwe_prog *p = atomic_load_explicit(&dev->prog,
+						  memory_order_acquire);
 
+	if (p)
+		return p;
 	iwe_lock(&dev->lock);
-	if (!dev->prog)
-		dev->prog = prog_create();
-	p = dev->prog;
+	p = atomic_load_explicit(&dev->prog, memory_order_relaxed);
+	if (!p) {
+		p = prog_create();
+		atomic_store_explicit(&dev->prog, p, memory_order_release);
+	}
 	iwe_unlock(&dev->lock);
 	if (!p)
 		errno = ENOMEM;
