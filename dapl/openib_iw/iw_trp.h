@@ -150,7 +150,9 @@ struct trp {
 			 acks_sent, hook_drop, hook_dup, hook_reorder,
 			 gso_sends,	/* sends that carried several */
 			 gro_rcvd,	/* packets read coalesced (GRO) */
-			 acks_held;	/* pure acks held for an answer */
+			 acks_held,	/* pure acks held for an answer */
+			 rtt_sacked,	/* RTT samples from selective acks */
+			 sack_blocks_max; /* most blocks in one ack sent */
 	} st;
 };
 

@@ -324,6 +324,8 @@ void trp_send_ack(struct trp *t, struct iwe_qp_priv *q)
 	if (send(q->fd, b, IW_TRP_HDR_LEN + n, MSG_DONTWAIT) >= 0) {
 		ack_sent(t);
 		t->st.acks_sent++;
+		if (n / IW_TRP_SACK_BLOCK > t->st.sack_blocks_max)
+			t->st.sack_blocks_max = n / IW_TRP_SACK_BLOCK;
 	}
 }
 
@@ -405,8 +407,10 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 		t->gate = 0;
 		q->tx_gate = 0;
 	}
-	/* Karn: only a packet sent once gives a sample. */
-	*sample_sent = p->retx == 0 && p->sent_ns ? p->sent_ns : 0;
+	/* Karn: only a packet sent once gives a sample; and one the peer
+	 * had already selectively acked arrived long before this ack. */
+	if (!p->retx && !p->sacked && p->sent_ns)
+		*sample_sent = p->sent_ns;
 	p->token = p->sacked = p->retx = p->fast = p->want_retx = 0;
 	p->fatal_term = 0;
 	p->sent_ns = 0;
@@ -441,18 +445,24 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 			 now + (uint64_t)t->rto_us * 1000u;
 }
 
-/* Mark PSNs [first, last] held by the peer. */
-static void sack_range(struct trp *t, uint32_t first, uint32_t last)
+/* Mark PSNs [first, last] held by the peer.  *newest: the latest send
+ * time of a newly sacked packet sent once (an RTT sample, Karn's rule). */
+static void sack_range(struct trp *t, uint32_t first, uint32_t last,
+		       uint64_t *newest)
 {
 	uint32_t n = last - first + 1;
 
 	if (iw_psn_gt(first, last) || n > t->tx_cap)
 		return;
 	for (uint32_t psn = first; n--; psn++) {
-		if (!in_flight(t, psn) || slot(t, psn)->sacked)
+		struct trp_txp *p = slot(t, psn);
+
+		if (!in_flight(t, psn) || p->sacked)
 			continue;
-		slot(t, psn)->sacked = 1;
-		rack_update(t, slot(t, psn));
+		p->sacked = 1;
+		rack_update(t, p);
+		if (!p->retx && p->sent_ns > *newest)
+			*newest = p->sent_ns;
 	}
 }
 
@@ -488,6 +498,7 @@ static void fast_retransmit(struct trp *t)
 void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len)
 {
 	uint32_t n = len / IW_TRP_SACK_BLOCK;
+	uint64_t newest = 0, now;
 
 	if (n > IW_TRP_SACK_MAX)
 		n = IW_TRP_SACK_MAX;
@@ -495,7 +506,15 @@ void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len)
 		uint32_t be[2];
 
 		memcpy(be, body + i * IW_TRP_SACK_BLOCK, sizeof(be));
-		sack_range(t, iw_be32(be[0]), iw_be32(be[1]));
+		sack_range(t, iw_be32(be[0]), iw_be32(be[1]), &newest);
+	}
+	/* A packet just selectively acked times the path as well as a
+	 * cumulative ack does (RFC 6675's SACK RTT; RFC 8985 uses it): in a
+	 * window with holes -- when no cumulative range is clean -- these are
+	 * the only samples, and they end the timer's backoff. */
+	if (newest && (now = iwe_now_ns()) > newest) {
+		rtt_sample(t, (now - newest) / 1000u);
+		t->st.rtt_sacked++;
 	}
 	if (n)
 		fast_retransmit(t);

@@ -404,8 +404,9 @@ enum iw_term_llp_ecode {
  *   A (ack)   a pure acknowledgement: not sequenced (its PSN is the
  *             sender's next unused PSN and is not acknowledged); its body
  *             is empty or a selective-ack list of up to IW_TRP_SACK_MAX
- *             blocks, each BE32 first PSN, BE32 last PSN (inclusive), of
- *             packets held beyond the ack PSN.
+ *             blocks (as many as fit in a packet of the path MTU), each
+ *             BE32 first PSN, BE32 last PSN (inclusive), of packets held
+ *             beyond the ack PSN, lowest first.
  *   F (fin)   the sender's end of the connection.  Sequenced, empty body.
  *   R         reserved: sent as 0; a packet with R set is a protocol
  *             error.
@@ -430,7 +431,8 @@ _Static_assert(sizeof(struct iw_trp_hdr) == 10, "TRP header");
 #define IW_TRP_R		0x1000	/* reserved, sent as 0 */
 #define IW_TRP_FLAGS_MASK	0xF000
 #define IW_TRP_CREDITS_MASK	0x0FFF	/* 12-bit credit count */
-#define IW_TRP_SACK_MAX		16	/* blocks in one ack */
+#define IW_TRP_SACK_MAX		128	/* blocks in one ack, at most (fewer
+					 * if the path MTU is smaller) */
 #define IW_TRP_SACK_BLOCK	8	/* BE32 first, BE32 last */
 /* IPv4 and UDP headers in front of every TRP packet. */
 #define IW_TRP_IP_UDP_LEN	28
