@@ -35,9 +35,11 @@ static int attach_qp(struct iwe_conn *c, int responder)
 
 	if (c->attached)
 		return c->state;
+	/* The QP's watch takes the CM's place (cm_est_attach). */
 	err = cm_est_attach(c, responder);
 	if (!err)
 		return c->state;
+	iwe_prog_watch_del(c->prog, &c->watch);
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (!c->udp)
 		cm_reset_socket(c->fd);
@@ -117,12 +119,13 @@ static int enter_state(struct iwe_conn *c, int prev)
 		cm_watch(c, EPOLLOUT);
 		return s;
 	case CS_RTR_WAIT:
-		iwe_prog_watch_del(c->prog, &c->watch);
 		arm(c, cm_mpa_timeout(&c->params));
 		return attach_qp(c, 1);
 	case CS_ESTABLISHED:
-		cm_quiesce(c);
-		return attach_qp(c, !c->active);
+		iwe_prog_timer_cancel(c->prog, &c->timer);
+		s = attach_qp(c, !c->active);
+		iwe_prog_watch_del(c->prog, &c->watch);	/* attached before */
+		return s;
 	case CS_DISC_DRAIN:
 		arm(c, CM_DISC_TIMEOUT_MS);
 		iwe_qp_want_drain(c->qp);

@@ -141,6 +141,7 @@ int cm_est_attach(struct iwe_conn *c, int responder)
 		.hold = responder && c->neg.rtr ? IWE_RX_HOLD_AFTER_FIRST :
 						  IWE_RX_HOLD,
 		.prog = c->prog,
+		.from = &c->watch,
 		.notify = qp_notify,
 		.notify_arg = c,
 		.local = &c->local,

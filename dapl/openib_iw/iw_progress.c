@@ -317,6 +317,33 @@ int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
 	return 0;
 }
 
+int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
+			struct iwe_prog_watch *to, uint32_t events)
+{
+	int64_t i;
+	struct epoll_event ev = { .events = events };
+
+	if (from->fd < 0)
+		return EBADF;
+	i = slot_take(p, to);
+	if (i < 0)
+		return ENOMEM;
+	ev.data.u64 = slot_key(p, (uint32_t)i);
+	if (epoll_ctl(p->epfd, EPOLL_CTL_MOD, from->fd, &ev) < 0) {
+		int err = errno;
+
+		slot_give(p, ev.data.u64);
+		return err;
+	}
+	slot_give(p, from->key);
+	to->key = ev.data.u64;
+	to->fd = from->fd;
+	to->events = events;
+	from->key = 0;
+	from->fd = -1;
+	return 0;
+}
+
 void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w)
 {
 	if (w->fd < 0)

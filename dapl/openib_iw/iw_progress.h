@@ -92,6 +92,11 @@ int iwe_prog_watch_add(struct iwe_prog *p, struct iwe_prog_watch *w, int fd,
 int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
 		       uint32_t events);
 void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w);
+/* The socket `from` watches is watched by `to` from now on, for events
+ * (one EPOLL_CTL_MOD, not a DEL and an ADD); events already read for
+ * `from` are dropped.  0, or errno with `from` unchanged. */
+int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
+			struct iwe_prog_watch *to, uint32_t events);
 
 /* Fire cb once, ms milliseconds from now (re-arming moves it). */
 void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms);

@@ -83,13 +83,18 @@ static void qp_notify(struct iwe_qp_priv *q)
 		q->notify(q->notify_arg);
 }
 
-/* What the progress thread should watch the socket for. */
+/* What the progress thread should watch the socket for.  Input is
+ * watched for but while a poller holds the lease (it arrives often
+ * then, and the poller reads it).  A receive hold or a failed QP leave
+ * the interest as it is: input that comes then wakes the progress
+ * thread once (edge-triggered) and is left in the socket -- the hold's
+ * release reads it -- where stopping and restarting the watch cost two
+ * epoll_ctl calls per connection on each side, hold or not. */
 static uint32_t watch_interest(struct iwe_qp_priv *q)
 {
 	uint32_t ev = EPOLLET;
 
-	if (q->state != IWE_QPS_ERROR && q->state != IWE_QPS_RESET &&
-	    iwe_rx_may_take(q) && !atomic_load(&q->lease_off))
+	if (!atomic_load(&q->lease_off))
 		ev |= EPOLLIN | EPOLLRDHUP;
 	if (q->llp && q->llp->tx_blocked(q))
 		ev |= EPOLLOUT;
@@ -826,8 +831,11 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	 * after that RTR, and ESTABLISHED came after that DISCONNECTED
 	 * (dtestcm's server counts on the order). */
 	watched = o && o->prog &&
-		  !iwe_prog_watch_add(o->prog, &q->watch, fd,
-				      EPOLLET | EPOLLIN | EPOLLRDHUP);
+		  !(o->from && o->from->fd == fd ?
+		    iwe_prog_watch_move(o->prog, o->from, &q->watch,
+					EPOLLET | EPOLLIN | EPOLLRDHUP) :
+		    iwe_prog_watch_add(o->prog, &q->watch, fd,
+				       EPOLLET | EPOLLIN | EPOLLRDHUP));
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
 		if (watched)

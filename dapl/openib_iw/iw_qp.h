@@ -337,6 +337,8 @@ struct iwe_qp_cm_opts {
 					 * responder consumes it */
 	int hold;			/* enum iwe_rx_hold until released */
 	struct iwe_prog *prog;		/* watch the socket on this thread */
+	struct iwe_prog_watch *from;	/* the CM's watch of the socket, if
+					 * any: the QP's takes its place */
 	void (*notify)(void *arg);	/* the stream ended, or the first
 					 * segment arrived; any thread, under
 					 * the QP lock: just post a task */
