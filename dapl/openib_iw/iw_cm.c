@@ -88,6 +88,23 @@ static int enter_state(struct iwe_conn *c, int prev)
 				    c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;
 	case CS_REQ_RCVD:
+		if (!c->udp && !c->adopted) {
+			/* The socket stays registered, edge-triggered (input
+			 * before the accept is the QP's and wakes us once at
+			 * most): so the peer's RTR, which follows our reply,
+			 * takes its place in epoll's ready list as it
+			 * arrives, and the QP's watch keeps that place
+			 * (iwe_prog_watch_move).  Registered only at attach,
+			 * after the reply went, an RTR that came while we
+			 * were descheduled in between was queued behind what
+			 * the peer did after it on other connections: a
+			 * DISCONNECTED came before this ESTABLISHED (dtestcm's
+			 * server then freed a live EP and waited forever). */
+			iwe_prog_timer_cancel(c->prog, &c->timer);
+			cm_watch(c, EPOLLIN | EPOLLET);
+			return s;
+		}
+		/* fall through */
 	case CS_IDLE:
 		/* Not watched until accept: the bytes behind the request
 		 * are FPDUs for the QP. */
@@ -266,6 +283,7 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 {
 	struct cm_port *p = IWE_CONTAINER_OF(w, struct cm_port, watch);
 	struct iwe_conn *c;
+	struct sockaddr_in peer;
 	int i, fd;
 
 	(void)revents;
@@ -274,7 +292,7 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 		return;
 	}
 	for (i = 0; i < ACCEPT_BURST; i++) {
-		fd = cm_passive_accept_fd(p);
+		fd = cm_passive_accept_fd(p, &peer);
 		if (fd < 0)
 			return;
 		c = cm_conn_new(p->dev, p->prog, fd, conn_io, conn_timer,
@@ -283,7 +301,7 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 			close(fd);
 			continue;
 		}
-		cm_passive_setup(c, p);
+		cm_passive_setup(c, p, &peer);
 		cm_enter(c, CS_REQ_WAIT);
 	}
 }

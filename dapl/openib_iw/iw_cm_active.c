@@ -116,6 +116,7 @@ int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 	struct sockaddr_in to = *dst;
 
 	to.sin_port = htons(cm_service_port(c->service));
+	c->remote = to;
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) < 0 &&
 	    errno != EINPROGRESS) {
 		c->final = 1;

@@ -447,6 +447,9 @@ void cm_fill_addrs(struct iwe_conn *c)
 
 	if (getsockname(c->fd, (struct sockaddr *)&c->local, &l) < 0)
 		memset(&c->local, 0, sizeof(c->local));
+	/* The peer is known already when we connected or accepted. */
+	if (c->remote.sin_family == AF_INET)
+		return;
 	l = sizeof(c->remote);
 	if (getpeername(c->fd, (struct sockaddr *)&c->remote, &l) < 0)
 		memset(&c->remote, 0, sizeof(c->remote));

@@ -103,15 +103,18 @@ static int half_open_room(struct cm_port *p)
 	return 0;
 }
 
-/* One accepted socket, or -1 when there is none (or no room or no
- * descriptor for it: then the port pauses). */
-int cm_passive_accept_fd(struct cm_port *p)
+/* One accepted socket and its peer's address, or -1 when there is none
+ * (or no room or no descriptor for it: then the port pauses). */
+int cm_passive_accept_fd(struct cm_port *p, struct sockaddr_in *peer)
 {
+	socklen_t l = sizeof(*peer);
 	int fd;
 
 	if (!half_open_room(p))
 		return -1;
-	fd = accept4(p->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	memset(peer, 0, sizeof(*peer));
+	fd = accept4(p->fd, (struct sockaddr *)peer, &l,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd >= 0)
 		return fd;
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
@@ -122,7 +125,8 @@ int cm_passive_accept_fd(struct cm_port *p)
 
 /* A conn for an accepted socket: it waits for the request, as the
  * newest of the port's half-open connections. */
-void cm_passive_setup(struct iwe_conn *c, struct cm_port *p)
+void cm_passive_setup(struct iwe_conn *c, struct cm_port *p,
+		      const struct sockaddr_in *peer)
 {
 	struct iwe_listener *l;
 
@@ -134,6 +138,7 @@ void cm_passive_setup(struct iwe_conn *c, struct cm_port *p)
 		if (cm_mpa_timeout(&l->params) > c->timeout_ms)
 			c->timeout_ms = cm_mpa_timeout(&l->params);
 	cm_set_nodelay(c->fd);
+	c->remote = *peer;	/* accept4 told it: no getpeername */
 	cm_fill_addrs(c);
 }
 

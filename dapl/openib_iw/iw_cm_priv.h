@@ -242,8 +242,9 @@ struct cm_listen_args {
 int cm_listen(const struct cm_listen_args *a, struct iwe_listener **out);
 void cm_listener_remove(struct iwe_cm_dev *cm, struct iwe_listener *l);
 void cm_ports_fini(struct iwe_cm_dev *cm);
-int cm_passive_accept_fd(struct cm_port *p);
-void cm_passive_setup(struct iwe_conn *c, struct cm_port *p);
+int cm_passive_accept_fd(struct cm_port *p, struct sockaddr_in *peer);
+void cm_passive_setup(struct iwe_conn *c, struct cm_port *p,
+		      const struct sockaddr_in *peer);
 int cm_passive_io(struct iwe_conn *c);
 /* A parsed request on port p (either transport): to its listener, which
  * takes it (REQ_RCVD, CONNECT_REQUEST left in c->pend); or refused with

@@ -122,6 +122,7 @@ int cm_trp_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 	struct sockaddr_in to = *dst;
 
 	to.sin_port = htons(cm_service_port(c->service));
+	c->remote = to;
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) < 0) {
 		c->final = 1;
 		cm_queue_event(c, IWE_CM_UNREACHABLE, errno,

@@ -89,12 +89,15 @@ static void qp_notify(struct iwe_qp_priv *q)
  * the interest as it is: input that comes then wakes the progress
  * thread once (edge-triggered) and is left in the socket -- the hold's
  * release reads it -- where stopping and restarting the watch cost two
- * epoll_ctl calls per connection on each side, hold or not. */
+ * epoll_ctl calls per connection on each side, hold or not.  A failed
+ * QP over UDP stops, though: no window bounds what the peer sends to a
+ * socket nobody reads, and each datagram would be a wake-up. */
 static uint32_t watch_interest(struct iwe_qp_priv *q)
 {
 	uint32_t ev = EPOLLET;
 
-	if (!atomic_load(&q->lease_off))
+	if (!atomic_load(&q->lease_off) &&
+	    !(q->state == IWE_QPS_ERROR && q->llp == &iwe_llp_trp))
 		ev |= EPOLLIN | EPOLLRDHUP;
 	if (q->llp && q->llp->tx_blocked(q))
 		ev |= EPOLLOUT;
