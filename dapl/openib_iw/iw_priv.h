@@ -22,13 +22,14 @@
 #include <time.h>
 #include "iw_engine.h"
 
-/* CLOCK_MONOTONIC in nanoseconds: the engine's one clock (timers,
- * leases, bursts, retransmission). */
+/* A timespec in nanoseconds. */
 static inline uint64_t iwe_ts_ns(const struct timespec *ts)
 {
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
+/* CLOCK_MONOTONIC in nanoseconds: the engine's one clock (timers,
+ * leases, bursts, retransmission). */
 static inline uint64_t iwe_now_ns(void)
 {
 	struct timespec ts;

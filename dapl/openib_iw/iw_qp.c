@@ -805,6 +805,19 @@ static int llp_attach(struct iwe_qp_priv *q, const struct iwe_llp_ops *llp,
 }
 
 /* Progress thread only when o->prog is set. */
+/* The QP's watch of fd: the CM's registration taken over when it has
+ * one (its place in epoll's ready list kept), else a new one.  0 or
+ * errno. */
+static int watch_socket(struct iwe_qp_priv *q, int fd,
+			const struct iwe_qp_cm_opts *o)
+{
+	const uint32_t ev = EPOLLET | EPOLLIN | EPOLLRDHUP;
+
+	if (o->from && o->from->fd == fd)
+		return iwe_prog_watch_move(o->prog, o->from, &q->watch, ev);
+	return iwe_prog_watch_add(o->prog, &q->watch, fd, ev);
+}
+
 static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_stream_params *p,
 			 const struct iwe_qp_cm_opts *o,
@@ -833,12 +846,7 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	 * in was queued behind the end of a connection the peer closed
 	 * after that RTR, and ESTABLISHED came after that DISCONNECTED
 	 * (dtestcm's server counts on the order). */
-	watched = o && o->prog &&
-		  !(o->from && o->from->fd == fd ?
-		    iwe_prog_watch_move(o->prog, o->from, &q->watch,
-					EPOLLET | EPOLLIN | EPOLLRDHUP) :
-		    iwe_prog_watch_add(o->prog, &q->watch, fd,
-				       EPOLLET | EPOLLIN | EPOLLRDHUP));
+	watched = o && o->prog && !watch_socket(q, fd, o);
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
 		if (watched)
