@@ -88,7 +88,7 @@ static int enter_state(struct iwe_conn *c, int prev)
 				    c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;
 	case CS_REQ_RCVD:
-		if (!c->udp && !c->adopted) {
+		if (!c->udp) {
 			/* The socket stays registered, edge-triggered (input
 			 * before the accept is the QP's and wakes us once at
 			 * most): so the peer's RTR, which follows our reply,
@@ -99,7 +99,10 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * were descheduled in between was queued behind what
 			 * the peer did after it on other connections: a
 			 * DISCONNECTED came before this ESTABLISHED (dtestcm's
-			 * server then freed a live EP and waited forever). */
+			 * server then freed a live EP and waited forever).
+			 * An adopted (SSP) socket alike.  Over TRP the QP
+			 * sends the reply itself, once it watches the
+			 * socket. */
 			iwe_prog_timer_cancel(c->prog, &c->timer);
 			cm_watch(c, EPOLLIN | EPOLLET);
 			return s;
