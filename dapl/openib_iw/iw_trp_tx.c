@@ -414,6 +414,10 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 	p->token = p->sacked = p->retx = p->fast = p->want_retx = 0;
 	p->fatal_term = 0;
 	p->sent_ns = 0;
+	if (p->buf && t->nspare < t->tx_cap) {
+		t->spare[t->nspare++] = p->buf;
+		p->buf = NULL;
+	}
 	t->snd_una++;
 }
 
@@ -700,8 +704,27 @@ static void tx_free(struct trp *t)
 {
 	for (uint32_t i = 0; t->tx && i < t->tx_cap; i++)
 		free(t->tx[i].buf);
+	while (t->nspare)
+		free(t->spare[--t->nspare]);
 	free(t->tx);
+	free(t->spare);
 	t->tx = NULL;
+	t->spare = NULL;
+}
+
+/* A buffer for the packet in slot p: its own, the last one freed, or a
+ * new one.  0 or ENOMEM. */
+static int tx_buf(struct trp *t, struct trp_txp *p)
+{
+	if (p->buf)
+		return 0;
+	if (t->nspare) {
+		p->buf = t->spare[--t->nspare];
+		return 0;
+	}
+	p->buf = malloc(t->pkt_max);
+	t->st.tx_bufs += !!p->buf;
+	return p->buf ? 0 : ENOMEM;
 }
 
 /* Queue a sequenced packet of our own (I or F) with body b. */
@@ -712,7 +735,7 @@ static int queue_ctl(struct trp *t, uint16_t flags, const void *b, size_t len)
 	if (t->snd_nxt - t->snd_una >= t->tx_cap ||
 	    IW_TRP_HDR_LEN + len > t->pkt_max)
 		return ENOBUFS;
-	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
+	if (tx_buf(t, p))
 		return ENOMEM;
 	iw_trp_put(p->buf, t->snd_nxt, 0, flags, 0);
 	if (len)
@@ -737,7 +760,8 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	struct iwe_device *dev = q->pub.pd->dev;
 
 	t->tx = calloc(t->tx_cap, sizeof(*t->tx));
-	if (!t->tx || trp_rx_attach(t, q->fd, s->rx_psn))
+	t->spare = calloc(t->tx_cap, sizeof(*t->spare));
+	if (!t->tx || !t->spare || trp_rx_attach(t, q->fd, s->rx_psn))
 		return ENOMEM;
 	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
 	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
@@ -884,8 +908,8 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	struct trp_txp *p = slot(t, t->snd_nxt);
 	uint8_t *b;
 
-	if (!p->buf && !(p->buf = malloc(t->pkt_max)))
-		abort();	/* a few KiB once per slot; nothing to undo */
+	if (tx_buf(t, p))
+		abort();	/* a few KiB, reused; nothing to undo */
 	b = p->buf + IW_TRP_HDR_LEN;
 	iw_trp_put(p->buf, t->snd_nxt, 0, 0, 0);
 	memcpy(b, s->hdr, s->hdr_len);
