@@ -10,8 +10,8 @@
 # reference for the link's own spread).  Prints, per size (64 KiB and 1 MiB; BENCH_LOSS_SIZES), the median
 # of N rounds (default 3) of iwdtest -m write and the ratio lossy / clean,
 # which the target wants at 0.5 or more; and udp / tcp without
-# loss, both at MTU 1500, which it wants at 0.8 or more (bench/run.sh's
-# udp rows can only set MTU 1500 against tcp at the loopback's 65536).
+# loss, both at MTU 1500, which it wants at 0.8 or more (bench/run.sh
+# compares the two at 1500 on a namespace's loopback).
 # Needs root (namespaces,
 # nftables); says so and exits 0 otherwise.
 # Environment: BENCH_SECONDS (per point, default 1), BENCH_WINDOW (32).
