@@ -56,6 +56,14 @@ expected() {
 		mem_ep_idle mem_ep_connected_active mem_ep_connected_passive; do
 		echo "iwdapl,0,block,$op,0"
 	done
+	# The udp transport (the build's dat.conf has iw-lo-udp); both
+	# transports at MTU 1500 in a namespace when root.
+	udp_tags="udp udp1500"
+	[ "$(id -u)" = 0 ] && udp_tags="$udp_tags tcp_ns1500 udp_ns1500"
+	for t in $udp_tags; do
+		for s in 64 4096 65536 1048576; do echo "$t,-,block,write,$s"; done
+		for m in block poll; do echo "$t,-,$m,pingpong,8"; done
+	done
 }
 missing=$(expected | while read -r k; do
 	awk -F, -v k="$k" 'NR > 1 && $2 "," $3 "," $4 "," $5 "," $6 == k { f = 1 } END { exit !f }' "$csv" ||
@@ -93,9 +101,9 @@ tap_result "summary.csv summarises the rounds" "$why"
 
 why=
 nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
-# 23 of the tcp transport, 3 of the udp one (the build's dat.conf has
+# 23 of the tcp transport, 4 of the udp one (the build's dat.conf has
 # iw-lo-udp).
-[ "${nt:-0}" -eq 26 ] || why="report.txt has ${nt:-0} target lines, expected 26"
+[ "${nt:-0}" -eq 27 ] || why="report.txt has ${nt:-0} target lines, expected 27"
 grep -q '^.... *udp, MTU 1500: RDMA Write 64 KiB' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no udp target line"
 grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"
