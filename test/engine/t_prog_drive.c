@@ -8,7 +8,8 @@
  * with the thread parked does not hang.  TAP output.
  *
  * The lease is set to 100 ms (IWDAPL_CM_LEASE_US) so that "waits for the
- * lease" and "at once" are far apart on a loaded machine. */
+ * lease" and "at once" are far apart on a loaded machine; the spin before
+ * a sleep (IWDAPL_CM_SPIN_US) to 1 ms, so that its CPU time shows. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 
 #include "../tap.h"
@@ -147,6 +149,27 @@ static int drive(int (*woken)(void *), uint64_t for_ns, uint64_t *ms)
 
 /* ----------------------------------------------------------- tests */
 
+/* A drive that finds the thread in epoll fails; an event gets it out,
+ * and it parks for the lease the failed attempt took.  rc of the last
+ * try. */
+static int drive_parked(uint64_t for_ns)
+{
+	uint64_t ms;
+	int rc = -1;
+
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = drive(never_woken, for_ns, &ms);
+		if (rc != 0) {
+			poke(g_src);
+			(void)wait_fd(g_wake, 3000);
+			drain(g_wake);
+			usleep(1000);	/* while the thread goes to park */
+		}
+	}
+	return rc;
+}
+
+
 static void test_waiter_drives(void)
 {
 	struct later l;
@@ -163,6 +186,10 @@ static void test_waiter_drives(void)
 	drain(g_wake);
 	CHECK(atomic_load(&g_runs) == runs + 1, "first wait: one dispatch");
 
+	/* The thread parks at its next round; on a loaded machine that may
+	 * come after the next wait began. */
+	CHECK(drive_parked(1 * MS) == 0, "the thread parked");
+	runs = atomic_load(&g_runs) - 1;
 	later_start(&l, 20, poke_src);
 	rc = drive(never_woken, 2000 * MS, &ms);
 	pthread_join(l.t, NULL);
@@ -178,11 +205,46 @@ static void test_waiter_drives(void)
 static void test_deadline(void)
 {
 	uint64_t ms;
-	int rc = drive(never_woken, 30 * MS, &ms);
+	int rc = drive_parked(1 * MS) ? -1 : drive(never_woken, 30 * MS, &ms);
 
 	CHECK(rc == 0 && ms >= 29 && ms < 1000,
 	      "a drive with nothing to do ends at its deadline (rc %d, %llu ms)",
 	      rc, (unsigned long long)ms);
+}
+
+static uint64_t thread_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* With IWDAPL_CM_SPIN_US=1000 (main): a drive with nothing to do polls
+ * for about 1 ms of CPU, then sleeps until its deadline.  The lower
+ * bound is retried: a descheduled spin burns less. */
+static void test_spin_bounded(void)
+{
+	uint64_t cpu = 0, most = 0, ms;
+	int rc = 0;
+
+	for (int i = 0; i < 3 && most < 500; i++) {
+		uint64_t c0;
+
+		rc |= drive_parked(1 * MS);
+		c0 = thread_cpu_us();
+		rc |= drive(never_woken, 40 * MS, &ms);
+		cpu = thread_cpu_us() - c0;
+		most = cpu > most ? cpu : most;
+		if (cpu > 20000)
+			break;
+	}
+	CHECK(rc == 0 && most >= 500,
+	      "a drive polls before it sleeps (%llu us of CPU)",
+	      (unsigned long long)most);
+	CHECK(cpu <= 20000, "and then sleeps: a 40 ms drive took %llu us of "
+	      "CPU", (unsigned long long)cpu);
 }
 
 static void call_fn(void *arg)
@@ -287,26 +349,6 @@ static void test_self_wake(void)
 /* After a drive the thread is parked for the lease: an event for nobody's
  * wait is dispatched by the thread once the lease is over -- or at once
  * after iwe_prog_drive_stop. */
-/* A drive that finds the thread in epoll fails; an event gets it out,
- * and it parks for the lease the failed attempt took.  rc of the last
- * try. */
-static int drive_parked(uint64_t for_ns)
-{
-	uint64_t ms;
-	int rc = -1;
-
-	for (int i = 0; i < 50 && rc != 0; i++) {
-		rc = drive(never_woken, for_ns, &ms);
-		if (rc != 0) {
-			poke(g_src);
-			(void)wait_fd(g_wake, 3000);
-			drain(g_wake);
-			usleep(1000);	/* while the thread goes to park */
-		}
-	}
-	return rc;
-}
-
 static void test_lease_end(int stop)
 {
 	uint64_t t0, ms;
@@ -353,6 +395,7 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setenv("IWDAPL_CM_LEASE_US", "100000", 1);
+	setenv("IWDAPL_CM_SPIN_US", "1000", 1);
 	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
 	if (!dev)
 		BAIL("open lo: %s", strerror(errno));
@@ -364,6 +407,7 @@ int main(void)
 	iwe_prog_call(g_prog, watch_add, NULL);
 	test_waiter_drives();
 	test_deadline();
+	test_spin_bounded();
 	test_other_thread(call_from_other, 1, "call");
 	test_other_thread(post_from_other, 0, "task");
 	test_timer_while_driving();
