@@ -19,9 +19,11 @@
 #ifndef IW_TRP_H
 #define IW_TRP_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "iw_llp.h"
 #include "iw_qp.h"
@@ -50,6 +52,47 @@
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
 #define TRP_MIN_MTU        576u
 #define TRP_MAX_MTU        65535u
+
+/* Spare packet buffers, the last one given back on top: the next taker
+ * gets a buffer still in cache.  One stack for received packets, one for
+ * the transmit ring. */
+struct trp_bufs {
+	uint8_t **b;
+	uint32_t n, cap;
+};
+
+static inline int trp_bufs_init(struct trp_bufs *s, uint32_t cap)
+{
+	s->b = calloc(cap, sizeof(*s->b));
+	s->n = 0;
+	s->cap = s->b ? cap : 0;
+	return s->b ? 0 : ENOMEM;
+}
+
+/* The top spare, else a new buffer of size bytes; NULL when out of
+ * memory. */
+static inline uint8_t *trp_bufs_get(struct trp_bufs *s, uint32_t size)
+{
+	return s->n ? s->b[--s->n] : malloc(size);
+}
+
+/* On top, or freed when the stack is full. */
+static inline void trp_bufs_put(struct trp_bufs *s, uint8_t *buf)
+{
+	if (s->n < s->cap)
+		s->b[s->n++] = buf;
+	else
+		free(buf);
+}
+
+static inline void trp_bufs_free(struct trp_bufs *s)
+{
+	while (s->n)
+		free(s->b[--s->n]);
+	free(s->b);
+	s->b = NULL;
+	s->cap = 0;
+}
 
 /* What the connection exchange agreed on (iw_cm_trp.c), or defaults. */
 struct iwe_trp_start {
@@ -92,13 +135,12 @@ struct trp {
 	 * [snd_una, snd_sent) went out at least once. */
 	struct trp_txp *tx;
 	uint32_t tx_cap;		/* power of two */
-	/* Buffers of acknowledged packets, the last freed on top: the next
-	 * packet reuses a buffer still in cache.  (Kept on its slot, a ring
-	 * of 1024 -- the window at a path MTU of 1500 -- touched 1024
-	 * fresh buffers before the first reuse: a ping-pong took twice as
-	 * long over its first thousand round trips, page faults on a VM.) */
-	uint8_t **spare;
-	uint32_t nspare;
+	/* Buffers of acknowledged packets, for the next ones.  (Kept on
+	 * its slot, a ring of 1024 -- the window at a path MTU of 1500 --
+	 * touched 1024 fresh buffers before the first reuse: a ping-pong
+	 * took twice as long over its first thousand round trips, page
+	 * faults on a VM.)  Room for tx_cap: no more buffers exist. */
+	struct trp_bufs tx_spare;
 	uint32_t snd_una, snd_sent, snd_nxt;
 	uint32_t peer_limit;		/* highest PSN the peer accepts */
 	uint32_t peer_ack;		/* newest ack PSN seen */
@@ -139,8 +181,7 @@ struct trp {
 	int ack_hold_timed;		/* a QP nobody watches: the timer
 					 * ends the hold (a poller's next
 					 * round or lease end does else) */
-	uint8_t **pool;			/* spare packet buffers */
-	uint32_t npool, pool_cap;
+	struct trp_bufs rx_pool;	/* spare packet buffers */
 	/* Non-fatal error in a Write: its later segments are dropped. */
 	int skip_write;
 	uint32_t skip_stag;

@@ -61,10 +61,10 @@ int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn)
 		 !setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	t->rx = calloc(t->rx_cap, sizeof(*t->rx));
 	t->rx_len = calloc(t->rx_cap, sizeof(*t->rx_len));
-	t->pool_cap = t->rx_cap + TRP_BATCH;
-	t->pool = calloc(t->pool_cap, sizeof(*t->pool));
 	t->rcv_dlv = t->rcv_nxt = rx_psn;
-	return t->rx && t->rx_len && t->pool ? 0 : ENOMEM;
+	if (trp_bufs_init(&t->rx_pool, t->rx_cap + TRP_BATCH))
+		return ENOMEM;
+	return t->rx && t->rx_len ? 0 : ENOMEM;
 }
 
 void trp_rx_detach(struct trp *t, int fd)
@@ -77,28 +77,21 @@ void trp_rx_detach(struct trp *t, int fd)
 	t->gro = 0;
 	for (uint32_t i = 0; t->rx && i < t->rx_cap; i++)
 		free(t->rx[i]);
-	for (uint32_t i = 0; i < t->npool; i++)
-		free(t->pool[i]);
+	trp_bufs_free(&t->rx_pool);
 	free(t->rx);
 	free(t->rx_len);
-	free(t->pool);
 	t->rx = NULL;
 	t->rx_len = NULL;
-	t->pool = NULL;
-	t->npool = 0;
 }
 
 static uint8_t *pool_get(struct trp *t)
 {
-	return t->npool ? t->pool[--t->npool] : malloc(t->pkt_max);
+	return trp_bufs_get(&t->rx_pool, t->pkt_max);
 }
 
 static void pool_put(struct trp *t, uint8_t *b)
 {
-	if (t->npool < t->pool_cap)
-		t->pool[t->npool++] = b;
-	else
-		free(b);
+	trp_bufs_put(&t->rx_pool, b);
 }
 
 static uint32_t rx_index(const struct trp *t, uint32_t psn)

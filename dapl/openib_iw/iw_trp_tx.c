@@ -414,8 +414,8 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 	p->token = p->sacked = p->retx = p->fast = p->want_retx = 0;
 	p->fatal_term = 0;
 	p->sent_ns = 0;
-	if (p->buf && t->nspare < t->tx_cap) {
-		t->spare[t->nspare++] = p->buf;
+	if (p->buf) {
+		trp_bufs_put(&t->tx_spare, p->buf);
 		p->buf = NULL;
 	}
 	t->snd_una++;
@@ -704,26 +704,21 @@ static void tx_free(struct trp *t)
 {
 	for (uint32_t i = 0; t->tx && i < t->tx_cap; i++)
 		free(t->tx[i].buf);
-	while (t->nspare)
-		free(t->spare[--t->nspare]);
+	trp_bufs_free(&t->tx_spare);
 	free(t->tx);
-	free(t->spare);
 	t->tx = NULL;
-	t->spare = NULL;
 }
 
 /* A buffer for the packet in slot p: its own, the last one freed, or a
  * new one.  0 or ENOMEM. */
 static int tx_buf(struct trp *t, struct trp_txp *p)
 {
+	int fresh = !t->tx_spare.n;
+
 	if (p->buf)
 		return 0;
-	if (t->nspare) {
-		p->buf = t->spare[--t->nspare];
-		return 0;
-	}
-	p->buf = malloc(t->pkt_max);
-	t->st.tx_bufs += !!p->buf;
+	p->buf = trp_bufs_get(&t->tx_spare, t->pkt_max);
+	t->st.tx_bufs += fresh && p->buf;
 	return p->buf ? 0 : ENOMEM;
 }
 
@@ -760,8 +755,8 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	struct iwe_device *dev = q->pub.pd->dev;
 
 	t->tx = calloc(t->tx_cap, sizeof(*t->tx));
-	t->spare = calloc(t->tx_cap, sizeof(*t->spare));
-	if (!t->tx || !t->spare || trp_rx_attach(t, q->fd, s->rx_psn))
+	if (!t->tx || trp_bufs_init(&t->tx_spare, t->tx_cap) ||
+	    trp_rx_attach(t, q->fd, s->rx_psn))
 		return ENOMEM;
 	t->credit_cap = socket_buffers(q->fd, t->pkt_max);
 	t->snd_una = t->snd_sent = t->snd_nxt = s->tx_psn;
