@@ -804,7 +804,6 @@ static int llp_attach(struct iwe_qp_priv *q, const struct iwe_llp_ops *llp,
 	return err;
 }
 
-/* Progress thread only when o->prog is set. */
 /* The QP's watch of fd: the CM's registration taken over when it has
  * one (its place in epoll's ready list kept), else a new one.  0 or
  * errno. */
@@ -818,6 +817,7 @@ static int watch_socket(struct iwe_qp_priv *q, int fd,
 	return iwe_prog_watch_add(o->prog, &q->watch, fd, ev);
 }
 
+/* Progress thread only when o->prog is set. */
 static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_stream_params *p,
 			 const struct iwe_qp_cm_opts *o,

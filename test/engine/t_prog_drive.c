@@ -169,7 +169,6 @@ static int drive_parked(uint64_t for_ns)
 	return rc;
 }
 
-
 static void test_waiter_drives(void)
 {
 	struct later l;
