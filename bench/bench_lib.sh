@@ -5,7 +5,8 @@
 # bench_setup [BUILDDIR]: sets top, build, the tool paths (iwdtest, tcpb,
 # iwcm, iwmem; IWDTEST, TCP_BASELINE, IWCM, IWMEM override them), exports
 # DAT_OVERRIDE (default BUILDDIR/dat.conf) and makes the scratch directory
-# $work, removed at exit.  BUILDDIR defaults to build/ of the checkout.
+# $work, removed at exit (after the command in $at_exit, if the caller set
+# one).  BUILDDIR defaults to build/ of the checkout.
 bench_setup() {
 	top=$(cd "$(dirname "$0")/.." && pwd)
 	build=$(cd "${1:-$top/build}" 2>/dev/null && pwd) || {
@@ -22,7 +23,8 @@ bench_setup() {
 	DAT_OVERRIDE=${DAT_OVERRIDE:-$build/dat.conf}
 	export DAT_OVERRIDE
 	work=$(mktemp -d "${TMPDIR:-/tmp}/iwbench.XXXXXX") || exit 1
-	trap 'rm -rf "$work"' EXIT
+	at_exit=
+	trap 'eval "$at_exit"; rm -rf "$work"' EXIT
 	trap 'exit 130' INT TERM
 	limit=${BENCH_TIMEOUT:-120}
 	qual=${BENCH_QUAL:-63100}

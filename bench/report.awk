@@ -151,17 +151,25 @@ function udp_row(label, mode, op, s, col,    kt, ku, kv, kn, ko) {
 		ratio(med(kv, col), med(kt, col)), ratio(med(ko, col), med(kn, col))
 }
 
-# At a path MTU of 1500 both transports run at 1500 in the namespace;
-# without one (not root), udp at 1500 is held against tcp at the
-# loopback's 65536, which is stricter than the target.
+# The MTU 1500 rows a udp target compares: both transports at 1500 in
+# the namespace (ns), else udp at 1500 against tcp at the loopback's
+# 65536, which is stricter than the target.
+function udp1500_key(ns, mode, op, s) {
+	return key(ns ? "udp_ns1500" : "udp1500", "-", mode, op, s)
+}
+
+function tcp1500_key(ns, mode, op, s) {
+	return ns ? key("tcp_ns1500", "-", mode, op, s) : key("iwdapl", 0, mode, op, s)
+}
+
 function udp_targets(    s, i, k, kt, ns, what, m, modes) {
 	ns = (key("udp_ns1500", "-", "block", "write", 65536)) in have
-	if (!ns && !((key("udp1500", "-", "block", "write", 65536)) in have))
+	if (!((udp1500_key(ns, "block", "write", 65536)) in have))
 		return
 	for (i = 1; i <= 2; i++) {
 		s = i == 1 ? 65536 : 1048576
-		k = key(ns ? "udp_ns1500" : "udp1500", "-", "block", "write", s)
-		kt = ns ? key("tcp_ns1500", "-", "block", "write", s) : key("iwdapl", 0, "block", "write", s)
+		k = udp1500_key(ns, "block", "write", s)
+		kt = tcp1500_key(ns, "block", "write", s)
 		what = ns ? "tcp, both at MTU 1500" : "tcp (MTU 65536)"
 		target("udp, MTU 1500: RDMA Write " human(s) " >= 0.8 x " what,
 			ratio(med(k, "MBps"), med(kt, "MBps")), 0.8, 0,
@@ -169,8 +177,8 @@ function udp_targets(    s, i, k, kt, ns, what, m, modes) {
 	}
 	split("poll block", modes, " ")
 	for (m = 1; m <= 2; m++) {
-		k = key(ns ? "udp_ns1500" : "udp1500", "-", modes[m], "pingpong", 8)
-		kt = ns ? key("tcp_ns1500", "-", modes[m], "pingpong", 8) : key("iwdapl", 0, modes[m], "pingpong", 8)
+		k = udp1500_key(ns, modes[m], "pingpong", 8)
+		kt = tcp1500_key(ns, modes[m], "pingpong", 8)
 		target("udp, MTU 1500: 8 B ping-pong (" modes[m] ", mean) <= the tcp transport's",
 			ratio(med(k, "lat_mean_us"), med(kt, "lat_mean_us")), 1, 1,
 			us(med(k, "lat_mean_us")) " vs " us(med(kt, "lat_mean_us")))

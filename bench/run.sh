@@ -174,7 +174,7 @@ if [ -n "$udp_conf" ] && [ "$(id -u)" = 0 ] && command -v ip >/dev/null 2>&1 &&
 	ns1500=iwbench-$$
 	if ip netns add "$ns1500" 2>/dev/null &&
 		ip -n "$ns1500" link set lo mtu 1500 up 2>/dev/null; then
-		trap 'ip netns del "$ns1500" 2>/dev/null; rm -rf "$work"' EXIT
+		at_exit='ip netns del "$ns1500" 2>/dev/null'
 	else
 		ip netns del "$ns1500" 2>/dev/null
 		echo "run.sh: no network namespace with a loopback MTU of 1500: udp/tcp at 1500 rows n/a" >&2
@@ -280,9 +280,10 @@ while [ $round -lt "$rounds" ]; do
 		iw $crc poll_wait0 "-m pingpong -S $wait0_size -n $wait0_iters"
 	done
 	if [ -n "$udp_conf" ]; then
-		set -- iw-lo-udp:udp: iw-lo-udp1500:udp1500:
-		[ -n "$ns1500" ] && set -- "$@" "iw-lo:tcp_ns1500:$ns1500" "iw-lo-udp:udp_ns1500:$ns1500"
-		for t in "$@"; do
+		# IA:TAG:NETNS
+		runs="iw-lo-udp:udp: iw-lo-udp1500:udp1500:"
+		[ -n "$ns1500" ] && runs="$runs iw-lo:tcp_ns1500:$ns1500 iw-lo-udp:udp_ns1500:$ns1500"
+		for t in $runs; do
 			ia=${t%%:*} tag=${t#*:} ns=${tag#*:} tag=${tag%%:*}
 			udp "$ia" "$tag" block "-m write -S $udp_sizes -t $secs --window $window" "$ns"
 			for m in block poll; do
