@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* A consumer thread that runs the progress loop while it waits
  * (iwe_prog_drive_sleep): what it waits for is dispatched on its own
- * thread; others' calls borrow the loop meanwhile, their tasks and the
- * timers run on the waiting thread; the
+ * thread, even when the thread waited in epoll when the wait began;
+ * others' calls borrow the loop meanwhile, their tasks and the
+ * timers run on the waiting thread; a second waiter sleeps and is
+ * served at once when the first one's drive ends; the
  * deadline holds; the parked progress thread takes the loop back at the
  * lease's end, or at once after iwe_prog_drive_stop; closing the device
  * with the thread parked does not hang.  TAP output.
@@ -149,9 +151,9 @@ static int drive(int (*woken)(void *), uint64_t for_ns, uint64_t *ms)
 
 /* ----------------------------------------------------------- tests */
 
-/* A drive that finds the thread in epoll fails; an event gets it out,
- * and it parks for the lease the failed attempt took.  rc of the last
- * try. */
+/* Drives until one gets the loop (the thread parks at its next round
+ * if it could not be had at once, e.g. on a loaded machine).  rc of
+ * the last try. */
 static int drive_parked(uint64_t for_ns)
 {
 	uint64_t ms;
@@ -169,24 +171,45 @@ static int drive_parked(uint64_t for_ns)
 	return rc;
 }
 
+/* Whether a wait that begins with the thread in epoll gets the loop:
+ * the thread is asked out of epoll and parks, and the event is
+ * dispatched on the waiting thread.  Up to 5 tries (a loaded machine may
+ * keep the thread from parking within the spin). */
+static int first_wait_drives(void)
+{
+	for (int i = 0; i < 5; i++) {
+		struct later l;
+		uint64_t ms;
+		int rc, runs;
+
+		iwe_prog_drive_stop(g_prog);	/* back to epoll */
+		usleep(5000);
+		runs = atomic_load(&g_runs);
+		later_start(&l, 20, poke_src);
+		rc = drive(never_woken, 2000 * MS, &ms);
+		if (rc != 0)
+			(void)wait_fd(g_wake, 3000);
+		pthread_join(l.t, NULL);
+		drain(g_wake);
+		if (rc == 0 && atomic_load(&g_runs) == runs + 1 &&
+		    pthread_equal(g_ran_on, pthread_self()))
+			return 1;
+	}
+	return 0;
+}
+
 static void test_waiter_drives(void)
 {
 	struct later l;
 	uint64_t ms;
 	int rc, runs = atomic_load(&g_runs);
 
-	/* The thread sits in epoll at first: the waiter sleeps as usual,
-	 * the thread dispatches, then leaves the loop to the waiter. */
-	later_start(&l, 20, poke_src);
-	rc = drive(never_woken, 2000 * MS, &ms);
-	CHECK(rc == 0 || wait_fd(g_wake, 2000),
-	      "first wait: the event comes (rc %d)", rc);
-	pthread_join(l.t, NULL);
-	drain(g_wake);
-	CHECK(atomic_load(&g_runs) == runs + 1, "first wait: one dispatch");
-
-	/* The thread parks at its next round; on a loaded machine that may
-	 * come after the next wait began. */
+	/* The thread sits in epoll at first: the waiter asks it out and
+	 * runs the loop itself.  Before, it slept as usual (and when the
+	 * thread woke for anything but the waiter's event, that event
+	 * waited for the lease's end). */
+	CHECK(first_wait_drives(), "a wait that finds the thread in epoll "
+	      "drives the loop");
 	CHECK(drive_parked(1 * MS) == 0, "the thread parked");
 	runs = atomic_load(&g_runs) - 1;
 	later_start(&l, 20, poke_src);
@@ -199,6 +222,70 @@ static void test_waiter_drives(void)
 	CHECK(ms >= 15 && ms < 2000, "the wait lasted until the event (%llu ms)",
 	      (unsigned long long)ms);
 	drain(g_wake);
+}
+
+/* Two consumers wait for connection events: one drives, the other
+ * sleeps.  When the driver's wait ends, the loop is the thread's again
+ * at once: the sleeper's event must not wait for the lease to end (it
+ * did: the thread parked for the lease the driver left). */
+struct waiter {
+	pthread_t t;
+	int wake_fd;
+	atomic_int stop;
+	int rc;
+	uint64_t woke_ns;
+};
+
+static int waiter_stopped(void *arg)
+{
+	return atomic_load(&((struct waiter *)arg)->stop);
+}
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = iwe_prog_drive_sleep(g_prog, w->wake_fd,
+				     iwe_now_ns() + 3000 * MS,
+				     waiter_stopped, w);
+	if (w->rc != 0)		/* the caller's own sleep */
+		(void)wait_fd(w->wake_fd, 3000);
+	w->woke_ns = iwe_now_ns();
+	return NULL;
+}
+
+static void test_sleeper_served(void)
+{
+	struct waiter a = { .wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
+	struct waiter b = { .wake_fd = g_wake };
+	uint64_t t0;
+	int runs;
+
+	if (a.wake_fd < 0)
+		BAIL("eventfd: %s", strerror(errno));
+	CHECK(drive_parked(1 * MS) == 0, "sleeper: the thread parked");
+	if (pthread_create(&a.t, NULL, waiter_main, &a))
+		BAIL("pthread_create");
+	usleep(10000);		/* a drives */
+	if (pthread_create(&b.t, NULL, waiter_main, &b))
+		BAIL("pthread_create");
+	usleep(10000);		/* b sleeps */
+	atomic_store(&a.stop, 1);
+	poke(a.wake_fd);
+	pthread_join(a.t, NULL);
+	usleep(5000);
+	runs = atomic_load(&g_runs);
+	t0 = iwe_now_ns();
+	poke(g_src);
+	pthread_join(b.t, NULL);
+	CHECK(a.rc == 0 && atomic_load(&g_runs) == runs + 1 &&
+	      !pthread_equal(g_ran_on, a.t) && !pthread_equal(g_ran_on, b.t),
+	      "sleeper: its event is dispatched by the progress thread");
+	CHECK(b.woke_ns - t0 < LEASE_MS / 2 * MS,
+	      "sleeper: at once, not at the lease's end (%llu ms)",
+	      (unsigned long long)((b.woke_ns - t0) / MS));
+	drain(g_wake);
+	close(a.wake_fd);
 }
 
 static void test_deadline(void)
@@ -405,6 +492,7 @@ int main(void)
 		BAIL("setup: %s", strerror(errno));
 	iwe_prog_call(g_prog, watch_add, NULL);
 	test_waiter_drives();
+	test_sleeper_served();
 	test_deadline();
 	test_spin_bounded();
 	test_other_thread(call_from_other, 1, "call");

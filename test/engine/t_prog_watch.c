@@ -27,20 +27,23 @@ static struct iwe_prog *g_prog;
 static int g_a = -1, g_b = -1;		/* two sources; a is handed over */
 static struct iwe_prog_watch g_old, g_new, g_other;
 static int g_order[8];
-static atomic_int g_n;
+static atomic_int g_n, g_slot;
 static int g_move;			/* 1: iwe_prog_watch_move, 0: DEL+ADD */
 static int g_err;
 
 enum { FROM_OLD = 1, FROM_NEW, FROM_OTHER };
 
+/* g_n counts the entries written: the main thread reads g_order once
+ * it sees them counted. */
 static void note(int who, int fd)
 {
 	uint64_t v;
-	int i = atomic_fetch_add(&g_n, 1);
+	int i = atomic_fetch_add(&g_slot, 1);
 
 	(void)!read(fd, &v, sizeof(v));
 	if (i < (int)(sizeof(g_order) / sizeof(g_order[0])))
 		g_order[i] = who;
+	atomic_fetch_add(&g_n, 1);
 }
 
 static void old_cb(struct iwe_prog_watch *w, uint32_t ev)
@@ -120,6 +123,7 @@ static void run(int move)
 
 	g_move = move;
 	atomic_store(&g_n, 0);
+	atomic_store(&g_slot, 0);
 	memset(g_order, 0, sizeof(g_order));
 	g_a = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	g_b = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
