@@ -104,12 +104,21 @@ int iwe_device_set_mtu(struct iwe_device *dev, uint32_t mtu);
  * checked. */
 int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec);
 
-/* Whether a connected socket's local address is reachable through this
- * device's interface (used by SSPs).  Returns 0 when it is, EINVAL when
- * fd is not a socket of the device's transport (TCP stream for a tcp
- * device, UDP datagram for a udp one), EADDRNOTAVAIL when it is routed
- * elsewhere. */
+/* Whether a socket's local address is reachable through this device's
+ * interface.  Returns 0 when it is, EINVAL when fd is not an IPv4
+ * socket of the device's transport (TCP stream for a tcp device, UDP
+ * datagram for a udp one), EADDRNOTAVAIL when it is routed elsewhere
+ * (or bound to no address and not connected). */
 int iwe_device_owns_socket(const struct iwe_device *dev, int fd);
+/* What an SSP must know of a consumer's socket, in one pass: 0 when it
+ * may be adopted -- *connected tells whether it has a peer (an
+ * unconnected one is the consumer's to learn of from SOCKET_DOWN or
+ * UNREACHABLE, and its address is not judged); EINVAL when fd is no
+ * IPv4 TCP or UDP socket (or none); EPROTOTYPE when it is one of the
+ * other transport; EADDRNOTAVAIL when it is connected through another
+ * interface. */
+int iwe_device_check_socket(const struct iwe_device *dev, int fd,
+			    int *connected);
 
 /* Protection domains. */
 struct iwe_pd *iwe_alloc_pd(struct iwe_device *dev);

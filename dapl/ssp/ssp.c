@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 
 #include "dapl_ep.h"
 #include "dapl_evd.h"
@@ -20,37 +17,18 @@
 
 DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd, int *connected)
 {
-	struct sockaddr_in peer;
-	socklen_t len = sizeof(peer);
-	int type = 0, proto = 0;
-	socklen_t tl = sizeof(type), pl = sizeof(proto);
-
-	*connected = 0;
-	/* A closed fd or one that is no socket fails here too. */
-	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &pl) < 0 ||
-	    !((type == SOCK_STREAM && proto == IPPROTO_TCP) ||
-	      (type == SOCK_DGRAM && proto == IPPROTO_UDP)))
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	/* A TCP socket on a udp IA (or UDP on tcp) is a socket, just not
-	 * one this IA can carry. */
-	if ((type == SOCK_DGRAM) !=
-	    (ia->dev_attr.transport == IWE_TRANSPORT_UDP))
-		return DAT_INVALID_STATE;
-	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0) {
+	switch (iwe_device_check_socket(ia->dev, fd, connected)) {
+	case 0:
 		/* Not connected: the SSP reports it as SOCKET_DOWN; a
 		 * connect over it fails as UNREACHABLE. */
-		return errno == ENOTCONN ? DAT_SUCCESS
-					 : DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	}
-	*connected = 1;
-	switch (iwe_device_owns_socket(ia->dev, fd)) {
-	case 0:
 		return DAT_SUCCESS;
-	case EINVAL:	/* not IPv4 */
-		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
-	default:	/* routed through another interface */
+	case EPROTOTYPE:
+		/* A TCP socket on a udp IA (or UDP on tcp) is a socket,
+		 * just not one this IA can carry. */
+	case EADDRNOTAVAIL:	/* routed through another interface */
 		return DAT_INVALID_STATE;
+	default:	/* no socket, not IPv4, neither TCP nor UDP */
+		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG2;
 	}
 }
 

@@ -281,6 +281,55 @@ static void test_owns_socket(void)
 	iwe_device_close(lo);
 }
 
+/* The SSP's one-pass check: the cases its caller tells apart. */
+static void test_check_socket(void)
+{
+	struct iwe_device *lo = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	struct iwe_device *ulo = iwe_device_open("lo", IWE_TRANSPORT_UDP);
+	int lst, cli, srv, s, p[2], conn = -1;
+
+	if (!lo || !ulo)
+		BAIL("cannot open lo");
+	tcp_pair("127.0.0.1", &lst, &cli, &srv);
+	CHECK(iwe_device_check_socket(lo, cli, &conn) == 0 && conn == 1,
+	      "check: connected client, connected");
+	CHECK(iwe_device_check_socket(lo, srv, &conn) == 0 && conn == 1,
+	      "check: accepted socket, connected");
+	CHECK(iwe_device_check_socket(lo, lst, &conn) == 0 && conn == 0,
+	      "check: listener, not connected (its address not judged)");
+	CHECK(iwe_device_check_socket(ulo, cli, &conn) == EPROTOTYPE &&
+	      conn == 0, "check: TCP socket on a udp device -> EPROTOTYPE");
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(iwe_device_check_socket(lo, s, &conn) == EPROTOTYPE,
+	      "check: UDP socket on a tcp device -> EPROTOTYPE");
+	CHECK(iwe_device_check_socket(ulo, s, &conn) == 0 && conn == 0,
+	      "check: unconnected UDP socket on a udp device, not connected");
+	close(s);
+	s = socket(AF_INET6, SOCK_STREAM, 0);
+	CHECK(s < 0 || iwe_device_check_socket(lo, s, &conn) == EINVAL,
+	      "check: IPv6 TCP socket -> EINVAL");
+	if (s >= 0)
+		close(s);
+	s = socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP);
+	CHECK(s < 0 || iwe_device_check_socket(lo, s, &conn) == EINVAL,
+	      "check: SCTP stream socket -> EINVAL");
+	if (s >= 0)
+		close(s);
+	if (pipe(p) < 0)
+		BAIL("pipe");
+	CHECK(iwe_device_check_socket(lo, p[0], &conn) == EINVAL,
+	      "check: pipe -> EINVAL");
+	close(p[0]);
+	close(p[1]);
+	CHECK(iwe_device_check_socket(lo, -1, &conn) == EINVAL,
+	      "check: fd -1 -> EINVAL");
+	close(cli);
+	close(srv);
+	close(lst);
+	iwe_device_close(ulo);
+	iwe_device_close(lo);
+}
+
 /* ---------------------------------------------------------- PD / MR */
 
 static void test_reg_mr_args(struct iwe_pd *pd, char *buf)
@@ -797,6 +846,7 @@ int main(void)
 {
 	test_device_open();
 	test_owns_socket();
+	test_check_socket();
 	test_pd_mr();
 	test_limits();
 	test_cq();
