@@ -576,25 +576,43 @@ static uint64_t prog_lease_ns(void)
  * 2000 times a second, and one that waits again and again does not
  * have to tell it (a wake-up) that each wait ended. */
 #define PARK_STEP_MAX_NS (1000ull * 1000u * 1000u)
+/* A consumer that waits again and again (a new drive each time the
+ * thread looks) also makes it look less and less often, up to this many
+ * leases: looking every lease, each process's thread woke every 500 us
+ * and took the CPU of a consumer in the middle of a connection's setup
+ * (0.4 preemptions per PSP cycle of the two processes, each one 10-30
+ * us on the cycle's path).  The price: input nobody waits for, once such
+ * a consumer stops waiting, waits up to this many leases. */
+#define PARK_RENEWED_STEPS_MAX 8u
 
 /* p->lock held, the thread parked: until when it sleeps.  *step and
- * *seen carry the back-off over the same drive. */
+ * *seen (the drive generation of the last look) carry the back-off. */
 static uint64_t park_end_locked(struct iwe_prog *p, uint64_t timer,
 				uint64_t *step, unsigned *seen)
 {
-	uint64_t now = iwe_now_ns(), lease;
-	unsigned gen;
+	uint64_t now = iwe_now_ns(), lease = atomic_load(&p->lease_until);
+	uint64_t cap, end;
+	unsigned gen = atomic_load(&p->drive_gen);
+	int driving = atomic_load(&p->driving);
+	/* Waited again and again since the last look (one new drive may
+	 * just be the one that began as the thread parked). */
+	int renewed = *seen && gen - *seen >= 2;
 
-	if (!atomic_load(&p->driving)) {
-		lease = atomic_load(&p->lease_until);
+	*seen = gen;
+	if (!driving && (lease <= now || !renewed)) {
+		/* Not waited again since the last look: the lease ends
+		 * (ended: the park ends). */
 		return lease < timer ? lease : timer;
 	}
-	/* The driver runs the timers. */
-	gen = atomic_load(&p->drive_gen);
-	*step = gen != *seen ? prog_lease_ns() :
-		*step * 2 < PARK_STEP_MAX_NS ? *step * 2 : PARK_STEP_MAX_NS;
-	*seen = gen;
-	return now + *step;
+	cap = renewed ? PARK_RENEWED_STEPS_MAX * prog_lease_ns()
+		      : PARK_STEP_MAX_NS;
+	*step = !*step ? prog_lease_ns() : *step * 2 < cap ? *step * 2 : cap;
+	end = now + *step;
+	if (driving)
+		return end;	/* the driver runs the timers */
+	if (lease > end)
+		end = lease;
+	return end < timer ? end : timer;
 }
 
 /* run held, nothing queued, a consumer keeps the loop: sleep out of
@@ -834,13 +852,15 @@ int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
 	atomic_store(&p->lease_until, lease);
 	atomic_store(&p->driving, 0);
 	/* A thread parked during the drive looks again at its own pace:
-	 * wake it when that is well past the lease, or past a timer. */
+	 * wake it when that is past what a consumer waiting again and again
+	 * makes it wait (PARK_RENEWED_STEPS_MAX), or past a timer. */
 	timer = p->nheap ? p->heap[0]->when : ~0ull;
 	pthread_mutex_unlock(&p->run);
 	pthread_mutex_lock(&p->lock);
 	/* Work queued by others while we drove woke only the eventfd
 	 * (prog_wake): it is the thread's now. */
-	kick = p->park_until > lease + prog_lease_ns() ||
+	kick = p->park_until > lease + (PARK_RENEWED_STEPS_MAX - 1) *
+				       prog_lease_ns() ||
 	       p->park_until > timer || p->calls || p->tasks ||
 	       atomic_load(&p->sleepers);
 	/* Until then the timers are the thread's (call_borrowed wakes it

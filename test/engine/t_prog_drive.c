@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -435,6 +436,58 @@ static void test_self_wake(void)
 /* After a drive the thread is parked for the lease: an event for nobody's
  * wait is dispatched by the thread once the lease is over -- or at once
  * after iwe_prog_drive_stop. */
+/* Voluntary context switches of the progress thread: the one thread of
+ * the process that is not this one (the helpers are joined). */
+static long prog_thread_switches(void)
+{
+	char path[300], line[128];
+	long v = -1;
+	FILE *f;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)gettid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (!strncmp(line, "voluntary_ctxt_switches:", 24))
+				v = atol(line + 24);
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return v;
+}
+
+/* A consumer that waits again and again (drives of 3 ms, 2 ms apart, for
+ * 1.2 s, a lease of 100 ms) makes the parked thread look less and less
+ * often: 100, 200, 400 then 800 ms.  It looked every lease (12 times),
+ * and each look took the CPU of a consumer in the middle of its work. */
+static void test_renewed_backoff(void)
+{
+	uint64_t end, ms;
+	long before, looks;
+	int rc = 0;
+
+	CHECK(drive_parked(1 * MS) == 0, "backoff: the thread parked");
+	before = prog_thread_switches();
+	end = iwe_now_ns() + 1200 * MS;
+	while (iwe_now_ns() < end && rc == 0) {
+		rc = drive(never_woken, 3 * MS, &ms);
+		usleep(2000);
+	}
+	looks = prog_thread_switches() - before;
+	CHECK(rc == 0 && before >= 0 && looks <= 6,
+	      "backoff: the parked thread looked %ld times in 1.2 s of "
+	      "repeated waits", looks);
+	/* Give the loop back before the tests that time the lease. */
+	iwe_prog_drive_stop(g_prog);
+	usleep(5000);
+}
+
 static void test_lease_end(int stop)
 {
 	uint64_t t0, ms;
@@ -499,6 +552,7 @@ int main(void)
 	test_other_thread(post_from_other, 0, "task");
 	test_timer_while_driving();
 	test_self_wake();
+	test_renewed_backoff();
 	test_lease_end(0);
 	test_lease_end(1);
 	test_close_parked(dev);
