@@ -400,9 +400,10 @@ static int addrs_owned(const struct iwe_device *dev,
 
 /* One pass over the socket, four system calls (an SSP's create or
  * connect asked 13 across three layers: each one a few hundred ns on a
- * VM, on the path of an upgrade). */
-int iwe_device_check_socket(const struct iwe_device *dev, int fd,
-			    int *connected)
+ * VM, on the path of an upgrade).  iwe_device_check_socket's answers,
+ * and the local address in *local. */
+static int inspect_socket(const struct iwe_device *dev, int fd,
+			  struct sockaddr_in *local, int *connected)
 {
 	struct sockaddr_storage ls, ps;
 	socklen_t len = sizeof(ls);
@@ -416,28 +417,34 @@ int iwe_device_check_socket(const struct iwe_device *dev, int fd,
 	if (getsockname(fd, (struct sockaddr *)&ls, &len) < 0 ||
 	    ls.ss_family != AF_INET)
 		return EINVAL;
+	memcpy(local, &ls, sizeof(*local));
 	len = sizeof(ps);
 	if (getpeername(fd, (struct sockaddr *)&ps, &len) < 0)
 		return errno == ENOTCONN ? 0 : EINVAL;
 	if (ps.ss_family != AF_INET)
 		return EINVAL;
 	*connected = 1;
-	return addrs_owned(dev, (const struct sockaddr_in *)&ls,
-			   (const struct sockaddr_in *)&ps) ? 0 : EADDRNOTAVAIL;
+	return addrs_owned(dev, local, (const struct sockaddr_in *)&ps) ?
+	       0 : EADDRNOTAVAIL;
+}
+
+int iwe_device_check_socket(const struct iwe_device *dev, int fd,
+			    int *connected)
+{
+	struct sockaddr_in local;
+
+	return inspect_socket(dev, fd, &local, connected);
 }
 
 int iwe_device_owns_socket(const struct iwe_device *dev, int fd)
 {
 	struct sockaddr_in local;
-	socklen_t len = sizeof(local);
-	int connected, err = iwe_device_check_socket(dev, fd, &connected);
+	int connected, err = inspect_socket(dev, fd, &local, &connected);
 
 	if (err == EPROTOTYPE)
 		return EINVAL;
 	if (err || connected)
 		return err;
 	/* Not connected: only its own address can tell. */
-	if (getsockname(fd, (struct sockaddr *)&local, &len) < 0)
-		return EINVAL;
 	return addrs_owned(dev, &local, NULL) ? 0 : EADDRNOTAVAIL;
 }
