@@ -791,11 +791,13 @@ static int adopt_run(struct adopt_args *a, void (*fn)(void *),
 	a->prog = iwe_prog_get(a->dev);
 	if (!a->prog)
 		return errno;
-	a->err = a->dev->attr.transport == IWE_TRANSPORT_UDP ?
-		 cm_trp_adopt_fd(a->fd, &a->saved_fl) :
-		 cm_ssp_adopt_fd(a->fd, &a->saved_fl);
-	if (a->err)
-		return a->err;
+	if (a->fd < 0 ||
+	    iwe_socket_transport(a->fd) != (int)a->dev->attr.transport)
+		return EINVAL;
+	a->saved_fl = fcntl(a->fd, F_GETFL);
+	if (a->saved_fl < 0 ||
+	    fcntl(a->fd, F_SETFL, a->saved_fl | O_NONBLOCK) < 0)
+		return EBADF;
 	iwe_prog_call(a->prog, fn, a);
 	if (a->err) {
 		fcntl(a->fd, F_SETFL, a->saved_fl);

@@ -259,7 +259,6 @@ int cm_passive_reply_io(struct iwe_conn *c);
 int cm_passive_reply_timeout(struct iwe_conn *c);
 
 /* ---- iw_cm_ssp.c */
-int cm_ssp_adopt_fd(int fd, int *saved);
 int cm_ssp_io(struct iwe_conn *c, uint32_t revents);
 /* Stop watching and restore the socket's flags: 0, or EBUSY once it
  * carries (or is about to carry) a connection. */
@@ -299,7 +298,6 @@ int cm_trp_passive_request(struct iwe_conn *c, struct cm_port *p,
  * request. */
 int cm_trp_reject_enter(struct iwe_conn *c);
 int cm_trp_reject_io(struct iwe_conn *c);
-int cm_trp_adopt_fd(int fd, int *saved);
 int cm_trp_ssp_io(struct iwe_conn *c);
 
 /* ---- iw_cm.c: the listening port's accept loop (cm_listen_args) */

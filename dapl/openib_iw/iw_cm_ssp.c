@@ -28,32 +28,6 @@
 
 #include "iw_cm_priv.h"
 
-static int is_tcp_stream(int fd)
-{
-	int v = 0;
-	socklen_t l = sizeof(v);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 ||
-	    v != SOCK_STREAM)
-		return 0;
-	l = sizeof(v);
-	return getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) == 0 &&
-	       v == IPPROTO_TCP;
-}
-
-int cm_ssp_adopt_fd(int fd, int *saved)
-{
-	int fl;
-
-	if (fd < 0 || !is_tcp_stream(fd))
-		return EINVAL;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return EBADF;
-	*saved = fl;
-	return 0;
-}
-
 static int down(struct iwe_conn *c, int err)
 {
 	return cm_end(c, IWE_CM_SOCKET_DOWN, err,

@@ -392,25 +392,6 @@ int cm_trp_reject_io(struct iwe_conn *c)
 
 /* ------------------------------------------------------- adopted (SSP) */
 
-int cm_trp_adopt_fd(int fd, int *saved)
-{
-	int v = 0, fl;
-	socklen_t l = sizeof(v);
-
-	if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &l) < 0 ||
-	    v != SOCK_DGRAM)
-		return EINVAL;
-	l = sizeof(v);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &l) < 0 ||
-	    v != IPPROTO_UDP)
-		return EINVAL;
-	fl = fcntl(fd, F_GETFL);
-	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		return EBADF;
-	*saved = fl;
-	return 0;
-}
-
 static int ssp_down(struct iwe_conn *c, int err)
 {
 	return cm_end(c, IWE_CM_SOCKET_DOWN, err,

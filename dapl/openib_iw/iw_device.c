@@ -347,9 +347,7 @@ int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec)
 	return err;
 }
 
-/* The transport of a TCP stream or UDP datagram socket; -1 for any
- * other socket, or no socket at all (ENOTSOCK, EBADF). */
-static int socket_transport(int fd)
+int iwe_socket_transport(int fd)
 {
 	int type, proto;
 	socklen_t len = sizeof(type);
@@ -410,7 +408,7 @@ static int inspect_socket(const struct iwe_device *dev, int fd,
 	int t;
 
 	*connected = 0;
-	if (!dev || fd < 0 || (t = socket_transport(fd)) < 0)
+	if (!dev || fd < 0 || (t = iwe_socket_transport(fd)) < 0)
 		return EINVAL;
 	if (t != (int)dev->attr.transport)
 		return EPROTOTYPE;

@@ -158,6 +158,9 @@ struct iwe_cm_dev;
 /* Free what the connection manager still holds (iw_cm.c); called by
  * iwe_device_close before the progress thread stops. */
 void iwe_cm_dev_fini(struct iwe_device *dev);
+/* The transport of a TCP stream or UDP datagram socket; -1 for any
+ * other socket, or no socket at all (ENOTSOCK, EBADF).  iw_device.c */
+int iwe_socket_transport(int fd);
 
 struct iwe_pd {
 	struct iwe_device *dev;
