@@ -28,6 +28,15 @@ static inline uint64_t iwe_ts_ns(const struct timespec *ts)
 	return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
+/* Nanoseconds as a timespec. */
+static inline struct timespec iwe_ns_ts(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+
+	return ts;
+}
+
 /* CLOCK_MONOTONIC in nanoseconds: the engine's one clock (timers,
  * leases, bursts, retransmission). */
 static inline uint64_t iwe_now_ns(void)

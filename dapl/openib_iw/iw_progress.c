@@ -232,8 +232,7 @@ static struct timespec *next_timeout(const struct iwe_prog *p,
 	d = p->heap[0]->when > now ? p->heap[0]->when - now : 0;
 	if (d > 60000000000ull)
 		d = 60000000000ull;
-	ts->tv_sec = (time_t)(d / 1000000000u);
-	ts->tv_nsec = (long)(d % 1000000000u);
+	*ts = iwe_ns_ts(d);
 	return ts;
 }
 
@@ -631,19 +630,18 @@ static void prog_park(struct iwe_prog *p, const struct timespec *timeout)
 	for (;;) {
 		pthread_mutex_lock(&p->lock);
 		while (!p->kicked && !p->stop) {
-			uint64_t end = park_end_locked(p, timer, &step, &seen);
+			uint64_t end;
 
 			if (!atomic_load(&p->driving) &&
 			    atomic_load(&p->sleepers))
 				break;	/* the loop is nobody's: serve it */
-
+			end = park_end_locked(p, timer, &step, &seen);
 			if (iwe_now_ns() >= end)
 				break;
 			p->park_until = end;
 			if (!atomic_load(&p->driving))
 				atomic_store(&p->wait_until, end);
-			until.tv_sec = (time_t)(end / 1000000000u);
-			until.tv_nsec = (long)(end % 1000000000u);
+			until = iwe_ns_ts(end);
 			pthread_cond_timedwait(&p->park_cv, &p->lock, &until);
 		}
 		p->park_until = 0;
@@ -792,10 +790,7 @@ static int sleep_undriven(struct iwe_prog *p, int wake_fd, uint64_t deadline)
 	prog_unpark(p);		/* a thread parked without a driver */
 	if (deadline != ~0ull) {
 		now = iwe_now_ns();
-		left.tv_sec = (time_t)(deadline > now ?
-				       (deadline - now) / 1000000000u : 0);
-		left.tv_nsec = (long)(deadline > now ?
-				      (deadline - now) % 1000000000u : 0);
+		left = iwe_ns_ts(deadline > now ? deadline - now : 0);
 		tmo = &left;
 	}
 	(void)ppoll(&fd, 1, tmo, NULL);
