@@ -347,23 +347,6 @@ int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec)
 	return err;
 }
 
-int iwe_socket_transport(int fd)
-{
-	int type, proto;
-	socklen_t len = sizeof(type);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
-		return -1;
-	len = sizeof(proto);
-	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
-		return -1;
-	if (type == SOCK_STREAM && proto == IPPROTO_TCP)
-		return IWE_TRANSPORT_TCP;
-	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
-		return IWE_TRANSPORT_UDP;
-	return -1;
-}
-
 /* Whether 'a' is an address of the device: its own, any 127/8 address
  * on the loopback device, or any other address configured (now) on its
  * interface. */

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include "iw_engine.h"
 
 /* A timespec in nanoseconds. */
@@ -168,8 +170,25 @@ struct iwe_cm_dev;
  * iwe_device_close before the progress thread stops. */
 void iwe_cm_dev_fini(struct iwe_device *dev);
 /* The transport of a TCP stream or UDP datagram socket; -1 for any
- * other socket, or no socket at all (ENOTSOCK, EBADF).  iw_device.c */
-int iwe_socket_transport(int fd);
+ * other socket, or no socket at all (ENOTSOCK, EBADF).  Inline: the
+ * device's check and the CM's adopt ask it, and the CM may not call
+ * into iw_device.c, which calls into the CM (test/layers.sh). */
+static inline int iwe_socket_transport(int fd)
+{
+	int type, proto;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+		return -1;
+	len = sizeof(proto);
+	if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0)
+		return -1;
+	if (type == SOCK_STREAM && proto == IPPROTO_TCP)
+		return IWE_TRANSPORT_TCP;
+	if (type == SOCK_DGRAM && proto == IPPROTO_UDP)
+		return IWE_TRANSPORT_UDP;
+	return -1;
+}
 
 struct iwe_pd {
 	struct iwe_device *dev;
