@@ -175,6 +175,18 @@ static int active_fail(struct iwe_conn *c, int type, int status,
 	return cm_end(c, type, status, reason, NULL, 0);
 }
 
+/* The reject reply came: a pure ack of it lets the responder close its
+ * lingering socket now rather than after the linger (best effort). */
+static void ack_reject(struct iwe_conn *c, uint32_t reply_psn)
+{
+	uint8_t b[IW_TRP_HDR_LEN];
+
+	iw_trp_put(b, c->trp_isn + 1, reply_psn, IW_TRP_A, 0);
+	if (send(c->fd, b, sizeof(b), MSG_DONTWAIT) < 0) {
+		/* Lost: the responder lingers its full time. */
+	}
+}
+
 static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
 {
 	struct iw_trp_fields h;
@@ -190,9 +202,11 @@ static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
 	if (st != IW_MPA_OK)
 		return active_fail(c, IWE_CM_NON_PEER_REJECTED, EPROTO,
 				   iw_mpa_strerror(st));
-	if (f.reject)
+	if (f.reject) {
+		ack_reject(c, h.psn);
 		return cm_end(c, IWE_CM_REJECTED, ECONNREFUSED,
 			      "rejected by the peer", f.pdata, f.pdata_len);
+	}
 	iw_mpa_initiator_conn(&c->req, &f, &c->neg);
 	c->trp_peer_isn = h.psn;
 	c->trp_peer_credits = h.credits;
@@ -373,6 +387,14 @@ int cm_trp_reject_enter(struct iwe_conn *c)
 	return CS_REJECTING;
 }
 
+/* The linger ends early: the descriptor goes at once (as after the
+ * linger's timeout, cm_passive_reply_timeout). */
+static int reject_over(struct iwe_conn *c)
+{
+	c->final = 1;
+	return CS_IDLE;
+}
+
 int cm_trp_reject_io(struct iwe_conn *c)
 {
 	static uint8_t buf[TRP_DGRAM_MAX];	/* progress thread only */
@@ -386,8 +408,11 @@ int cm_trp_reject_io(struct iwe_conn *c)
 		iw_trp_get(buf, &h);
 		if (h.flags == IW_TRP_I && h.psn == c->trp_peer_isn)
 			return cm_trp_reject_enter(c);	/* it was lost */
+		if (h.flags == IW_TRP_A && h.ack == c->trp_isn)
+			return reject_over(c);	/* it arrived */
 	}
-	return CS_REJECTING;
+	/* The initiator's port is gone: nobody will ask again. */
+	return errno == ECONNREFUSED ? reject_over(c) : CS_REJECTING;
 }
 
 /* ------------------------------------------------------- adopted (SSP) */

@@ -147,6 +147,10 @@ struct trp {
 	uint32_t done;			/* tokens acknowledged, unreported */
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
+	int ack_by_term;		/* no pure ack: the Terminate queued
+					 * next carries it */
+	int fault;			/* EFAULT: a payload was not mapped
+					 * (told once, by tx_write) */
 	int gso;			/* UDP GSO in use */
 	int gro;			/* UDP GRO asked of the socket */
 	int ending;			/* the QP failed: no retransmission */

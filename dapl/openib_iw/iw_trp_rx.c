@@ -488,8 +488,13 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		trp_check_idle(t, q, heard);
 	ack_hold(t, q, heard);
 	/* Acknowledge what came (also a bad segment or the peer's F, so it
-	 * is not sent again) and send what is due. */
+	 * is not sent again) and send what is due.  A bad segment's ack
+	 * rides on the Terminate it asks for (queued next, iw_qp.c): a pure
+	 * ack first would let the peer complete the failed request before
+	 * the Terminate could fail it. */
+	t->ack_by_term = err == EPROTO && q->rx.term_out;
 	ferr = trp_flush(t, q);
+	t->ack_by_term = 0;
 	trp_timer_sync(t);
 	return err ? err : ferr == EAGAIN ? 0 : ferr;
 }

@@ -33,6 +33,7 @@
 #include <sys/socket.h>
 
 #include "iw_env.h"
+#include "iw_guard.h"
 #include "iw_log.h"
 #include "iw_trp.h"
 
@@ -308,7 +309,8 @@ int trp_flush(struct trp *t, struct iwe_qp_priv *q)
 		return 0;
 	while (any && !err && !t->quiet)
 		err = flush_batch(t, q, &any);
-	if (t->ack_due && !t->ack_hold_ns && !err && !t->quiet)
+	if (t->ack_due && !t->ack_hold_ns && !t->ack_by_term && !err &&
+	    !t->quiet)
 		trp_send_ack(t, q);
 	t->blocked = err == EAGAIN;
 	return err;
@@ -886,7 +888,7 @@ static int trp_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
 
 	(void)pay_len;
 	(void)npay;
-	if (t->quiet || t->snd_nxt - t->snd_una >= t->tx_cap ||
+	if (t->quiet || t->fault || t->snd_nxt - t->snd_una >= t->tx_cap ||
 	    t->snd_nxt - t->snd_sent >= TRP_BATCH)
 		return 0;
 	/* A failing QP sends its Terminate (whatever the credits) and
@@ -910,7 +912,15 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	memcpy(b, s->hdr, s->hdr_len);
 	b += s->hdr_len;
 	for (int i = 0; i < s->npay; i++) {
-		memcpy(b, s->pay[i].iov_base, s->pay[i].iov_len);
+		/* Registered memory the consumer unmapped (a Read Response's
+		 * source, most likely): the packet is not queued and the QP
+		 * fails (iw_qp.c, run_tx), the process goes on. */
+		if (iwe_copy_guarded(b, s->pay[i].iov_base,
+				     s->pay[i].iov_len, IWE_COPY_PLAIN,
+				     NULL)) {
+			t->fault = EFAULT;
+			return;
+		}
 		b += s->pay[i].iov_len;
 	}
 	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
@@ -928,6 +938,10 @@ static int trp_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 	*done = t->done;
 	t->done = 0;
 	trp_timer_sync(t);
+	if (t->fault && (!err || err == EAGAIN)) {
+		err = t->fault;
+		t->fault = 0;	/* told once: the Terminate may follow */
+	}
 	return err;
 }
 

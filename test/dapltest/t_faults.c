@@ -36,6 +36,10 @@
 #define SRC_OFF      MSG	/* ...Sends and Writes come from here */
 #define SINK_OFF     (2 * MSG)	/* ...Reads land here */
 #define END_BOUND_US 1000000u	/* kill -> the EP's end event */
+/* Over udp a survivor waiting to receive learns of the death from its
+ * idle probe, a pure ack after 1 s of silence that draws the ICMP port
+ * unreachable (doc/trp.md): the bound doc/testing.md gives it. */
+#define END_BOUND_UDP_US 3000000u
 #define END_WAIT_US  10000000	/* give up waiting (the bound is judged) */
 #define QUIET_US     1000000
 #define STEP_MS      5000
@@ -46,6 +50,8 @@ static struct side S;		/* the surviving side */
 static DAT_PSP_HANDLE psp;
 static DAT_CONN_QUAL qual;
 static char qual_arg[32];
+static unsigned end_bound_us = END_BOUND_US;
+
 
 /* The worst kill-to-end time of each scenario over the rounds. */
 struct bound {
@@ -287,8 +293,8 @@ static void check_end(struct bound *b, enum end_kind k, uint64_t t0)
 	CHECK(end_allowed(k, ev.event_number),
 	      "%s: the EP's connection ends (%s)", b->name,
 	      event_name(ev.event_number));
-	CHECK(us <= END_BOUND_US, "%s: ... %.1f ms after the kill (bound %u ms)",
-	      b->name, us / 1000.0, END_BOUND_US / 1000);
+	CHECK(us <= end_bound_us, "%s: ... %.1f ms after the kill (bound %u ms)",
+	      b->name, us / 1000.0, end_bound_us / 1000);
 	CHECK(side_ep_state(S.ep) == DAT_EP_STATE_DISCONNECTED,
 	      "%s: the EP is DISCONNECTED (state %d)", b->name,
 	      (int)side_ep_state(S.ep));
@@ -666,6 +672,9 @@ int main(int argc, char **argv)
 		rounds = 1;
 	fds_start = fd_count();
 	side_open(&S);
+	end_bound_us = test_ia_is_udp(S.ia) ? END_BOUND_UDP_US : END_BOUND_US;
+	printf("# %s: the end event is due within %u ms of a kill\n",
+	       test_ia_name(), end_bound_us / 1000);
 	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
 			       &psp) != DAT_SUCCESS)
 		BAIL("dat_psp_create_any");
