@@ -165,6 +165,24 @@ static int ends_send(const uint8_t *u, uint32_t len)
 	       iwe_rdmap_ops[iw_ctrl_opcode(ctrl)].qn == IW_QN_SEND;
 }
 
+/* The packet at rcv_dlv - 1, in sequence, to DDP. */
+static int deliver_packet(struct trp *t, struct iwe_qp_priv *q,
+			  const uint8_t *b, uint32_t len)
+{
+	struct iw_trp_fields f;
+
+	iw_trp_get(b, &f);
+	t->rcv_send_end = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
+		ends_send(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+	if (f.flags & (IW_TRP_F | IW_TRP_I))
+		t->ack_urgent = 1;
+	if (f.flags & IW_TRP_F)
+		return ENOTCONN;	/* the peer's orderly end */
+	if (f.flags & IW_TRP_I)
+		return 0;	/* in sequence after the exchange: ignored */
+	return deliver_body(t, q, b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+}
+
 /* Hand the in-order packets to DDP while the receive hold allows. */
 static int deliver(struct trp *t, struct iwe_qp_priv *q)
 {
@@ -174,23 +192,11 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 	while (!err && t->rcv_dlv != t->rcv_nxt && iwe_rx_may_take(q)) {
 		uint32_t i = rx_index(t, t->rcv_dlv);
 		uint8_t *b = t->rx[i];
-		uint32_t len = t->rx_len[i];
-		struct iw_trp_fields f;
 
-		iw_trp_get(b, &f);
 		t->rx[i] = NULL;
 		t->rcv_dlv++;
 		n++;
-		t->rcv_send_end = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
-			ends_send(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
-		if (f.flags & (IW_TRP_F | IW_TRP_I))
-			t->ack_urgent = 1;
-		if (f.flags & IW_TRP_F)
-			err = ENOTCONN;	/* the peer's orderly end */
-		else if (!(f.flags & IW_TRP_I))
-			err = deliver_body(t, q, b + IW_TRP_HDR_LEN,
-					   len - IW_TRP_HDR_LEN);
-		/* An I packet in sequence after the exchange: ignored. */
+		err = deliver_packet(t, q, b, t->rx_len[i]);
 		pool_put(t, b);
 	}
 	/* Credits reopened after a hold: tell the peer. */
@@ -200,6 +206,15 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 }
 
 /* ----------------------------------------------------------- packets */
+
+/* rcv_nxt past the packets now in sequence; nxt: where it was. */
+static void advance(struct trp *t, uint32_t nxt)
+{
+	while (t->rcv_nxt - t->rcv_dlv < t->rx_cap &&
+	       t->rx[rx_index(t, t->rcv_nxt)])
+		t->rcv_nxt++;
+	t->rcv_unacked += t->rcv_nxt - nxt;
+}
 
 /* A sequenced packet: keep it (returns 1: b is the slot's now) or drop
  * a duplicate or one beyond the window. */
@@ -232,10 +247,7 @@ static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 			return 1;
 		}
 	}
-	while (t->rcv_nxt - t->rcv_dlv < t->rx_cap &&
-	       t->rx[rx_index(t, t->rcv_nxt)])
-		t->rcv_nxt++;
-	t->rcv_unacked += t->rcv_nxt - nxt;
+	advance(t, nxt);
 	return 1;
 }
 
@@ -352,8 +364,41 @@ static uint32_t gro_size(struct msghdr *h)
 	return 0;
 }
 
-/* One datagram as read with GRO: its packets, each copied into a packet
- * buffer (a kept one lives in the reorder buffer like any other). */
+/* A packet read with GRO that needs no packet buffer: a pure ack, or
+ * the next one in sequence with nothing waiting ahead of it, which goes
+ * to DDP straight from the GRO area (bulk data then crosses memory
+ * once, from there into place).  Returns 1 if it was taken, 0 if it
+ * must be kept (or is rare: the reserved bit), as rx_packet wants. */
+static int rx_in_place(struct trp *t, struct iwe_qp_priv *q,
+		       const uint8_t *d, uint32_t len, int *err)
+{
+	struct iw_trp_fields f;
+	uint32_t nxt = t->rcv_nxt;
+
+	if (len < IW_TRP_HDR_LEN)
+		return 1;
+	iw_trp_get(d, &f);
+	if (f.flags & IW_TRP_R)
+		return 0;
+	if (!(f.flags & IW_TRP_A) &&
+	    (f.psn != nxt || t->rcv_dlv != nxt || !iwe_rx_may_take(q)))
+		return 0;
+	trp_on_ack(t, q, f.ack, f.credits);
+	if (f.flags & IW_TRP_A) {
+		trp_on_sack(t, d + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+		return 1;
+	}
+	t->ack_due = 1;
+	t->rcv_nxt++;
+	t->rcv_dlv++;
+	advance(t, nxt);
+	*err = deliver_packet(t, q, d, len);
+	return 1;
+}
+
+/* One datagram as read with GRO: its packets, each taken in place or
+ * copied into a packet buffer (a kept one lives in the reorder buffer
+ * like any other). */
 static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
 			 const uint8_t *d, uint32_t len, uint32_t seg,
 			 int *err)
@@ -369,6 +414,8 @@ static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
 		n = len - off < seg ? len - off : seg;
 		if (n > t->pkt_max)
 			return;	/* larger than we take: not a peer's */
+		if (rx_in_place(t, q, d + off, n, err))
+			continue;
 		b = pool_get(t);
 		if (!b) {
 			*err = ENOMEM;
