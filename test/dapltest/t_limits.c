@@ -306,8 +306,8 @@ static void provider_psp_at_limit(DAT_CONN_QUAL pq, int known)
 		client_event(&p, pq, STEP_MS);
 		peer_kill(&p);
 	}
-	fds = fd_count_settled(fds0, 2000);
-	CHECK(fds == fds0, "21 refused requests hold no descriptor (%d "
+	fds = fd_count_settled(fds0, 2000);	/* fewer: see test_flood */
+	CHECK(fds <= fds0, "21 refused requests hold no descriptor (%d "
 	      "before, %d after)", fds0, fds);
 }
 
@@ -662,8 +662,11 @@ static void test_flood(void)
 	      "%.0f ms)", FLOOD_BOUND_US / 1000,
 	      worst == UINT64_MAX ? -1.0 : worst / 1000.0);
 	peer_kill(&f);
+	/* Fewer than before is no leak: the descriptor of the step
+	 * before's connection may still have been closing (the progress
+	 * thread closes it after dat_ep_free returns). */
 	fds = fd_count_settled(fds0, 3000);
-	CHECK(fds == fds0, "the flood gone, the listener holds none of its "
+	CHECK(fds <= fds0, "the flood gone, the listener holds none of its "
 	      "descriptors (%d before, %d after)", fds0, fds);
 	CHECK(service_works(), "after the flood, connections work");
 }
