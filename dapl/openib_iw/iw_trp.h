@@ -47,6 +47,8 @@
 #define TRP_BATCH          64u		/* packets per sendmmsg/recvmmsg */
 #define TRP_GSO_MAX        64		/* packets per UDP GSO send */
 #define TRP_GSO_BYTES      65000u	/* and bytes */
+#define TRP_ZC_MIN         512u	/* payload sent from registered
+					 * memory, not copied to the ring */
 #define TRP_GRO_BUFS       4u		/* coalesced datagrams per recvmmsg */
 #define TRP_GRO_LEN        65536u	/* the largest UDP datagram, rounded */
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
@@ -111,6 +113,11 @@ struct iwe_trp_start {
 struct trp_txp {
 	uint8_t *buf;			/* TRP header + body, pkt_max bytes */
 	uint32_t len;
+	/* A Send's or Write's payload stays in registered memory (zc_len
+	 * bytes at zc, after buf's len - zc_len) while its WR is pending;
+	 * trp_tx_own copies it into buf before the WR can complete early. */
+	const uint8_t *zc;
+	uint32_t zc_len;
 	uint64_t sent_ns;		/* last transmission, 0: never */
 	uint8_t token;			/* a DDP segment of iw_tx.c */
 	uint8_t sacked;
@@ -225,6 +232,9 @@ void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len);
 /* Send what is due: retransmissions, then new packets.  0, EAGAIN, or
  * the socket's errno. */
 int trp_flush(struct trp *t, struct iwe_qp_priv *q);
+/* Copy every payload still in registered memory into the ring: WRs are
+ * about to complete before the peer acknowledged them (the marker). */
+void trp_tx_own(struct trp *t);
 /* The retransmission timer is due: 0, or ETIMEDOUT once the peer
  * stopped answering (a best-effort Terminate went out). */
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q);

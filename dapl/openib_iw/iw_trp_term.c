@@ -145,6 +145,9 @@ static void marker(struct iwe_qp_priv *q, const struct iwe_term *named)
 {
 	uint32_t head = q->sq_head, stop;
 
+	/* WRs complete now, before the peer acknowledged them: their
+	 * packets may still go again, from the ring then. */
+	trp_tx_own(trp_of(q));
 	if (named)
 		drop_named_read(q, named);
 	stop_cutting(q);

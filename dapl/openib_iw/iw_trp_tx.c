@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP over UDP, transmit side and the transport's table (iw_trp.h).
  *
- * Every sequenced packet (a DDP segment, our I reply, an F) is copied
- * into a buffer of the transmit ring when it is queued and stays there
- * until the peer's cumulative ack covers it, so a retransmission never
- * reads consumer memory and a WR may complete or be flushed at any time.
- * A DDP segment is reported done (its token, iw_tx.c) only once
- * acknowledged: a non-fatal Terminate must still find its WR
- * (iw_trp_term.c), and a Send that completed must reach the peer even if
- * the QP fails right after (an abrupt close retransmits nothing).  The
+ * Every sequenced packet (a DDP segment, our I reply, an F) stays in
+ * the transmit ring until the peer's cumulative ack covers it.  A DDP
+ * segment is reported done (its token, iw_tx.c) only once acknowledged:
+ * a non-fatal Terminate must still find its WR (iw_trp_term.c), and a
+ * Send that completed must reach the peer even if the QP fails right
+ * after (an abrupt close retransmits nothing).  So the payload of a Send
+ * or Write (TRP_ZC_MIN bytes or more, one piece) need not be copied: its
+ * WR cannot complete while the packet may go again, and it is sent from
+ * registered memory (sendmmsg gathers header and payload; EFAULT if the
+ * consumer unmapped it).  The one way such a WR ends early, the marker,
+ * first copies the payloads into the ring (trp_tx_own); a QP that fails
+ * retransmits nothing.  Everything else is copied when queued.  The
  * ack PSN and credits of a packet are written each time it goes out, so
  * every packet carries the newest acknowledgement.
  *
@@ -145,19 +149,27 @@ static int gso_run(const struct txvec *v, int i)
 static int build_msgs(const struct txvec *v, int gso, struct mmsghdr *mm,
 		      struct iovec *iov, char (*cm)[CMSG_SPACE(2)], int *npk)
 {
-	int k = 0;
+	int k = 0, first[3 * TRP_BATCH + 1], n = 0;
 
 	memset(mm, 0, sizeof(*mm) * (size_t)v->n);
 	for (int i = 0; i < v->n; i++) {
-		iov[i].iov_base = v->p[i]->buf;
-		iov[i].iov_len = v->p[i]->len;
+		const struct trp_txp *p = v->p[i];
+
+		first[i] = n;
+		iov[n].iov_base = p->buf;
+		iov[n++].iov_len = p->len - p->zc_len;
+		if (p->zc_len) {
+			iov[n].iov_base = (void *)p->zc;
+			iov[n++].iov_len = p->zc_len;
+		}
 	}
+	first[v->n] = n;
 	for (int i = 0; i < v->n; i += npk[k++]) {
 		struct msghdr *m = &mm[k].msg_hdr;
 
 		npk[k] = gso ? gso_run(v, i) : 1;
-		m->msg_iov = &iov[i];
-		m->msg_iovlen = (size_t)npk[k];
+		m->msg_iov = &iov[first[i]];
+		m->msg_iovlen = (size_t)(first[i + npk[k]] - first[i]);
 		if (npk[k] > 1) {
 			uint16_t seg = (uint16_t)v->p[i]->len;
 			struct cmsghdr *c;
@@ -182,7 +194,7 @@ static int build_msgs(const struct txvec *v, int gso, struct mmsghdr *mm,
 static int vec_send(struct trp *t, int fd, const struct txvec *v, int *sent)
 {
 	struct mmsghdr mm[3 * TRP_BATCH];
-	struct iovec iov[3 * TRP_BATCH];
+	struct iovec iov[2 * 3 * TRP_BATCH];
 	char cm[3 * TRP_BATCH][CMSG_SPACE(2)];
 	int npk[3 * TRP_BATCH];
 	int nmsg, off = 0, r, err = 0;
@@ -208,6 +220,8 @@ static int vec_send(struct trp *t, int fd, const struct txvec *v, int *sent)
 			return err;
 		}
 		if (r < 0) {
+			/* EFAULT: a payload's registered memory is gone
+			 * (the consumer unmapped it under a pending WR). */
 			err = errno == EWOULDBLOCK ? EAGAIN : errno;
 			break;
 		}
@@ -283,6 +297,11 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	if (!npk)
 		return 0;
 	err = v.n ? vec_send(t, q->fd, &v, &sent) : 0;
+	if (err == EFAULT) {
+		/* Told by tx_write; what did not go stays unsent. */
+		t->fault = EFAULT;
+		err = EAGAIN;
+	}
 	if (err == EAGAIN && !t->test.drop && !t->test.reorder &&
 	    !t->test.dup)
 		vec_unsent(t, &v, sent, &newc);
@@ -307,7 +326,7 @@ int trp_flush(struct trp *t, struct iwe_qp_priv *q)
 
 	if (q->fd < 0 || t->quiet)
 		return 0;
-	while (any && !err && !t->quiet)
+	while (any && !err && !t->quiet && !t->fault)
 		err = flush_batch(t, q, &any);
 	if (t->ack_due && !t->ack_hold_ns && !t->ack_by_term && !err &&
 	    !t->quiet)
@@ -358,6 +377,8 @@ static void queue_retx(struct trp *t, uint32_t psn)
 {
 	struct trp_txp *p = slot(t, psn);
 
+	if (t->ending)
+		return;		/* the QP failed: its WRs are flushed */
 	p->retx++;
 	if (!p->want_retx) {
 		p->want_retx = 1;
@@ -416,6 +437,8 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 	p->token = p->sacked = p->retx = p->fast = p->want_retx = 0;
 	p->fatal_term = 0;
 	p->sent_ns = 0;
+	p->zc = NULL;
+	p->zc_len = 0;
 	if (p->buf) {
 		trp_bufs_put(&t->tx_spare, p->buf);
 		p->buf = NULL;
@@ -738,6 +761,8 @@ static int queue_ctl(struct trp *t, uint16_t flags, const void *b, size_t len)
 	if (len)
 		memcpy(p->buf + IW_TRP_HDR_LEN, b, len);
 	p->len = (uint32_t)(IW_TRP_HDR_LEN + len);
+	p->zc = NULL;
+	p->zc_len = 0;
 	p->token = 0;
 	t->snd_nxt++;
 	return 0;
@@ -911,6 +936,23 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	iw_trp_put(p->buf, t->snd_nxt, 0, 0, 0);
 	memcpy(b, s->hdr, s->hdr_len);
 	b += s->hdr_len;
+	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
+	p->token = 1;
+	p->zc = NULL;
+	p->zc_len = 0;
+	if (q->tx.kind == IWE_TX_SQ && s->npay == 1 &&
+	    s->pay_len >= TRP_ZC_MIN) {
+		/* A Send's or Write's payload: its WR completes only once
+		 * the peer acknowledged every packet, so until then the
+		 * bytes stay where they are (and a retransmission reads
+		 * them there).  Not a Read Response: its source may be
+		 * freed at any time. */
+		p->zc = s->pay[0].iov_base;
+		p->zc_len = s->pay_len;
+		p->fatal_term = 0;
+		t->snd_nxt++;
+		return;
+	}
 	for (int i = 0; i < s->npay; i++) {
 		/* Registered memory the consumer unmapped (a Read Response's
 		 * source, most likely): the packet is not queued and the QP
@@ -923,11 +965,24 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 		}
 		b += s->pay[i].iov_len;
 	}
-	p->len = IW_TRP_HDR_LEN + s->hdr_len + s->pay_len;
-	p->token = 1;
 	p->fatal_term = (uint8_t)trp_term_outgoing(q, p->buf + IW_TRP_HDR_LEN,
 						   s->hdr_len + s->pay_len);
 	t->snd_nxt++;
+}
+
+void trp_tx_own(struct trp *t)
+{
+	for (uint32_t psn = t->snd_una; psn != t->snd_nxt; psn++) {
+		struct trp_txp *p = slot(t, psn);
+
+		if (!p->zc_len)
+			continue;
+		if (iwe_copy_guarded(p->buf + p->len - p->zc_len, p->zc,
+				     p->zc_len, IWE_COPY_PLAIN, NULL))
+			t->fault = EFAULT;	/* unmapped: the QP fails */
+		p->zc = NULL;
+		p->zc_len = 0;
+	}
 }
 
 static int trp_tx_write(struct iwe_qp_priv *q, uint32_t *done)

@@ -13,7 +13,9 @@
  *  - PSNs that wrap past 2^32 during the transfers;
  *  - non-fatal Terminates: a Write and a Read with a bad STag fail with
  *    IBV_WC_REM_ACCESS_ERR and the connection goes on (later Writes,
- *    Reads and Sends succeed);
+ *    Reads and Sends succeed); a Write failed early by the marker whose
+ *    source is unmapped at once still reaches the peer intact (its
+ *    packets go again from the ring, not from the consumer's memory);
  *  - fatal Terminates: a Send with no receive posted fails both QPs; a
  *    packet with R set draws a Terminate whose quiet time is set, and
  *    nothing after it;
@@ -29,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "iw_trp.h"
@@ -394,6 +397,77 @@ static void nonfatal(void)
 		      r.ecode == s.ecode, "the Terminate went b -> a");
 	}
 	pair_close(&p);
+}
+
+/* A Write failed early by the marker (posted behind a Write the peer
+ * refused) whose packets still go again: they must come from the ring,
+ * not from the consumer's memory, which it may free as soon as the
+ * completion is out.  The source is unmapped right after that
+ * completion; a retransmission read from it would fail the QP (EFAULT)
+ * or send other bytes.  The test aid drops packets so that some of the
+ * Write's go again after the marker. */
+static void marker_owns_payload(const char *spec)
+{
+	const uint32_t len = 256u << 10;	/* in flight at once (8 credits) */
+	struct ibv_wc wc[2];
+	struct iwe_mr *mr;
+	struct pair p;
+	char *src, *want = malloc(len);
+	int n = 0, flushed = 0;
+	double end;
+
+	iwe_device_set_trp_test(dev, spec);
+	pair_open(&p, 300, 600);
+	src = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (src == MAP_FAILED || !want)
+		BAIL("mmap: %s", strerror(errno));
+	fill(src, len, 31);
+	memcpy(want, src, len);
+	mr = iwe_reg_mr(p.a.pd, src, len, ACCESS);
+	{
+		struct ibv_sge bad_sg = { (uintptr_t)p.a.buf, 100,
+					  p.a.mr->lkey };
+		struct ibv_sge sg = { (uintptr_t)src, len, mr ? mr->lkey : 0 };
+		struct ibv_send_wr w2 = { .wr_id = 2, .sg_list = &sg,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE };
+		struct ibv_send_wr w1 = { .wr_id = 1, .sg_list = &bad_sg,
+					  .num_sge = 1, .next = &w2,
+					  .opcode = IBV_WR_RDMA_WRITE };
+		struct ibv_send_wr *bad;
+
+		w1.wr.rdma.remote_addr = (uintptr_t)p.b.buf;
+		w1.wr.rdma.rkey = p.b.mr->rkey ^ 0x55;
+		w2.wr.rdma.remote_addr = (uintptr_t)p.b.buf;
+		w2.wr.rdma.rkey = p.b.mr->rkey;
+		if (!mr || iwe_post_send(p.a.qp, &w1, &bad))
+			BAIL("post: %s", strerror(errno));
+	}
+	end = now_s() + 30;
+	while (n < 2 && now_s() < end) {
+		step(&p);
+		n += iwe_poll_cq(p.a.scq, 2 - n, wc + n);
+	}
+	flushed = n == 2 && wc[1].status == IBV_WC_WR_FLUSH_ERR;
+	munmap(src, len);
+	CHECK(n == 2 && wc[0].wr_id == 1 &&
+	      wc[0].status == IBV_WC_REM_ACCESS_ERR && wc[1].wr_id == 2 &&
+	      flushed, "%s: a bad Write and the Write behind it fail at the "
+	      "marker (%s)", spec, flushed ? "flushed" : "not flushed");
+	/* The flushed Write's packets reach the peer all the same. */
+	end = now_s() + 10;
+	while (memcmp(p.b.buf, want, len) && now_s() < end)
+		step(&p);
+	CHECK(!memcmp(p.b.buf, want, len),
+	      "%s: its packets sent again after the source was unmapped "
+	      "carry its bytes", spec);
+	CHECK(iwe_qp_get_state(p.a.qp) == IWE_QPS_RTS && three_ops(&p, 5000, 4),
+	      "%s: and the connection goes on", spec);
+	iwe_dereg_mr(mr);
+	free(want);
+	pair_close(&p);
+	iwe_device_set_trp_test(dev, "");
 }
 
 static void fatal_no_receive(void)
@@ -810,6 +884,7 @@ int main(void)
 	      "path MTU outside 576..65535 refused");
 	iwe_device_set_mtu(dev, 65535);
 	nonfatal();
+	marker_owns_payload("drop:30,seed:21");
 	fatal_no_receive();
 	fatal_reserved_bit();
 	fin_and_lost_peer();
