@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* TRP over UDP, receive side (iw_trp.h).
  *
- * Datagrams are read in batches (recvmmsg) straight into packet buffers.
+ * Datagrams are read in batches (recvmmsg): with GRO into a per-thread
+ * area, whose in-sequence packets go to DDP from there (the others are
+ * copied into packet buffers), else straight into packet buffers.
  * Each one's acknowledgement goes to the transmit side at once; a pure
  * ack's selective-ack blocks too.  A sequenced packet is kept in the
  * reorder buffer, a slot per PSN from the oldest undelivered one, bounded
