@@ -7,11 +7,14 @@
 # Terminate is non-fatal over TRP; a killed peer that was sending is
 # found by TRP's idle probe), the programs ask the IA which one it is.
 # Not run: t_log (it writes its own registry of tcp IAs and asserts
-# MPA-over-TCP messages) and the compile-only header checks.
+# MPA-over-TCP messages), t_ssp and t_ssp_stress (they upgrade TCP
+# sockets, which a udp IA refuses; SSP on UDP sockets: t_cm_trp) and the
+# compile-only header checks.
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-.}" && pwd) || exit 1
-progs="t_handles t_calls t_evd t_cno t_mem t_ep t_share t_sp t_srq
-t_ext_dispatch t_faults t_fork t_limits t_cycles t_stats"
+progs="t_ia t_connect t_mpi t_srq_conn t_handles t_calls t_evd t_cno t_mem
+t_ep t_share t_sp t_srq t_ext_dispatch t_faults t_fork t_limits t_cycles
+t_stats"
 IW_TEST_IA=iw-lo-udp
 export IW_TEST_IA
 : "${DAT_OVERRIDE:=$build/dat.conf}"
