@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* ssp_example.h -- what the two SSP examples (ssp_upgrade, ssp_handoff)
- * share: line I/O on a plain TCP socket, one side of an RDMA connection
+ * share: line I/O on a plain socket (TCP, or connected UDP for a udp IA:
+ * one line per datagram), one side of an RDMA connection
  * (IA, PZ, EVDs, a registered buffer, an EP), the two upgrade calls and a
  * short RDMA conversation.  Header-only so each example stays one program.
  *
@@ -80,8 +81,8 @@ static inline const char *ex_ia_name(void)
 
 /* ---------------------------------------------------------- line I/O */
 
-/* Write one line.  The protocol is line based and every line is short,
- * so a short write means the peer is gone. */
+/* Write one line (over UDP: one datagram).  The protocol is line based
+ * and every line is short, so a short write means the peer is gone. */
 static inline int ex_line_write(int fd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static inline int ex_line_write(int fd, const char *fmt, ...)
@@ -99,6 +100,34 @@ static inline int ex_line_write(int fd, const char *fmt, ...)
 	return send(fd, line, (size_t)n, MSG_NOSIGNAL) == n ? 0 : -1;
 }
 
+/* A UDP socket: each line is one datagram. */
+static inline int ex_is_dgram(int fd)
+{
+	int type = 0;
+	socklen_t l = sizeof(type);
+
+	return getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 &&
+	       type == SOCK_DGRAM;
+}
+
+/* One datagram, one line (a datagram is read whole, so nothing that
+ * follows it is taken: the next one is the provider's TRP request). */
+static inline int ex_dgram_line_read(int fd, char *line, size_t size)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t got;
+
+	do {
+		if (poll(&p, 1, 10000) <= 0)
+			return -1;
+		got = recv(fd, line, size - 1, MSG_TRUNC);
+	} while (got < 0 && errno == EINTR);
+	if (got <= 0 || (size_t)got > size - 1 || line[got - 1] != '\n')
+		return -1;
+	line[got - 1] = '\0';
+	return 0;
+}
+
 /* Read one line (without its '\n') within 10 s.  One byte at a time on
  * purpose: a buffered reader could swallow bytes that follow the line,
  * and after the last streaming message the next bytes are the MPA frames
@@ -107,6 +136,8 @@ static inline int ex_line_read(int fd, char *line, size_t size)
 {
 	size_t n = 0;
 
+	if (ex_is_dgram(fd))
+		return ex_dgram_line_read(fd, line, size);
 	while (n + 1 < size) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		char c;

@@ -4,7 +4,10 @@
  * another (here by fork, or over a UNIX socket with SCM_RIGHTS) but never
  * an RDMA endpoint; Socket Service Points close that gap.
  *
- *   ssp_handoff --self-test       (or no argument: the same run)
+ *   ssp_handoff [-u] [--self-test]   (both: the same run)
+ *
+ * -u: the connection is a pair of connected UDP sockets instead, for a
+ * udp IA (IWDAPL_IA=iw-lo-udp).
  *
  * What happens:
  *   1. The parent makes one TCP connection over 127.0.0.1 (it listens on a
@@ -36,6 +39,33 @@
 #define FINAL_MSG "UPGRADE-OK\n"
 
 /* ------------------------------------------------------------ the pair */
+
+/* Two UDP sockets on loopback, each connected to the other. */
+static int udp_pair(int *c, int *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in b = a;
+	socklen_t la = sizeof(a), lb = sizeof(b);
+
+	*c = socket(AF_INET, SOCK_DGRAM, 0);
+	*s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (*c < 0 || *s < 0 ||
+	    bind(*c, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    bind(*s, (struct sockaddr *)&b, sizeof(b)) < 0 ||
+	    getsockname(*c, (struct sockaddr *)&a, &la) < 0 ||
+	    getsockname(*s, (struct sockaddr *)&b, &lb) < 0 ||
+	    connect(*c, (struct sockaddr *)&b, lb) < 0 ||
+	    connect(*s, (struct sockaddr *)&a, la) < 0) {
+		perror("parent: loopback UDP pair");
+		if (*c >= 0)
+			close(*c);
+		if (*s >= 0)
+			close(*s);
+		return -1;
+	}
+	return 0;
+}
 
 /* One TCP connection over loopback, both ends here: *c connected, *s
  * accepted.  Port 0: the kernel picks a free port. */
@@ -180,14 +210,19 @@ static int reap(pid_t pid, const char *who)
 int main(int argc, char **argv)
 {
 	pid_t srv, cli;
-	int c, s, fails;
+	int c, s, fails, udp = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--self-test"))) {
-		fprintf(stderr, "usage: ssp_handoff [--self-test]\n");
-		return 2;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-u")) {
+			udp = 1;
+		} else if (strcmp(argv[i], "--self-test")) {
+			fprintf(stderr, "usage: ssp_handoff [-u] [--self-test]\n");
+			return 2;
+		}
 	}
-	if (tcp_pair(&c, &s) < 0 || parent_talk(c, s) < 0) {
+	if ((udp ? udp_pair(&c, &s) : tcp_pair(&c, &s)) < 0 ||
+	    parent_talk(c, s) < 0) {
 		fprintf(stderr, "parent: streaming exchange failed\n");
 		return 1;
 	}

@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* ssp_upgrade: talk over a plain TCP socket first, then turn that very
- * connection into an RDMA connection with a Socket Service Point when both
- * sides can do RDMA; keep talking over the socket when one side cannot.
+/* ssp_upgrade: talk over a plain socket first (TCP, or UDP with -u), then
+ * turn that very connection into an RDMA connection with a Socket Service
+ * Point when both sides can do RDMA; keep talking over the socket when
+ * one side cannot.
  *
- *   ssp_upgrade -s [-p port]              server, on 127.0.0.1
- *   ssp_upgrade -c 127.0.0.1 [-p port]    client
- *   ssp_upgrade --self-test               fork both, twice: once with RDMA
- *                                         on both sides, once with a client
- *                                         that cannot (IWDAPL_NO_RDMA=1)
+ *   ssp_upgrade [-u] -s [-p port]           server, on 127.0.0.1
+ *   ssp_upgrade [-u] -c 127.0.0.1 [-p port] client
+ *   ssp_upgrade [-u] --self-test            fork both, twice: once with
+ *                                           RDMA on both sides, once with
+ *                                           a client that cannot
+ *                                           (IWDAPL_NO_RDMA=1)
+ *
+ * -u: the conversation runs over a connected UDP socket (one line per
+ * datagram) and the upgrade needs a udp IA (IWDAPL_IA=iw-lo-udp): the
+ * server takes the first datagram's sender as its peer.  Loopback does
+ * not lose datagrams; over a real link the negotiation would need its own
+ * retries, the RDMA connection has TRP's.
  *
  * Environment: DAT_OVERRIDE selects the dat.conf, IWDAPL_IA the IA (default
  * iw-lo), IWDAPL_NO_RDMA=1 makes this side say it cannot do RDMA.
@@ -23,6 +31,7 @@
  *
  * Exit status 0 when the conversation completed, in either mode. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +49,8 @@
 
 enum mode { FAILED = -1, STREAMED = 0, UPGRADED = 1 };
 
+static int sock_type = SOCK_STREAM;	/* -u: SOCK_DGRAM */
+
 /* ------------------------------------------------------------ sockets */
 
 static int listen_on(uint16_t port, uint16_t *bound)
@@ -48,14 +59,15 @@ static int listen_on(uint16_t port, uint16_t *bound)
 				 .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(a);
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	int one = 1, fd = socket(AF_INET, sock_type, 0);
 
 	if (fd < 0) {
 		perror("socket");
 		return -1;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0 ||
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    (sock_type == SOCK_STREAM && listen(fd, 1) < 0) ||
 	    getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
 		perror("listen on 127.0.0.1");
 		close(fd);
@@ -65,10 +77,31 @@ static int listen_on(uint16_t port, uint16_t *bound)
 	return fd;
 }
 
+/* UDP: the sender of the first datagram (left queued: it is the first
+ * line) becomes the socket's peer; the caller gets its own descriptor. */
+static int accept_dgram(int lfd)
+{
+	struct pollfd p = { .fd = lfd, .events = POLLIN };
+	struct sockaddr_in from;
+	socklen_t len = sizeof(from);
+	char c;
+
+	if (poll(&p, 1, 10000) != 1 ||
+	    recvfrom(lfd, &c, 1, MSG_PEEK, (struct sockaddr *)&from, &len) < 0 ||
+	    connect(lfd, (struct sockaddr *)&from, len) < 0) {
+		perror("server: first datagram");
+		return -1;
+	}
+	return dup(lfd);
+}
+
 static int accept_one(int lfd)
 {
-	int fd = accept(lfd, NULL, NULL);
+	int fd;
 
+	if (sock_type == SOCK_DGRAM)
+		return accept_dgram(lfd);
+	fd = accept(lfd, NULL, NULL);
 	if (fd < 0)
 		perror("accept");
 	return fd;
@@ -83,7 +116,7 @@ static int connect_to(const char *host, uint16_t port)
 		fprintf(stderr, "client: %s is not an IPv4 address\n", host);
 		return -1;
 	}
-	fd = socket(AF_INET, SOCK_STREAM, 0);
+	fd = socket(AF_INET, sock_type, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		fprintf(stderr, "client: connect %s:%u: %s\n", host, port,
 			strerror(errno));
@@ -324,9 +357,9 @@ static int self_test(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: ssp_upgrade -s [-p port]\n"
-			"       ssp_upgrade -c <ipv4-address> [-p port]\n"
-			"       ssp_upgrade --self-test\n");
+	fprintf(stderr, "usage: ssp_upgrade [-u] -s [-p port]\n"
+			"       ssp_upgrade [-u] -c <ipv4-address> [-p port]\n"
+			"       ssp_upgrade [-u] --self-test\n");
 	exit(2);
 }
 
@@ -337,6 +370,12 @@ int main(int argc, char **argv)
 	int opt, server = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 2 && !strcmp(argv[1], "-u")) {
+		sock_type = SOCK_DGRAM;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
 	if (argc == 2 && !strcmp(argv[1], "--self-test"))
 		return self_test();
 	while ((opt = getopt(argc, argv, "sc:p:")) != -1) {

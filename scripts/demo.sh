@@ -66,6 +66,9 @@ if [ -x "$b/examples/ssp_upgrade" ]; then
 	echo
 	echo "== ssp_upgrade: a TCP socket negotiates, then becomes an RDMA connection"
 	"$b/examples/ssp_upgrade" --self-test
+	echo
+	echo "== ssp_upgrade -u: the same with a connected UDP socket and iw-lo-udp"
+	IWDAPL_IA=iw-lo-udp "$b/examples/ssp_upgrade" -u --self-test
 fi
 if [ -x "$b/examples/ssp_handoff" ]; then
 	echo
