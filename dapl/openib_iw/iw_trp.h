@@ -115,7 +115,7 @@ struct trp_txp {
 	uint32_t len;
 	/* A Send's or Write's payload stays in registered memory (zc_len
 	 * bytes at zc, after buf's len - zc_len) while its WR is pending;
-	 * trp_tx_own copies it into buf before the WR can complete early. */
+	 * the marker copies it into buf before the WR can complete early. */
 	const uint8_t *zc;
 	uint32_t zc_len;
 	uint64_t sent_ns;		/* last transmission, 0: never */
@@ -221,6 +221,12 @@ static inline struct trp *trp_of(const struct iwe_qp_priv *q)
 	return q->llp_tx;
 }
 
+/* The transmit ring's slot of a PSN. */
+static inline struct trp_txp *trp_slot(const struct trp *t, uint32_t psn)
+{
+	return &t->tx[psn & (t->tx_cap - 1)];
+}
+
 /* ---- iw_trp_tx.c */
 /* Send a pure ack (with selective-ack blocks) now. */
 void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
@@ -232,9 +238,6 @@ void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len);
 /* Send what is due: retransmissions, then new packets.  0, EAGAIN, or
  * the socket's errno. */
 int trp_flush(struct trp *t, struct iwe_qp_priv *q);
-/* Copy every payload still in registered memory into the ring: WRs are
- * about to complete before the peer acknowledged them (the marker). */
-void trp_tx_own(struct trp *t);
 /* The retransmission timer is due: 0, or ETIMEDOUT once the peer
  * stopped answering (a best-effort Terminate went out). */
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q);

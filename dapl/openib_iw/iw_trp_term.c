@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "iw_guard.h"
 #include "iw_trp.h"
 
 int trp_term_nonfatal(unsigned layer, unsigned etype, unsigned ecode)
@@ -141,13 +142,30 @@ static void stop_cutting(struct iwe_qp_priv *q)
 	q->sq_tx++;
 }
 
+/* WRs are about to complete before the peer acknowledged them: every
+ * payload still sent from registered memory (iw_trp_tx.c) is copied into
+ * the ring, so a retransmission never reads memory the consumer got
+ * back.  Unmapped memory fails the QP (tx_write reports the fault). */
+static void own_payloads(struct trp *t)
+{
+	for (uint32_t psn = t->snd_una; psn != t->snd_nxt; psn++) {
+		struct trp_txp *p = trp_slot(t, psn);
+
+		if (!p->zc_len)
+			continue;
+		if (iwe_copy_guarded(p->buf + p->len - p->zc_len, p->zc,
+				     p->zc_len, IWE_COPY_PLAIN, NULL))
+			t->fault = EFAULT;
+		p->zc = NULL;
+		p->zc_len = 0;
+	}
+}
+
 static void marker(struct iwe_qp_priv *q, const struct iwe_term *named)
 {
 	uint32_t head = q->sq_head, stop;
 
-	/* WRs complete now, before the peer acknowledged them: their
-	 * packets may still go again, from the ring then. */
-	trp_tx_own(trp_of(q));
+	own_payloads(trp_of(q));
 	if (named)
 		drop_named_read(q, named);
 	stop_cutting(q);

@@ -11,7 +11,7 @@
  * WR cannot complete while the packet may go again, and it is sent from
  * registered memory (sendmmsg gathers header and payload; EFAULT if the
  * consumer unmapped it).  The one way such a WR ends early, the marker,
- * first copies the payloads into the ring (trp_tx_own); a QP that fails
+ * first copies the payloads into the ring (iw_trp_term.c); a QP that fails
  * retransmits nothing.  Everything else is copied when queued.  The
  * ack PSN and credits of a packet are written each time it goes out, so
  * every packet carries the newest acknowledgement.
@@ -40,11 +40,6 @@
 #include "iw_guard.h"
 #include "iw_log.h"
 #include "iw_trp.h"
-
-static struct trp_txp *slot(const struct trp *t, uint32_t psn)
-{
-	return &t->tx[psn & (t->tx_cap - 1)];
-}
 
 static int in_flight(const struct trp *t, uint32_t psn)
 {
@@ -115,7 +110,7 @@ static void vec_add(struct trp *t, struct txvec *v, struct trp_txp *p,
 	if (t->held && t->held_psn != psn) {
 		t->held = 0;
 		if (in_flight(t, t->held_psn))
-			vec_push(v, slot(t, t->held_psn), 0);
+			vec_push(v, trp_slot(t, t->held_psn), 0);
 	}
 }
 
@@ -271,7 +266,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 
 	for (psn = t->snd_una; t->nretx && psn != t->snd_sent &&
 	     npk < TRP_BATCH; psn++) {
-		struct trp_txp *p = slot(t, psn);
+		struct trp_txp *p = trp_slot(t, psn);
 
 		if (!p->want_retx)
 			continue;
@@ -284,7 +279,7 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	}
 	nre = npk;		/* the retransmissions lead the batch */
 	while (npk < TRP_BATCH && t->snd_sent + newc != t->snd_nxt) {
-		struct trp_txp *p = slot(t, t->snd_sent + newc);
+		struct trp_txp *p = trp_slot(t, t->snd_sent + newc);
 
 		stamp(t, p);
 		p->sent_ns = now;
@@ -375,7 +370,7 @@ static void rtt_sample(struct trp *t, uint64_t r_us)
 /* Send packet psn again at the next flush. */
 static void queue_retx(struct trp *t, uint32_t psn)
 {
-	struct trp_txp *p = slot(t, psn);
+	struct trp_txp *p = trp_slot(t, psn);
 
 	if (t->ending)
 		return;		/* the QP failed: its WRs are flushed */
@@ -397,7 +392,7 @@ static void partial_ack(struct trp *t)
 		t->recover_ns = 0;
 		return;
 	}
-	p = slot(t, t->snd_una);
+	p = trp_slot(t, t->snd_una);
 	if (!p->sacked && !p->want_retx && p->sent_ns &&
 	    p->sent_ns <= t->recover_ns)
 		queue_retx(t, t->snd_una);
@@ -415,7 +410,7 @@ static void rack_update(struct trp *t, const struct trp_txp *p)
 static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 			  uint64_t *sample_sent, int *clean)
 {
-	struct trp_txp *p = slot(t, t->snd_una);
+	struct trp_txp *p = trp_slot(t, t->snd_una);
 
 	rack_update(t, p);
 	if (p->retx)
@@ -484,7 +479,7 @@ static void sack_range(struct trp *t, uint32_t first, uint32_t last,
 	if (iw_psn_gt(first, last) || n > t->tx_cap)
 		return;
 	for (uint32_t psn = first; n--; psn++) {
-		struct trp_txp *p = slot(t, psn);
+		struct trp_txp *p = trp_slot(t, psn);
 
 		if (!in_flight(t, psn) || p->sacked)
 			continue;
@@ -509,10 +504,10 @@ static void fast_retransmit(struct trp *t)
 	if (reo < 1000000u)
 		reo = 1000000u;
 	for (psn = t->snd_una; psn != t->snd_sent; psn++)
-		if (slot(t, psn)->sacked)
+		if (trp_slot(t, psn)->sacked)
 			top = psn;
 	for (psn = t->snd_una; iw_psn_lt(psn, top); psn++) {
-		struct trp_txp *p = slot(t, psn);
+		struct trp_txp *p = trp_slot(t, psn);
 		int gap = !p->fast && top - psn >= TRP_FAST_RETX_GAP;
 		int rack = p->sent_ns && p->sent_ns + reo < t->rack_ns;
 
@@ -589,14 +584,14 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
 	/* The oldest packet goes again (RFC 6298 5.4); the ones behind it
 	 * follow one per partial ack (trp_on_ack), so a timeout that only
 	 * waited for late acks -- a busy CPU -- costs one packet. */
-	if (slot(t, t->snd_una)->retx >= TRP_MAX_RETX) {
+	if (trp_slot(t, t->snd_una)->retx >= TRP_MAX_RETX) {
 		send_lost_terminate(t, q);
 		return ETIMEDOUT;
 	}
 	queue_retx(t, t->snd_una);
 	n = 1;
 	for (uint32_t psn = t->snd_una; psn != t->snd_sent; psn++)
-		slot(t, psn)->fast = 0;
+		trp_slot(t, psn)->fast = 0;
 	t->recover = t->snd_sent;
 	t->recover_ns = now;
 	t->st.rto++;
@@ -750,7 +745,7 @@ static int tx_buf(struct trp *t, struct trp_txp *p)
 /* Queue a sequenced packet of our own (I or F) with body b. */
 static int queue_ctl(struct trp *t, uint16_t flags, const void *b, size_t len)
 {
-	struct trp_txp *p = slot(t, t->snd_nxt);
+	struct trp_txp *p = trp_slot(t, t->snd_nxt);
 
 	if (t->snd_nxt - t->snd_una >= t->tx_cap ||
 	    IW_TRP_HDR_LEN + len > t->pkt_max)
@@ -927,7 +922,7 @@ static int trp_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
 static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 {
 	struct trp *t = trp_of(q);
-	struct trp_txp *p = slot(t, t->snd_nxt);
+	struct trp_txp *p = trp_slot(t, t->snd_nxt);
 	uint8_t *b;
 
 	if (tx_buf(t, p))
@@ -970,21 +965,6 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	t->snd_nxt++;
 }
 
-void trp_tx_own(struct trp *t)
-{
-	for (uint32_t psn = t->snd_una; psn != t->snd_nxt; psn++) {
-		struct trp_txp *p = slot(t, psn);
-
-		if (!p->zc_len)
-			continue;
-		if (iwe_copy_guarded(p->buf + p->len - p->zc_len, p->zc,
-				     p->zc_len, IWE_COPY_PLAIN, NULL))
-			t->fault = EFAULT;	/* unmapped: the QP fails */
-		p->zc = NULL;
-		p->zc_len = 0;
-	}
-}
-
 static int trp_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 {
 	struct trp *t = trp_of(q);
@@ -1018,11 +998,11 @@ static uint32_t trp_tx_detach(struct iwe_qp_priv *q)
 	if (!t)
 		return 0;
 	for (psn = t->snd_una; psn != t->snd_sent; psn++)
-		keep += slot(t, psn)->token;
+		keep += trp_slot(t, psn)->token;
 	for (psn = t->snd_sent; psn != t->snd_nxt; psn++)
-		slot(t, psn)->token = 0;
+		trp_slot(t, psn)->token = 0;
 	for (psn = t->snd_una; psn != t->snd_sent; psn++)
-		slot(t, psn)->want_retx = 0;
+		trp_slot(t, psn)->want_retx = 0;
 	t->snd_nxt = t->snd_sent;
 	t->nretx = 0;
 	t->ending = 1;
