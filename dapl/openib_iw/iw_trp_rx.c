@@ -253,14 +253,45 @@ static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 	return 1;
 }
 
-static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
-		     uint32_t len, int *err)
+/* A sequenced packet read with GRO, at d in the GRO area.  The next one
+ * in sequence with nothing waiting ahead of it goes to DDP from there
+ * (bulk data then crosses memory once, from the area into place); any
+ * other is copied into a packet buffer and kept or dropped as usual. */
+static void rx_from_area(struct trp *t, struct iwe_qp_priv *q,
+			 const uint8_t *d, uint32_t len, uint32_t psn,
+			 int *err)
+{
+	uint32_t nxt = t->rcv_nxt;
+	uint8_t *b;
+
+	if (psn == nxt && t->rcv_dlv == nxt && iwe_rx_may_take(q)) {
+		t->ack_due = 1;
+		t->rcv_nxt++;
+		t->rcv_dlv++;
+		advance(t, nxt);
+		*err = deliver_packet(t, q, d, len);
+		return;
+	}
+	b = pool_get(t);
+	if (!b) {
+		*err = ENOMEM;
+		return;
+	}
+	memcpy(b, d, len);
+	if (!rx_sequenced(t, q, b, len, psn, err))
+		pool_put(t, b);
+}
+
+/* A packet at d: in a packet buffer (in_area 0; returns 1 when the
+ * reorder buffer keeps it) or in the GRO area (returns 0). */
+static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *d,
+		     uint32_t len, int in_area, int *err)
 {
 	struct iw_trp_fields f;
 
 	if (len < IW_TRP_HDR_LEN)
 		return 0;
-	iw_trp_get(b, &f);
+	iw_trp_get(d, &f);
 	if (f.flags & IW_TRP_R) {
 		/* Reserved bit set: a protocol error (fatal). */
 		*err = iwe_rx_llp_error(q, IW_TERM_LLP_BAD_RR);
@@ -268,10 +299,13 @@ static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 	}
 	trp_on_ack(t, q, f.ack, f.credits);
 	if (f.flags & IW_TRP_A) {
-		trp_on_sack(t, b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+		trp_on_sack(t, d + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
 		return 0;
 	}
-	return rx_sequenced(t, q, b, len, f.psn, err);
+	if (!in_area)
+		return rx_sequenced(t, q, d, len, f.psn, err);
+	rx_from_area(t, q, d, len, f.psn, err);
+	return 0;
 }
 
 /* One recvmmsg, without waiting.  The datagrams read (0: none); *err
@@ -319,7 +353,7 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 
 		if (i < r && !*err &&
 		    !(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
-			kept = rx_packet(t, q, b[i], mm[i].msg_len, err);
+			kept = rx_packet(t, q, b[i], mm[i].msg_len, 0, err);
 		if (!kept)
 			pool_put(t, b[i]);
 	}
@@ -366,47 +400,11 @@ static uint32_t gro_size(struct msghdr *h)
 	return 0;
 }
 
-/* A packet read with GRO that needs no packet buffer: a pure ack, or
- * the next one in sequence with nothing waiting ahead of it, which goes
- * to DDP straight from the GRO area (bulk data then crosses memory
- * once, from there into place).  Returns 1 if it was taken, 0 if it
- * must be kept (or is rare: the reserved bit), as rx_packet wants. */
-static int rx_in_place(struct trp *t, struct iwe_qp_priv *q,
-		       const uint8_t *d, uint32_t len, int *err)
-{
-	struct iw_trp_fields f;
-	uint32_t nxt = t->rcv_nxt;
-
-	if (len < IW_TRP_HDR_LEN)
-		return 1;
-	iw_trp_get(d, &f);
-	if (f.flags & IW_TRP_R)
-		return 0;
-	if (!(f.flags & IW_TRP_A) &&
-	    (f.psn != nxt || t->rcv_dlv != nxt || !iwe_rx_may_take(q)))
-		return 0;
-	trp_on_ack(t, q, f.ack, f.credits);
-	if (f.flags & IW_TRP_A) {
-		trp_on_sack(t, d + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
-		return 1;
-	}
-	t->ack_due = 1;
-	t->rcv_nxt++;
-	t->rcv_dlv++;
-	advance(t, nxt);
-	*err = deliver_packet(t, q, d, len);
-	return 1;
-}
-
-/* One datagram as read with GRO: its packets, each taken in place or
- * copied into a packet buffer (a kept one lives in the reorder buffer
- * like any other). */
+/* One datagram as read with GRO: its packets (rx_packet from the area). */
 static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
-			 const uint8_t *d, uint32_t len, uint32_t seg,
-			 int *err)
+			 uint8_t *d, uint32_t len, uint32_t seg, int *err)
 {
 	uint32_t off, n;
-	uint8_t *b;
 
 	if (!seg || seg > len)
 		seg = len;
@@ -416,16 +414,7 @@ static void rx_coalesced(struct trp *t, struct iwe_qp_priv *q,
 		n = len - off < seg ? len - off : seg;
 		if (n > t->pkt_max)
 			return;	/* larger than we take: not a peer's */
-		if (rx_in_place(t, q, d + off, n, err))
-			continue;
-		b = pool_get(t);
-		if (!b) {
-			*err = ENOMEM;
-			return;
-		}
-		memcpy(b, d + off, n);
-		if (!rx_packet(t, q, b, n, err))
-			pool_put(t, b);
+		rx_packet(t, q, d + off, n, 1, err);
 	}
 }
 

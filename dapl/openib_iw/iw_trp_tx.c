@@ -935,6 +935,7 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	p->token = 1;
 	p->zc = NULL;
 	p->zc_len = 0;
+	p->fatal_term = 0;
 	if (q->tx.kind == IWE_TX_SQ && s->npay == 1 &&
 	    s->pay_len >= TRP_ZC_MIN) {
 		/* A Send's or Write's payload: its WR completes only once
@@ -944,24 +945,23 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 		 * freed at any time. */
 		p->zc = s->pay[0].iov_base;
 		p->zc_len = s->pay_len;
-		p->fatal_term = 0;
-		t->snd_nxt++;
-		return;
-	}
-	for (int i = 0; i < s->npay; i++) {
-		/* Registered memory the consumer unmapped (a Read Response's
-		 * source, most likely): the packet is not queued and the QP
-		 * fails (iw_qp.c, run_tx), the process goes on. */
-		if (iwe_copy_guarded(b, s->pay[i].iov_base,
-				     s->pay[i].iov_len, IWE_COPY_PLAIN,
-				     NULL)) {
-			t->fault = EFAULT;
-			return;
+	} else {
+		for (int i = 0; i < s->npay; i++) {
+			/* Registered memory the consumer unmapped (a Read
+			 * Response's source, most likely): the packet is
+			 * not queued and the QP fails (iw_qp.c, run_tx),
+			 * the process goes on. */
+			if (iwe_copy_guarded(b, s->pay[i].iov_base,
+					     s->pay[i].iov_len,
+					     IWE_COPY_PLAIN, NULL)) {
+				t->fault = EFAULT;
+				return;
+			}
+			b += s->pay[i].iov_len;
 		}
-		b += s->pay[i].iov_len;
+		p->fatal_term = (uint8_t)trp_term_outgoing(
+			q, p->buf + IW_TRP_HDR_LEN, s->hdr_len + s->pay_len);
 	}
-	p->fatal_term = (uint8_t)trp_term_outgoing(q, p->buf + IW_TRP_HDR_LEN,
-						   s->hdr_len + s->pay_len);
 	t->snd_nxt++;
 }
 
