@@ -52,7 +52,6 @@ static DAT_CONN_QUAL qual;
 static char qual_arg[32];
 static unsigned end_bound_us = END_BOUND_US;
 
-
 /* The worst kill-to-end time of each scenario over the rounds. */
 struct bound {
 	const char *name;

@@ -10,14 +10,6 @@
 #include "tcommon.h"
 #include <dat2/dat_iw_extensions.h>
 
-static const char *named_attr(const DAT_PROVIDER_ATTR *p, const char *name)
-{
-	for (int i = 0; i < p->num_provider_specific_attr; i++)
-		if (strcmp(p->provider_specific_attr[i].name, name) == 0)
-			return p->provider_specific_attr[i].value;
-	return NULL;
-}
-
 static int str_is(const char *got, const char *want)
 {
 	return got && strcmp(got, want) == 0;
@@ -69,11 +61,11 @@ static void test_query(void)
 	CHECK(p.max_private_data_size >= 64 && p.max_private_data_size <= 512,
 	      "max_private_data_size in [64, 512] (%d)", p.max_private_data_size);
 	CHECK(p.srq_supported == DAT_TRUE, "SRQs supported");
-	CHECK(str_is(named_attr(&p, "DAT_EXTENSION_INTERFACE"), "TRUE"), "DAT_EXTENSION_INTERFACE=TRUE");
-	CHECK(str_is(named_attr(&p, "DAT_EXTENSION_VERSION"), DAT_IW_EXTENSION_VERSION_STR), "DAT_EXTENSION_VERSION=%s", DAT_IW_EXTENSION_VERSION_STR);
-	CHECK(str_is(named_attr(&p, "DAT_IW_ATTR_SSP"), "TRUE"), "DAT_IW_ATTR_SSP=TRUE");
-	CHECK(str_is(named_attr(&p, "DAT_IB_RDMA_READ"), "TRUE"), "DAT_IB_RDMA_READ=TRUE (dtest reads it)");
-	const char *mtu = named_attr(&p, "DAT_IB_TRANSPORT_MTU");
+	CHECK(str_is(test_named_attr(&p, "DAT_EXTENSION_INTERFACE"), "TRUE"), "DAT_EXTENSION_INTERFACE=TRUE");
+	CHECK(str_is(test_named_attr(&p, "DAT_EXTENSION_VERSION"), DAT_IW_EXTENSION_VERSION_STR), "DAT_EXTENSION_VERSION=%s", DAT_IW_EXTENSION_VERSION_STR);
+	CHECK(str_is(test_named_attr(&p, "DAT_IW_ATTR_SSP"), "TRUE"), "DAT_IW_ATTR_SSP=TRUE");
+	CHECK(str_is(test_named_attr(&p, "DAT_IB_RDMA_READ"), "TRUE"), "DAT_IB_RDMA_READ=TRUE (dtest reads it)");
+	const char *mtu = test_named_attr(&p, "DAT_IB_TRANSPORT_MTU");
 	CHECK(mtu && atoi(mtu) >= 1500, "DAT_IB_TRANSPORT_MTU is the link MTU (%s)", mtu ? mtu : "missing");
 
 	/* argument checks */

@@ -39,22 +39,29 @@ static inline DAT_IA_HANDLE test_open_ia(DAT_EVD_HANDLE *async_evd)
 	return ia;
 }
 
+/* The value of a provider-specific attribute, NULL if it is absent. */
+static inline const char *test_named_attr(const DAT_PROVIDER_ATTR *p,
+					  const char *name)
+{
+	for (int i = 0; i < p->num_provider_specific_attr; i++)
+		if (strcmp(p->provider_specific_attr[i].name, name) == 0)
+			return p->provider_specific_attr[i].value;
+	return NULL;
+}
+
 /* 1 if the IA runs over udp (its DAT_IW_TRANSPORT attribute): TRP's
  * non-fatal Terminates keep a connection that a bad STag breaks over
  * tcp, and a killed peer is found later (doc/trp.md). */
 static inline int test_ia_is_udp(DAT_IA_HANDLE ia)
 {
 	DAT_PROVIDER_ATTR p;
+	const char *t;
 
 	if (dat_ia_query(ia, NULL, 0, NULL, DAT_PROVIDER_FIELD_ALL, &p) !=
 	    DAT_SUCCESS)
 		BAIL("dat_ia_query");
-	for (int i = 0; i < p.num_provider_specific_attr; i++)
-		if (!strcmp(p.provider_specific_attr[i].name,
-			    "DAT_IW_TRANSPORT"))
-			return !strcmp(p.provider_specific_attr[i].value,
-				       "UDP");
-	return 0;
+	t = test_named_attr(&p, "DAT_IW_TRANSPORT");
+	return t && !strcmp(t, "UDP");
 }
 
 static inline void test_close_ia(DAT_IA_HANDLE ia)
