@@ -73,6 +73,18 @@ int du_open(struct du *d, const char *ia_name, int dto_qlen)
 	return du_check(r, "dat_evd_create(cr)");
 }
 
+int du_ia_is_udp(struct du *d)
+{
+	DAT_PROVIDER_ATTR p;
+
+	if (dat_ia_query(d->ia, NULL, 0, NULL, DAT_PROVIDER_FIELD_ALL, &p) != DAT_SUCCESS)
+		return 0;
+	for (int i = 0; i < p.num_provider_specific_attr; i++)
+		if (strcmp(p.provider_specific_attr[i].name, "DAT_IW_TRANSPORT") == 0)
+			return strcmp(p.provider_specific_attr[i].value, "UDP") == 0;
+	return 0;
+}
+
 int du_reg(struct du *d, struct du_region *g, size_t len)
 {
 	DAT_REGION_DESCRIPTION desc;

@@ -61,10 +61,14 @@ int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 /* ESTABLISHED on the connection EVD, or -1 (printed). */
 int du_wait_established(struct du *d);
 
-/* --ssp (iwd_ssp.c): a TCP socket negotiated in streaming mode, then
- * upgraded.  dial/answer return the connected socket or -1. */
-int du_ssp_dial(const char *host, unsigned port, int retry_ms);
-int du_ssp_answer(unsigned port, int wait_ms);
+/* 1 when d's IA runs iWARP over UDP (its DAT_IW_TRANSPORT attribute). */
+int du_ia_is_udp(struct du *d);
+
+/* --ssp (iwd_ssp.c): a socket negotiated in streaming mode, then upgraded;
+ * TCP on a tcp IA, a connected UDP socket on a udp IA.  dial/answer
+ * return the connected socket or -1. */
+int du_ssp_dial(struct du *d, const char *host, unsigned port, int retry_ms);
+int du_ssp_answer(struct du *d, unsigned port, int wait_ms);
 int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		   void *pd, int pdmax, int *pdlen);
 int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* iwdtest --ssp: the two sides first talk over a plain TCP socket (a one
+/* iwdtest --ssp: the two sides first talk over a plain socket (a one
  * line negotiation, as an application that may fall back to streaming
  * would), then upgrade that very socket to RDMA with the DAT iWARP
  * extension: the server with a Socket Service Point, the client with
- * dat_iw_socket_connect.  Lines are read a byte at a time so that no byte
- * of the MPA exchange is ever taken by the negotiation. */
+ * dat_iw_socket_connect.  On a tcp IA the socket is TCP, and lines are
+ * taken no further than their '\n' so that no byte of the MPA exchange is
+ * ever read by the negotiation.  On a udp IA it is a connected UDP socket,
+ * one line per datagram; see dgram_dial for why the hello has two more
+ * steps there. */
 #include "dat_util.h"
 
 #include <arpa/inet.h>
@@ -21,9 +24,13 @@
 
 #define HELLO   "IWDTEST SSP 1\n"
 #define UPGRADE "IWDTEST UPGRADE\n"
+#define WELCOME "IWDTEST WELCOME\n"	/* udp only: the hello arrived */
+#define READY   "IWDTEST READY\n"	/* udp only: no more hellos follow */
+#define HELLO_EVERY_MS 100
 
 /* Reads one line, and not a byte past it: what follows belongs to the
- * upgrade.  It peeks at what came and takes the line's bytes only. */
+ * upgrade.  It peeks at what came and takes the line's bytes only (on a
+ * UDP socket a line is a whole datagram, and the rest of it is dropped). */
 static int read_line(int fd, char *buf, size_t max, int wait_ms)
 {
 	size_t n = 0;
@@ -93,11 +100,68 @@ int du_tcp_dial(const char *host, unsigned port, int retry_ms)
 	return fd;
 }
 
-/* Client: TCP connect to host:port and say hello.  Returns the socket or -1. */
-int du_ssp_dial(const char *host, unsigned port, int retry_ms)
+/* A UDP socket connected to host:port, or -1 (printed). */
+static int dgram_connect(const char *host, unsigned port)
 {
-	int fd = du_tcp_dial(host, port, retry_ms);
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res;
+	char svc[16];
+	int fd;
 
+	snprintf(svc, sizeof svc, "%u", port);
+	if (getaddrinfo(host, svc, &hints, &res)) {
+		fprintf(stderr, "iwdtest: cannot resolve %s\n", host);
+		return -1;
+	}
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen)) {
+		fprintf(stderr, "iwdtest: UDP connect %s:%u: %s\n", host, port,
+			strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+/* UDP client.  A hello sent before the server has bound its port is lost
+ * (an ICMP port unreachable, seen as ECONNREFUSED), so it is repeated
+ * until the server welcomes it; READY then tells the server that no
+ * further hello follows.  Datagrams between two hosts' sockets arrive in
+ * order, so once the server has READY no late hello is left in the socket
+ * for the SSP to take as its TRP request. */
+static int dgram_dial(const char *host, unsigned port, int retry_ms)
+{
+	char line[64];
+	int fd = dgram_connect(host, port);
+
+	for (int left = retry_ms; fd >= 0 && left >= 0; left -= HELLO_EVERY_MS) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		if (write_all(fd, HELLO) == 0 && poll(&p, 1, HELLO_EVERY_MS) == 1 &&
+		    read_line(fd, line, sizeof line, 0) == 0) {
+			if (strcmp(line, WELCOME) == 0)
+				return write_all(fd, READY) ? close(fd), -1 : fd;
+			continue;	/* not ours: ask again */
+		}
+		if (p.revents == 0)
+			continue;	/* the poll's wait was the pause */
+		usleep(HELLO_EVERY_MS * 1000);	/* refused: nobody there yet */
+	}
+	if (fd >= 0)
+		close(fd);
+	fprintf(stderr, "iwdtest: no iwdtest server on UDP port %u at %s\n", port, host);
+	return -1;
+}
+
+/* Client: connect to host:port (TCP on a tcp IA, UDP on a udp IA) and say
+ * hello.  Returns the socket or -1. */
+int du_ssp_dial(struct du *d, const char *host, unsigned port, int retry_ms)
+{
+	int fd;
+
+	if (du_ia_is_udp(d))
+		return dgram_dial(host, port, retry_ms);
+	fd = du_tcp_dial(host, port, retry_ms);
 	if (fd >= 0 && write_all(fd, HELLO)) {
 		close(fd);
 		return -1;
@@ -130,11 +194,55 @@ int du_tcp_accept(int lfd, int wait_ms)
 	return poll(&p, 1, wait_ms) == 1 ? accept(lfd, NULL, NULL) : -1;
 }
 
-/* Server: accept one TCP client on port and read its hello. */
-int du_ssp_answer(unsigned port, int wait_ms)
+/* UDP server: the first hello's sender becomes the socket's peer; its
+ * hellos are welcomed until its READY (see dgram_dial). */
+static int dgram_answer(unsigned port, int wait_ms)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct sockaddr_in from;
+	socklen_t flen = sizeof from;
+	struct pollfd p = { .events = POLLIN };
+	char line[64];
+	ssize_t n = -1;
+	int one = 1;
+
+	p.fd = socket(AF_INET, SOCK_DGRAM, 0);
+	if (p.fd < 0)
+		return -1;
+	setsockopt(p.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(p.fd, (struct sockaddr *)&a, sizeof a)) {
+		fprintf(stderr, "iwdtest: cannot bind UDP port %u: %s\n", port,
+			strerror(errno));
+		close(p.fd);
+		return -1;
+	}
+	if (poll(&p, 1, wait_ms) == 1)
+		n = recvfrom(p.fd, line, sizeof line - 1, 0, (struct sockaddr *)&from, &flen);
+	if (n > 0 && (line[n] = '\0', strcmp(line, HELLO) == 0) &&
+	    connect(p.fd, (struct sockaddr *)&from, flen) == 0) {
+		do {
+			if (write_all(p.fd, WELCOME) ||
+			    read_line(p.fd, line, sizeof line, wait_ms))
+				break;
+		} while (strcmp(line, HELLO) == 0);
+		if (strcmp(line, READY) == 0)
+			return p.fd;
+	}
+	fprintf(stderr, "iwdtest: --ssp: no iwdtest client on UDP port %u\n", port);
+	close(p.fd);
+	return -1;
+}
+
+/* Server: take one client on port (TCP on a tcp IA, UDP on a udp IA) and
+ * read its hello.  Returns the socket or -1. */
+int du_ssp_answer(struct du *d, unsigned port, int wait_ms)
 {
 	char line[64];
-	int l = du_tcp_listen(port, 1), fd;
+	int l, fd;
+
+	if (du_ia_is_udp(d))
+		return dgram_answer(port, wait_ms);
+	l = du_tcp_listen(port, 1);
 
 	if (l < 0)
 		return -1;
@@ -172,8 +280,13 @@ int du_ssp_await_offer(struct du *d, int fd)
 {
 	char line[64];
 
-	if (read_line(fd, line, sizeof line, (int)(d->tmo_us / 1000)) ||
-	    strcmp(line, UPGRADE) != 0) {
+	int rc;
+
+	/* Over UDP a welcome may come again for a hello repeated late. */
+	while ((rc = read_line(fd, line, sizeof line, (int)(d->tmo_us / 1000))) == 0 &&
+	       strcmp(line, WELCOME) == 0)
+		;
+	if (rc || strcmp(line, UPGRADE) != 0) {
 		fprintf(stderr, "iwdtest: --ssp: the server did not offer the upgrade\n");
 		close(fd);
 		return -1;

@@ -689,7 +689,7 @@ static int open_client(struct iwd_sess *s)
 	if (setup_memory(s))
 		return -1;
 	if (s->o->ssp) {
-		int fd = du_ssp_dial(s->o->host, (unsigned)s->o->qual, 5000);
+		int fd = du_ssp_dial(&s->d, s->o->host, (unsigned)s->o->qual, 5000);
 
 		if (fd < 0 || du_ssp_connect(&s->d, fd, &pd, (int)sizeof pd))
 			return -1;
@@ -707,7 +707,7 @@ static int open_server(struct iwd_sess *s)
 	int pdlen = 0;
 
 	if (s->o->ssp) {
-		int fd = du_ssp_answer((unsigned)s->o->qual, (int)(s->d.tmo_us / 250));
+		int fd = du_ssp_answer(&s->d, (unsigned)s->o->qual, (int)(s->d.tmo_us / 250));
 
 		if (fd < 0 || du_ssp_wait_cr(&s->d, fd, s->d.tmo_us * 4, &cr, &pd,
 					     (int)sizeof pd, &pdlen))

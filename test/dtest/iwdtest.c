@@ -47,8 +47,9 @@ static void usage(FILE *f)
 		"               and maximum over the ping-pong's iterations)\n"
 		"  --no-verify  check only the last transfer of each test\n"
 		"  --corrupt    flip a byte of the client's source data (expect FAIL)\n"
-		"  --ssp        negotiate over a TCP socket on port QUAL, then upgrade\n"
-		"               it with a Socket Service Point / dat_iw_socket_connect\n",
+		"  --ssp        negotiate over a socket on port QUAL (TCP, or UDP on a\n"
+		"               udp IA), then upgrade it with a Socket Service Point /\n"
+		"               dat_iw_socket_connect\n",
 		DEFAULT_QUAL, DEFAULT_BUDGET, WIN_DEFAULT, WIN_LIMIT, WIN_BYTES >> 20);
 }
 
