@@ -61,6 +61,10 @@ struct prog_call {
 struct iwe_prog {
 	pthread_t thread;
 	int epfd, evfd;
+	/* A kick written to evfd and not yet read: later kicks are
+	 * redundant (the loop runs what they announce after its read) and
+	 * cost a system call each, several per connection's setup. */
+	atomic_int evfd_armed;
 	int stop;				/* under lock */
 	pthread_mutex_t run;			/* running the loop's work */
 	atomic_uint_least64_t wait_until;	/* the loop's wait or park
@@ -108,6 +112,8 @@ static void prog_kick_epoll(struct iwe_prog *p)
 {
 	uint64_t one = 1;
 
+	if (atomic_exchange(&p->evfd_armed, 1))
+		return;
 	if (write(p->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		abort();
 }
@@ -532,6 +538,12 @@ static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 		if (ev[i].data.u64 == 0) {
 			if (read(p->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				abort();
+			/* After the read: a kick skipped in between (armed
+			 * still set) announced work that this loop round
+			 * runs next, under run and p->lock.  Before it, that
+			 * kick's write could be read here and leave the flag
+			 * set on an empty counter: every later kick lost. */
+			atomic_store(&p->evfd_armed, 0);
 			continue;
 		}
 		/* A watch removed since the wait (earlier in this batch, or
