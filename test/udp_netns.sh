@@ -16,6 +16,9 @@
 #     trp_test=reorder:10,dup:10), with 1 % loss on top.
 #   - 100 connections at once: dapltest, 4 threads x 25 EPs, data
 #     validated, at 1 % loss.
+#   - iwdtest --ssp across the link over tcp and udp (no loss: the
+#     negotiation before the upgrade is the application's, and
+#     iwdtest's does not survive a lost datagram).
 #   - A peer killed mid-transfer, over udp and tcp: the survivor's EP
 #     must end (BROKEN or DISCONNECTED) within a bound: 2 s when the
 #     peer's kernel answers (ICMP port unreachable, TCP reset); 20 s over
@@ -211,6 +214,31 @@ NFT
 	tap_result "$desc" "$verdict" "$slog"
 }
 
+# ssp TRANSPORT: iwdtest --ssp across the link: a socket of TRANSPORT
+# (TCP, or a connected UDP socket) negotiated in streaming mode, then
+# upgraded by a Socket Service Point; every transfer's data checked.
+ssp() {
+	run=ssp-$1
+	conf_pair "$run" "$1"
+	port=$((port + 1))
+	in_b "$run" timeout "$limit" "$iwdtest" -s --ssp -P iw-ns -q "$port" -w 30 \
+		>"$out/$run.server.out" 2>&1 &
+	spid=$!
+	await_port "$port"
+	in_a "$run" timeout "$limit" "$iwdtest" -h "$ADDR_B" --ssp -P iw-ns -q "$port" -w 30 \
+		--csv -m write,read,send -S 1,64K -t 0.2 >"$out/$run.client.out" 2>&1
+	cst=$?
+	reap "$spid" 15 "$out/$run.server.out"
+	oks=$(grep -c ',OK,' "$out/$run.client.out")
+	verdict=
+	[ "$cst" -eq 0 ] && [ "$waited" -eq 0 ] || verdict="client status $cst, server status $waited"
+	[ "$oks" -eq 6 ] || verdict="${verdict:+$verdict; }$oks of 6 transfers validated"
+	tap_result "$1: iwdtest --ssp upgrades a $(echo "$1" | tr a-z A-Z) socket across the link ($oks of 6 transfers validated)" \
+		"$verdict" "$out/$run.client.out" "$out/$run.server.out"
+}
+
+ssp tcp
+ssp udp
 for pct in ${IW_NETNS_LOSS:-0 1 10}; do
 	matrix "loss$pct" "$pct"
 done
