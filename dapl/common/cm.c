@@ -395,6 +395,7 @@ struct connect_req {
 	const struct sockaddr_in *dst;	/* by address */
 	DAT_CONN_QUAL qual;
 	int fd;				/* >= 0: adopt this socket */
+	const struct iwe_sock_facts *facts;	/* what its check found */
 	DAT_TIMEOUT timeout;
 	DAT_COUNT pd_size;
 	const void *pd;
@@ -418,7 +419,8 @@ static DAT_RETURN connect_run(struct dapl_ep *ep, const struct connect_req *c)
 	if (r != DAT_SUCCESS)
 		return r;
 	if (c->fd >= 0)
-		err = iwe_cm_adopt_active(qp, c->fd, c->pd, (size_t)c->pd_size,
+		err = iwe_cm_adopt_active(qp, c->fd, c->facts, c->pd,
+					  (size_t)c->pd_size,
 					  timeout_ms(c->timeout), &params,
 					  ep_handler, ep, &conn);
 	else
@@ -429,10 +431,11 @@ static DAT_RETURN connect_run(struct dapl_ep *ep, const struct connect_req *c)
 }
 
 DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
+				 const struct iwe_sock_facts *facts,
 				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
 				 const void *pd)
 {
-	struct connect_req c = { .fd = fd, .timeout = timeout,
+	struct connect_req c = { .fd = fd, .facts = facts, .timeout = timeout,
 				 .pd_size = pd_size, .pd = pd };
 
 	return connect_run(ep, &c);

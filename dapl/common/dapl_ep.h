@@ -239,6 +239,7 @@ DAT_RETURN dapl_cm_connect(struct dapl_ep *ep, const struct sockaddr_in *dst,
  * RDMA Read depths the consumer never set become 0 (DAT iWARP extension
  * 3.1.4.3). */
 DAT_RETURN dapl_cm_adopt_connect(struct dapl_ep *ep, int fd,
+				 const struct iwe_sock_facts *facts,
 				 DAT_TIMEOUT timeout, DAT_COUNT pd_size,
 				 const void *pd);
 DAT_RETURN dapl_cm_disconnect(struct dapl_ep *ep, DAT_CLOSE_FLAGS how);

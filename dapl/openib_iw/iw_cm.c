@@ -708,6 +708,7 @@ void iwe_cm_listen_destroy(struct iwe_listener *l)
 struct adopt_args {
 	struct iwe_device *dev;
 	struct iwe_prog *prog;
+	const struct iwe_sock_facts *facts;	/* or NULL: ask the socket */
 	int fd, saved_fl;
 	const void *buf;		/* final message, or private data */
 	size_t len;
@@ -742,7 +743,12 @@ static struct iwe_conn *adopt_conn(struct adopt_args *a)
 	c->ctx = a->ctx;
 	c->params = *a->params;
 	c->qp = a->qp;
-	cm_fill_addrs(c);
+	if (a->facts) {
+		c->local = a->facts->local;
+		c->remote = a->facts->remote;
+	} else {
+		cm_fill_addrs(c);
+	}
 	return c;
 }
 
@@ -796,8 +802,8 @@ static int adopt_run(struct adopt_args *a, void (*fn)(void *),
 	a->prog = iwe_prog_get(a->dev);
 	if (!a->prog)
 		return errno;
-	if (a->fd < 0 ||
-	    iwe_socket_transport(a->fd) != (int)a->dev->attr.transport)
+	if (a->fd < 0 || (!a->facts && iwe_socket_transport(a->fd) !=
+					 (int)a->dev->attr.transport))
 		return EINVAL;
 	a->saved_fl = fcntl(a->fd, F_GETFL);
 	if (a->saved_fl < 0 ||
@@ -813,12 +819,14 @@ static int adopt_run(struct adopt_args *a, void (*fn)(void *),
 }
 
 int iwe_cm_adopt_passive(struct iwe_device *dev, int fd,
+			 const struct iwe_sock_facts *facts,
 			 const void *final_msg, size_t final_len,
 			 const struct iwe_cm_params *params,
 			 iwe_cm_handler handler, void *ctx,
 			 struct iwe_conn **out)
 {
-	struct adopt_args a = { .dev = dev, .fd = fd, .buf = final_msg,
+	struct adopt_args a = { .dev = dev, .fd = fd, .facts = facts,
+				.buf = final_msg,
 				.len = final_len, .params = params,
 				.handler = handler, .ctx = ctx };
 
@@ -828,13 +836,15 @@ int iwe_cm_adopt_passive(struct iwe_device *dev, int fd,
 	return adopt_run(&a, do_adopt_passive, out);
 }
 
-int iwe_cm_adopt_active(struct iwe_qp *qp, int fd, const void *pdata,
+int iwe_cm_adopt_active(struct iwe_qp *qp, int fd,
+			const struct iwe_sock_facts *facts, const void *pdata,
 			size_t pdata_len, int timeout_ms,
 			const struct iwe_cm_params *params,
 			iwe_cm_handler handler, void *ctx,
 			struct iwe_conn **out)
 {
-	struct adopt_args a = { .fd = fd, .buf = pdata, .len = pdata_len,
+	struct adopt_args a = { .fd = fd, .facts = facts, .buf = pdata,
+				.len = pdata_len,
 				.timeout_ms = timeout_ms, .qp = qp,
 				.params = params, .handler = handler,
 				.ctx = ctx };

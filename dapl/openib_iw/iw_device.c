@@ -381,16 +381,16 @@ static int addrs_owned(const struct iwe_device *dev,
 
 /* One pass over the socket, four system calls (an SSP's create or
  * connect asked 13 across three layers: each one a few hundred ns on a
- * VM, on the path of an upgrade).  iwe_device_check_socket's answers,
- * and the local address in *local. */
-static int inspect_socket(const struct iwe_device *dev, int fd,
-			  struct sockaddr_in *local, int *connected)
+ * VM, on the path of an upgrade); the adopt that follows takes the
+ * addresses from *f. */
+int iwe_device_check_socket(const struct iwe_device *dev, int fd,
+			    struct iwe_sock_facts *f)
 {
 	struct sockaddr_storage ls, ps;
 	socklen_t len = sizeof(ls);
 	int t;
 
-	*connected = 0;
+	memset(f, 0, sizeof(*f));
 	if (!dev || fd < 0 || (t = iwe_socket_transport(fd)) < 0)
 		return EINVAL;
 	if (t != (int)dev->attr.transport)
@@ -398,34 +398,26 @@ static int inspect_socket(const struct iwe_device *dev, int fd,
 	if (getsockname(fd, (struct sockaddr *)&ls, &len) < 0 ||
 	    ls.ss_family != AF_INET)
 		return EINVAL;
-	memcpy(local, &ls, sizeof(*local));
+	memcpy(&f->local, &ls, sizeof(f->local));
 	len = sizeof(ps);
 	if (getpeername(fd, (struct sockaddr *)&ps, &len) < 0)
 		return errno == ENOTCONN ? 0 : EINVAL;
 	if (ps.ss_family != AF_INET)
 		return EINVAL;
-	*connected = 1;
-	return addrs_owned(dev, local, (const struct sockaddr_in *)&ps) ?
-	       0 : EADDRNOTAVAIL;
-}
-
-int iwe_device_check_socket(const struct iwe_device *dev, int fd,
-			    int *connected)
-{
-	struct sockaddr_in local;
-
-	return inspect_socket(dev, fd, &local, connected);
+	memcpy(&f->remote, &ps, sizeof(f->remote));
+	f->connected = 1;
+	return addrs_owned(dev, &f->local, &f->remote) ? 0 : EADDRNOTAVAIL;
 }
 
 int iwe_device_owns_socket(const struct iwe_device *dev, int fd)
 {
-	struct sockaddr_in local;
-	int connected, err = inspect_socket(dev, fd, &local, &connected);
+	struct iwe_sock_facts f;
+	int err = iwe_device_check_socket(dev, fd, &f);
 
 	if (err == EPROTOTYPE)
 		return EINVAL;
-	if (err || connected)
+	if (err || f.connected)
 		return err;
 	/* Not connected: only its own address can tell. */
-	return addrs_owned(dev, &local, NULL) ? 0 : EADDRNOTAVAIL;
+	return addrs_owned(dev, &f.local, NULL) ? 0 : EADDRNOTAVAIL;
 }

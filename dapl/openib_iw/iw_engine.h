@@ -110,15 +110,23 @@ int iwe_device_set_trp_test(struct iwe_device *dev, const char *spec);
  * datagram for a udp one), EADDRNOTAVAIL when it is routed elsewhere
  * (or bound to no address and not connected). */
 int iwe_device_owns_socket(const struct iwe_device *dev, int fd);
+/* What iwe_device_check_socket learnt of a socket: an adopt given it
+ * does not ask the kernel again (four system calls on each side of an
+ * upgrade). */
+struct iwe_sock_facts {
+	int connected;			/* it has a peer */
+	struct sockaddr_in local;
+	struct sockaddr_in remote;	/* when connected */
+};
 /* What an SSP must know of a consumer's socket, in one pass: 0 when it
- * may be adopted -- *connected tells whether it has a peer (an
+ * may be adopted -- facts->connected tells whether it has a peer (an
  * unconnected one is the consumer's to learn of from SOCKET_DOWN or
  * UNREACHABLE, and its address is not judged); EINVAL when fd is no
  * IPv4 TCP or UDP socket (or none); EPROTOTYPE when it is one of the
  * other transport; EADDRNOTAVAIL when it is connected through another
  * interface. */
 int iwe_device_check_socket(const struct iwe_device *dev, int fd,
-			    int *connected);
+			    struct iwe_sock_facts *facts);
 
 /* Protection domains. */
 struct iwe_pd *iwe_alloc_pd(struct iwe_device *dev);
@@ -647,17 +655,21 @@ int iwe_cm_disconnect(struct iwe_conn *c, int graceful);
 void iwe_cm_conn_destroy(struct iwe_conn *c);
 
 /* Socket Service Points: adopt a consumer's connected TCP socket.
+ * facts: what iwe_device_check_socket(dev, fd) said of it just before
+ * (the socket's transport is not checked again), or NULL.
  * Passive: write final_msg (if any) completely, then watch for the MPA
  * request with MSG_PEEK, consuming bytes only once a whole valid request
  * is there; CONNECT_REQUEST, SOCKET_DOWN or BAD_REQUEST follow. */
 int iwe_cm_adopt_passive(struct iwe_device *dev, int fd,
+			 const struct iwe_sock_facts *facts,
 			 const void *final_msg, size_t final_len,
 			 const struct iwe_cm_params *params,
 			 iwe_cm_handler handler, void *ctx,
 			 struct iwe_conn **out);
 /* Active: send the MPA request on fd at once (state MPA_SENT); events as
  * for iwe_cm_connect.  TCP_NODELAY is set; other options are kept. */
-int iwe_cm_adopt_active(struct iwe_qp *qp, int fd, const void *pdata,
+int iwe_cm_adopt_active(struct iwe_qp *qp, int fd,
+			const struct iwe_sock_facts *facts, const void *pdata,
 			size_t pdata_len, int timeout_ms,
 			const struct iwe_cm_params *params,
 			iwe_cm_handler handler, void *ctx,

@@ -15,9 +15,10 @@
 
 /* ----------------------------------------------------------- checks */
 
-DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd, int *connected)
+DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd,
+				 struct iwe_sock_facts *facts)
 {
-	switch (iwe_device_check_socket(ia->dev, fd, connected)) {
+	switch (iwe_device_check_socket(ia->dev, fd, facts)) {
 	case 0:
 		/* Not connected: the SSP reports it as SOCKET_DOWN; a
 		 * connect over it fails as UNREACHABLE. */
@@ -207,7 +208,8 @@ static DAT_RETURN ssp_link(struct dapl_ssp *ssp, DAT_EP_HANDLE ep_handle,
 	return r;
 }
 
-static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp, int connected,
+static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp,
+			    const struct iwe_sock_facts *facts,
 			    const void *final_msg, DAT_COUNT final_len)
 {
 	struct dapl_ia *ia = ssp->obj.ia;
@@ -215,7 +217,7 @@ static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp, int connected,
 	struct iwe_conn *conn = NULL;
 	int err;
 
-	if (!connected) {
+	if (!facts->connected) {
 		/* DAT iWARP extension 3.1.1.2: not connected at create is reported as
 		 * SOCKET_DOWN, not refused. */
 		ssp->state = DAT_IW_SSP_STATE_NON_OPERATIONAL;
@@ -223,7 +225,7 @@ static DAT_RETURN ssp_adopt(struct dapl_ssp *ssp, int connected,
 		return DAT_SUCCESS;
 	}
 	dapl_cm_listen_params(ia, &params);
-	err = iwe_cm_adopt_passive(ia->dev, ssp->fd, final_msg,
+	err = iwe_cm_adopt_passive(ia->dev, ssp->fd, facts, final_msg,
 				   (size_t)final_len, &params, ssp_handler,
 				   ssp, &conn);
 	if (err == EPIPE || err == ECONNRESET || err == ENOTCONN) {
@@ -248,14 +250,14 @@ DAT_RETURN dapl_ssp_create(struct dapl_ia *ia, int fd, DAT_EP_HANDLE ep,
 			   DAT_COUNT final_len, DAT_IW_SSP_HANDLE *out)
 {
 	struct dapl_ssp *ssp;
-	int connected;
+	struct iwe_sock_facts facts;
 	DAT_RETURN r;
 
 	if (final_len < 0 || (final_len > 0 && !final_msg))
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG6;
 	if (!out)
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG7;
-	r = dapl_ssp_check_socket(ia, fd, &connected);
+	r = dapl_ssp_check_socket(ia, fd, &facts);
 	if (r != DAT_SUCCESS)
 		return r;
 	ssp = calloc(1, sizeof(*ssp));
@@ -278,7 +280,7 @@ DAT_RETURN dapl_ssp_create(struct dapl_ia *ia, int fd, DAT_EP_HANDLE ep,
 		free(ssp);
 		return r;
 	}
-	r = ssp_adopt(ssp, connected, final_msg, final_len);
+	r = ssp_adopt(ssp, &facts, final_msg, final_len);
 	if (r != DAT_SUCCESS) {
 		ssp_destroy(ssp);
 		return r;

@@ -42,8 +42,9 @@ DAT_RETURN dapl_ssp_socket_connect(DAT_EP_HANDLE ep, int fd,
 
 /* Socket checks shared by both sides: DAT_INVALID_PARAMETER for what is
  * not an open TCP/IPv4 stream socket, DAT_INVALID_STATE for a connected
- * socket not routed through the IA's interface.  *connected tells whether
- * the socket has a peer. */
-DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd, int *connected);
+ * socket not routed through the IA's interface.  facts->connected tells
+ * whether the socket has a peer; the adopt takes the rest. */
+DAT_RETURN dapl_ssp_check_socket(struct dapl_ia *ia, int fd,
+				 struct iwe_sock_facts *facts);
 
 #endif

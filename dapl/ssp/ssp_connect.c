@@ -19,7 +19,7 @@ DAT_RETURN dapl_ssp_socket_connect(DAT_EP_HANDLE ep_handle, int fd,
 				   const void *pd)
 {
 	struct dapl_ep *ep = dapl_obj_get(ep_handle, DAT_HANDLE_TYPE_EP);
-	int connected;
+	struct iwe_sock_facts facts;
 	DAT_RETURN r;
 
 	if (!ep)
@@ -28,10 +28,10 @@ DAT_RETURN dapl_ssp_socket_connect(DAT_EP_HANDLE ep_handle, int fd,
 		return DAT_INVALID_PARAMETER | DAT_INVALID_ARG3;
 	r = dapl_pd_check(pd_size, pd, DAT_INVALID_ARG4, DAT_INVALID_ARG5);
 	if (r == DAT_SUCCESS)
-		r = dapl_ssp_check_socket(ep->obj.ia, fd, &connected);
+		r = dapl_ssp_check_socket(ep->obj.ia, fd, &facts);
 	if (r != DAT_SUCCESS)
 		return r;
 	/* An unconnected socket is not refused (DAT iWARP extension 3.1.4.2): sending
 	 * the request fails and the EP reports UNREACHABLE. */
-	return dapl_cm_adopt_connect(ep, fd, timeout, pd_size, pd);
+	return dapl_cm_adopt_connect(ep, fd, &facts, timeout, pd_size, pd);
 }

@@ -33,13 +33,13 @@ static void test_adopt_both(void)
 	side_fresh(&a);
 	side_fresh(&b);
 	tcp_pair(&x, &y);
-	CHECK(iwe_cm_adopt_passive(g_dev, y, final_msg, sizeof(final_msg), &pp,
+	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, final_msg, sizeof(final_msg), &pp,
 				   on_event, &ly, &cy) == 0,
 	      "adopt: passive adopts with a final message");
 	CHECK(read_full(x, got, sizeof(got)) == 0 &&
 	      !memcmp(got, final_msg, sizeof(got)),
 	      "adopt: the peer reads the final message first");
-	CHECK(iwe_cm_adopt_active(a.qp, x, "abc", 3, 2000, &ap, on_event, &lx,
+	CHECK(iwe_cm_adopt_active(a.qp, x, NULL, "abc", 3, 2000, &ap, on_event, &lx,
 				  &cx) == 0, "adopt: active adopts and sends "
 	      "the request");
 	CHECK(wait_type(&ly, 0, IWE_CM_CONNECT_REQUEST) &&
@@ -88,7 +88,7 @@ static void test_trickle(void)
 	evlog_init(&ly);
 	side_fresh(&b);
 	tcp_pair(&x, &y);
-	iwe_cm_adopt_passive(g_dev, y, NULL, 0, &pp, on_event, &ly, &cy);
+	iwe_cm_adopt_passive(g_dev, y, NULL, NULL, 0, &pp, on_event, &ly, &cy);
 	for (i = 0; i < n; i++) {
 		ok &= send(x, req + i, 1, 0) == 1;
 		sleep_ms(2);
@@ -120,7 +120,7 @@ static void test_bad_request(void)
 	evlog_init(&ly);
 	tcp_pair(&x, &y);
 	CHECK(send(x, junk, sizeof(junk), 0) == sizeof(junk) &&
-	      iwe_cm_adopt_passive(g_dev, y, NULL, 0, &pp, on_event, &ly,
+	      iwe_cm_adopt_passive(g_dev, y, NULL, NULL, 0, &pp, on_event, &ly,
 				   &cy) == 0 &&
 	      wait_type(&ly, 0, IWE_CM_BAD_REQUEST),
 	      "bad request: BAD_REQUEST (%s)", ly.r[0].reason);
@@ -149,7 +149,7 @@ static void test_socket_down(int partial)
 
 	evlog_init(&ly);
 	tcp_pair(&x, &y);
-	CHECK(iwe_cm_adopt_passive(g_dev, y, final_msg, 5, &pp, on_event, &ly,
+	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, final_msg, 5, &pp, on_event, &ly,
 				   &cy) == 0, "%s: adopted", tag);
 	if (partial && send(x, "MPA ID Req Fr", 13, 0) != 13)
 		BAIL("send");
@@ -176,8 +176,8 @@ static void test_reject_stream(void)
 	evlog_init(&ly);
 	side_fresh(&a);
 	tcp_pair(&x, &y);
-	iwe_cm_adopt_passive(g_dev, y, NULL, 0, &p, on_event, &ly, &cy);
-	iwe_cm_adopt_active(a.qp, x, NULL, 0, 2000, &p, on_event, &lx, &cx);
+	iwe_cm_adopt_passive(g_dev, y, NULL, NULL, 0, &p, on_event, &ly, &cy);
+	iwe_cm_adopt_active(a.qp, x, NULL, NULL, 0, 2000, &p, on_event, &lx, &cx);
 	CHECK(wait_type(&ly, 0, IWE_CM_CONNECT_REQUEST) &&
 	      iwe_cm_reject(cy, "later", 5) == 0 &&
 	      wait_type(&lx, 0, IWE_CM_REJECTED) && lx.r[0].pdata_len == 5 &&
@@ -215,7 +215,7 @@ static void test_active_timeout(void)
 	evlog_init(&lx);
 	side_fresh(&a);
 	tcp_pair(&x, &y);
-	CHECK(iwe_cm_adopt_active(a.qp, x, "q", 1, 300, &p, on_event, &lx,
+	CHECK(iwe_cm_adopt_active(a.qp, x, NULL, "q", 1, 300, &p, on_event, &lx,
 				  &cx) == 0 &&
 	      raw_read_frame(y, buf, &f) == 0 && !f.is_reply,
 	      "adopt timeout: the peer reads the request, answers nothing");
@@ -240,9 +240,10 @@ static void test_bad_args(void)
 	int u = socket(AF_INET, SOCK_DGRAM, 0);
 
 	evlog_init(&l);
-	CHECK(iwe_cm_adopt_passive(g_dev, u, NULL, 0, &p, on_event, &l, &c) ==
-	      EINVAL && iwe_cm_adopt_passive(g_dev, -1, NULL, 0, &p, on_event,
-					     &l, &c) == EINVAL,
+	CHECK(iwe_cm_adopt_passive(g_dev, u, NULL, NULL, 0, &p, on_event, &l,
+				   &c) == EINVAL &&
+	      iwe_cm_adopt_passive(g_dev, -1, NULL, NULL, 0, &p, on_event, &l,
+				   &c) == EINVAL,
 	      "adopt: a UDP socket or a bad fd is EINVAL");
 	close(u);
 	evlog_fini(&l);

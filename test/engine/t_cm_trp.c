@@ -615,12 +615,12 @@ static void test_ssp(void)
 	udp_pair(&x, &y);
 	CHECK(iwe_device_owns_socket(g_dev, y) == 0,
 	      "a connected UDP socket on 127.0.0.1 belongs to the udp device");
-	CHECK(iwe_cm_adopt_passive(g_dev, y, "final", 5, &bp, on_event,
+	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, "final", 5, &bp, on_event,
 				   &p.lp, &p.cb) == 0,
 	      "SSP passive: adopt a connected UDP socket");
 	CHECK(recv(x, fin, sizeof(fin), 0) == 5 && !memcmp(fin, "final", 5),
 	      "the final streaming-mode message arrives as one datagram");
-	CHECK(iwe_cm_adopt_active(p.a.qp, x, "hi", 2, 3000, &ap, on_event,
+	CHECK(iwe_cm_adopt_active(p.a.qp, x, NULL, "hi", 2, 3000, &ap, on_event,
 				  &p.la, &p.ca) == 0 &&
 	      wait_type(&p.lp, 0, IWE_CM_CONNECT_REQUEST) &&
 	      p.lp.r[0].pdata_len == 2,
@@ -640,7 +640,7 @@ static void test_ssp(void)
 	evlog_init(&p.lp);
 	udp_pair(&x, &y);
 	send(x, "GET / HTTP/1.0", 14, 0);
-	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, 0, &bp, on_event, &p.lp,
+	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, NULL, 0, &bp, on_event, &p.lp,
 				   &p.cb) == 0 &&
 	      wait_type(&p.lp, 0, IWE_CM_BAD_REQUEST) &&
 	      iwe_cm_release_socket(p.cb) == y &&
@@ -655,7 +655,7 @@ static void test_ssp(void)
 	tcp_pair(&t1, &t2);
 	fl = fcntl(t1, F_GETFL);
 	CHECK(iwe_device_owns_socket(g_dev, t1) == EINVAL &&
-	      iwe_cm_adopt_passive(g_dev, t1, NULL, 0, &bp, on_event, &p.lp,
+	      iwe_cm_adopt_passive(g_dev, t1, NULL, NULL, 0, &bp, on_event, &p.lp,
 				   &p.cb) == EINVAL && fcntl(t1, F_GETFL) == fl,
 	      "a TCP socket given to a udp device: EINVAL, flags unchanged");
 	close(t1);
@@ -664,7 +664,7 @@ static void test_ssp(void)
 	udp_pair(&x, &y);
 	fl = fcntl(x, F_GETFL);
 	CHECK(tcpdev && iwe_device_owns_socket(tcpdev, x) == EINVAL &&
-	      iwe_cm_adopt_passive(tcpdev, x, NULL, 0, &bp, on_event, &p.lp,
+	      iwe_cm_adopt_passive(tcpdev, x, NULL, NULL, 0, &bp, on_event, &p.lp,
 				   &p.cb) == EINVAL && fcntl(x, F_GETFL) == fl,
 	      "a UDP socket given to a tcp device: EINVAL, flags unchanged");
 	close(x);

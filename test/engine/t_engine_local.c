@@ -286,42 +286,53 @@ static void test_check_socket(void)
 {
 	struct iwe_device *lo = iwe_device_open("lo", IWE_TRANSPORT_TCP);
 	struct iwe_device *ulo = iwe_device_open("lo", IWE_TRANSPORT_UDP);
-	int lst, cli, srv, s, p[2], conn = -1;
+	struct iwe_sock_facts f;
+	struct sockaddr_in la, pa;
+	socklen_t l1 = sizeof(la), l2 = sizeof(pa);
+	int lst, cli, srv, s, p[2];
 
 	if (!lo || !ulo)
 		BAIL("cannot open lo");
 	tcp_pair("127.0.0.1", &lst, &cli, &srv);
-	CHECK(iwe_device_check_socket(lo, cli, &conn) == 0 && conn == 1,
+	CHECK(iwe_device_check_socket(lo, cli, &f) == 0 && f.connected == 1,
 	      "check: connected client, connected");
-	CHECK(iwe_device_check_socket(lo, srv, &conn) == 0 && conn == 1,
+	if (getsockname(cli, (struct sockaddr *)&la, &l1) ||
+	    getpeername(cli, (struct sockaddr *)&pa, &l2))
+		BAIL("getsockname/getpeername");
+	CHECK(f.local.sin_port == la.sin_port &&
+	      f.local.sin_addr.s_addr == la.sin_addr.s_addr &&
+	      f.remote.sin_port == pa.sin_port &&
+	      f.remote.sin_addr.s_addr == pa.sin_addr.s_addr,
+	      "check: the facts carry the socket's local and peer addresses");
+	CHECK(iwe_device_check_socket(lo, srv, &f) == 0 && f.connected == 1,
 	      "check: accepted socket, connected");
-	CHECK(iwe_device_check_socket(lo, lst, &conn) == 0 && conn == 0,
+	CHECK(iwe_device_check_socket(lo, lst, &f) == 0 && f.connected == 0,
 	      "check: listener, not connected (its address not judged)");
-	CHECK(iwe_device_check_socket(ulo, cli, &conn) == EPROTOTYPE &&
-	      conn == 0, "check: TCP socket on a udp device -> EPROTOTYPE");
+	CHECK(iwe_device_check_socket(ulo, cli, &f) == EPROTOTYPE &&
+	      f.connected == 0, "check: TCP socket on a udp device -> EPROTOTYPE");
 	s = socket(AF_INET, SOCK_DGRAM, 0);
-	CHECK(iwe_device_check_socket(lo, s, &conn) == EPROTOTYPE,
+	CHECK(iwe_device_check_socket(lo, s, &f) == EPROTOTYPE,
 	      "check: UDP socket on a tcp device -> EPROTOTYPE");
-	CHECK(iwe_device_check_socket(ulo, s, &conn) == 0 && conn == 0,
+	CHECK(iwe_device_check_socket(ulo, s, &f) == 0 && f.connected == 0,
 	      "check: unconnected UDP socket on a udp device, not connected");
 	close(s);
 	s = socket(AF_INET6, SOCK_STREAM, 0);
-	CHECK(s < 0 || iwe_device_check_socket(lo, s, &conn) == EINVAL,
+	CHECK(s < 0 || iwe_device_check_socket(lo, s, &f) == EINVAL,
 	      "check: IPv6 TCP socket -> EINVAL");
 	if (s >= 0)
 		close(s);
 	s = socket(AF_INET, SOCK_STREAM, IPPROTO_SCTP);
-	CHECK(s < 0 || iwe_device_check_socket(lo, s, &conn) == EINVAL,
+	CHECK(s < 0 || iwe_device_check_socket(lo, s, &f) == EINVAL,
 	      "check: SCTP stream socket -> EINVAL");
 	if (s >= 0)
 		close(s);
 	if (pipe(p) < 0)
 		BAIL("pipe");
-	CHECK(iwe_device_check_socket(lo, p[0], &conn) == EINVAL,
+	CHECK(iwe_device_check_socket(lo, p[0], &f) == EINVAL,
 	      "check: pipe -> EINVAL");
 	close(p[0]);
 	close(p[1]);
-	CHECK(iwe_device_check_socket(lo, -1, &conn) == EINVAL,
+	CHECK(iwe_device_check_socket(lo, -1, &f) == EINVAL,
 	      "check: fd -1 -> EINVAL");
 	close(cli);
 	close(srv);
