@@ -17,7 +17,6 @@
 #endif
 #include <errno.h>
 #include <string.h>
-#include <poll.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -91,26 +90,33 @@ int cm_active_request(struct iwe_conn *c, const void *pdata, size_t len,
 	return cm_out_set(c, frame, (size_t)n);
 }
 
+/* Inside an API call: a failed connect is queued, not delivered. */
+static int connect_failed(struct iwe_conn *c, int err)
+{
+	c->final = 1;
+	cm_queue_event(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");
+	return CS_IDLE;
+}
+
 /* The handshake may be over already (on loopback it is done by the
  * time connect returns): then the request goes now, without a watch for
- * writability and a loop round.  Anything but a clean POLLOUT, or an
- * error sending, is left to the watch, which reports it from the loop. */
+ * writability and a loop round.  The send itself asks: EAGAIN with
+ * nothing sent is a handshake still under way, left to the watch; any
+ * other error is the connect's own (ECONNREFUSED...), which the send
+ * took from the socket, so it is reported here. */
 static int request_now(struct iwe_conn *c)
 {
-	struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
-	int err;
+	int err = cm_out_flush(c);
 
-	if (poll(&pfd, 1, 0) != 1 || pfd.revents != POLLOUT)
+	if (err == EAGAIN && !c->out_off)
 		return CS_CONNECTING;
-	err = cm_out_flush(c);
 	if (err && err != EAGAIN)
-		return CS_CONNECTING;
+		return connect_failed(c, err);
 	cm_fill_addrs(c);
 	return CS_MPA_SENT;
 }
 
-/* Start the TCP connect.  Inside an API call: an immediate failure is
- * queued, not delivered. */
+/* Start the TCP connect. */
 int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 {
 	struct sockaddr_in to = *dst;
@@ -118,12 +124,8 @@ int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst)
 	to.sin_port = htons(cm_service_port(c->service));
 	c->remote = to;
 	if (connect(c->fd, (struct sockaddr *)&to, sizeof(to)) < 0 &&
-	    errno != EINPROGRESS) {
-		c->final = 1;
-		cm_queue_event(c, IWE_CM_UNREACHABLE, errno,
-			       "TCP connect failed");
-		return CS_IDLE;
-	}
+	    errno != EINPROGRESS)
+		return connect_failed(c, errno);
 	return request_now(c);
 }
 
