@@ -41,7 +41,7 @@
 # --lat-sizes LIST, --seconds S (budget per bandwidth point).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
 # BENCH_WAIT0_ITERS (1000; --quick: 200),
-# BENCH_CYCLES (connection cycles, 1000), BENCH_EPS (1000), BENCH_BW_POLL=1
+# BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
 # IWDTEST, TCP_BASELINE, IWCM, IWMEM, FI_PINGPONG (tool paths).
@@ -83,7 +83,7 @@ if [ $quick -eq 1 ]; then
 else
 	: "${rounds:=5}" "${sizes:=8,64,256,1K,4K,16K,64K,256K,1M,4M}"
 	: "${lat_sizes:=8,64,512,4K,64K}" "${secs:=0.2}"
-	lat_iters=${BENCH_LAT_ITERS:-10000} cycles=${BENCH_CYCLES:-1000} eps=${BENCH_EPS:-1000}
+	lat_iters=${BENCH_LAT_ITERS:-10000} cycles=${BENCH_CYCLES:-5000} eps=${BENCH_EPS:-1000}
 	verify=--no-verify	# the last transfer of each test checked
 fi
 # Both ends of every pair get it: tcp_baseline's server follows its
