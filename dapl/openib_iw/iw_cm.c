@@ -577,7 +577,15 @@ static void do_destroy(void *arg)
 		c->released = 1;
 	}
 	if (!c->released) {
-		if (c->final && c->attached) {
+		if (c->final && c->attached && c->fins_met) {
+			/* The stream was read to its end: no input left for
+			 * close() to answer with a reset, and a TIME_WAIT,
+			 * if any, came with the peer's FIN already (on the
+			 * side that closed first) -- nothing for a zero
+			 * linger to spare.  What is queued goes out behind
+			 * a plain close. */
+			close(c->fd);
+		} else if (c->final && c->attached) {
 			cm_close_ended(c->fd);
 		} else {
 			if (!c->final)

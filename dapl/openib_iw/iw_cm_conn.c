@@ -457,9 +457,11 @@ void cm_fill_addrs(struct iwe_conn *c)
 
 /* An RDMA connection that ended (both sides closed, or it broke) has
  * nothing left in flight that a late segment could corrupt: MPA would drop
- * it.  Closing with a zero linger spares the port a TIME_WAIT, so a
- * listener can come back on it at once and many short connections do not
- * exhaust the ports. */
+ * it.  Closing with a zero linger, before the peer's FIN has come, spares
+ * the port a TIME_WAIT (and an orphaned FIN_WAIT), so a listener can come
+ * back on it at once and many short connections do not exhaust the
+ * ports.  (After the peer's FIN it spares nothing: the kernel moved the
+ * connection to TIME_WAIT on that FIN, if we had sent ours first.) */
 void cm_skip_time_wait(int fd)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -467,8 +469,9 @@ void cm_skip_time_wait(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 }
 
-/* Close the socket of a connection that ended in order.  Bytes still in
- * the send queue belong to messages the consumer saw complete (an abrupt
+/* Close the socket of a connection whose stream did not end with the
+ * peer's FIN read (it broke, was reset, or the peer's FIN is still to
+ * come).  Bytes still in the send queue belong to messages the consumer saw complete (an abrupt
  * disconnect right after a Send completion is common: dapltest does it):
  * let the kernel deliver them, which a zero-linger close would discard.
  * Unread input would make close() reset the stream, so it is dropped

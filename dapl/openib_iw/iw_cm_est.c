@@ -172,6 +172,7 @@ static int est_end(struct iwe_conn *c, int err)
 	int orderly = disc || (peer_closed && c->state == CS_ESTABLISHED);
 
 	cm_log_end(c, err);
+	c->fins_met = err == ENOTCONN && t->has_reset;
 	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
 	if (err == ENOTCONN && !disc)
 		t->close(c);	/* answer the peer's close */

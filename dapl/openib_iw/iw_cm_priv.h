@@ -107,6 +107,8 @@ struct iwe_conn {
 	int attached;			/* the QP runs on fd */
 	int orphan;			/* no consumer: freed when done */
 	int final;			/* no further events will come */
+	int fins_met;			/* TCP: the peer's FIN read, ours
+					 * sent or left to close() */
 	int dead;			/* destroyed; free_task pending */
 	int timeout_ms;			/* the timer of the current phase
 					 * (<= 0: none) */
