@@ -471,11 +471,12 @@ void cm_skip_time_wait(int fd)
 
 /* Close the socket of a connection whose stream did not end with the
  * peer's FIN read (it broke, was reset, or the peer's FIN is still to
- * come).  Bytes still in the send queue belong to messages the consumer saw complete (an abrupt
- * disconnect right after a Send completion is common: dapltest does it):
- * let the kernel deliver them, which a zero-linger close would discard.
- * Unread input would make close() reset the stream, so it is dropped
- * first.  With nothing queued the port skips TIME_WAIT. */
+ * come).  Bytes still in the send queue belong to messages the consumer
+ * saw complete (an abrupt disconnect right after a Send completion is
+ * common: dapltest does it): let the kernel deliver them, which a
+ * zero-linger close would discard.  Unread input would make close()
+ * reset the stream, so it is dropped first.  With nothing queued the
+ * port skips TIME_WAIT. */
 void cm_close_ended(int fd)
 {
 	char sink[4096];
