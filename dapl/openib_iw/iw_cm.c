@@ -84,11 +84,13 @@ static int enter_state(struct iwe_conn *c, int prev)
 		if (c->udp && c->adopted)
 			cm_watch(c, EPOLLIN | (c->out ? EPOLLOUT : 0));
 		else if (!c->adopted)
-			/* Edge-triggered from the start, as CS_REQ_RCVD
-			 * wants it (one epoll_ctl fewer per accept): the
-			 * request's reader reads until it has the frame or
-			 * the socket is empty, so no edge is missed. */
-			cm_watch(c, EPOLLIN | (c->udp ? 0 : EPOLLET));
+			/* A PSP's accepted TCP socket (TRP requests come
+			 * through the port's socket): edge-triggered from
+			 * the start, as CS_REQ_RCVD wants it (one epoll_ctl
+			 * fewer per accept); the request's reader reads
+			 * until it has the frame or the socket is empty, so
+			 * no edge is missed. */
+			cm_watch(c, EPOLLIN | EPOLLET);
 		else
 			cm_watch(c, c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;

@@ -211,7 +211,7 @@ int du_accept(struct du *d, DAT_CR_HANDLE cr)
 	return wait_established(d, &refused);
 }
 
-static int resolve(const char *host, struct sockaddr_in *sin)
+int du_resolve(const char *host, struct sockaddr_in *sin)
 {
 	struct addrinfo hints, *res;
 	int e;
@@ -243,7 +243,7 @@ int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 	double end = now_ms() + retry_ms;
 	int refused;
 
-	if (resolve(host, &sin))
+	if (du_resolve(host, &sin))
 		return -1;
 	for (;;) {
 		DAT_RETURN r = dat_ep_connect(d->ep, (DAT_IA_ADDRESS_PTR)&sin, qual,

@@ -61,6 +61,10 @@ int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 /* ESTABLISHED on the connection EVD, or -1 (printed). */
 int du_wait_established(struct du *d);
 
+/* host's IPv4 address into *sin (port 0), or -1 (printed). */
+struct sockaddr_in;
+int du_resolve(const char *host, struct sockaddr_in *sin);
+
 /* 1 when d's IA runs iWARP over UDP (its DAT_IW_TRANSPORT attribute). */
 int du_ia_is_udp(struct du *d);
 

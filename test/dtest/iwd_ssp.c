@@ -12,7 +12,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -72,29 +71,33 @@ static int write_all(int fd, const char *s)
 	return 0;
 }
 
+/* host:port as an IPv4 socket address, or -1 (printed). */
+static int peer_addr(const char *host, unsigned port, struct sockaddr_in *sin)
+{
+	if (du_resolve(host, sin))
+		return -1;
+	sin->sin_port = htons((uint16_t)port);
+	return 0;
+}
+
 /* TCP connect to host:port; retries for retry_ms while nobody listens
  * yet.  Returns the socket or -1. */
 int du_tcp_dial(const char *host, unsigned port, int retry_ms)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
-	char svc[16];
+	struct sockaddr_in to;
 	int fd = -1;
 
-	snprintf(svc, sizeof svc, "%u", port);
-	if (getaddrinfo(host, svc, &hints, &res)) {
-		fprintf(stderr, "iwdtest: cannot resolve %s\n", host);
+	if (peer_addr(host, port, &to))
 		return -1;
-	}
 	for (int waited = 0; waited <= retry_ms; waited += 100) {
 		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0)
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof to) == 0)
 			break;
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
 		usleep(100 * 1000);
 	}
-	freeaddrinfo(res);
 	if (fd < 0)
 		fprintf(stderr, "iwdtest: no TCP peer at %s:%u\n", host, port);
 	return fd;
@@ -103,23 +106,18 @@ int du_tcp_dial(const char *host, unsigned port, int retry_ms)
 /* A UDP socket connected to host:port, or -1 (printed). */
 static int dgram_connect(const char *host, unsigned port)
 {
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *res;
-	char svc[16];
+	struct sockaddr_in to;
 	int fd;
 
-	snprintf(svc, sizeof svc, "%u", port);
-	if (getaddrinfo(host, svc, &hints, &res)) {
-		fprintf(stderr, "iwdtest: cannot resolve %s\n", host);
+	if (peer_addr(host, port, &to))
 		return -1;
-	}
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen)) {
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&to, sizeof to)) {
 		fprintf(stderr, "iwdtest: UDP connect %s:%u: %s\n", host, port,
 			strerror(errno));
 		close(fd);
 		fd = -1;
 	}
-	freeaddrinfo(res);
 	return fd;
 }
 
@@ -204,7 +202,7 @@ static int dgram_answer(unsigned port, int wait_ms)
 	struct pollfd p = { .events = POLLIN };
 	char line[64];
 	ssize_t n = -1;
-	int one = 1;
+	int one = 1, rc = -1;
 
 	p.fd = socket(AF_INET, SOCK_DGRAM, 0);
 	if (p.fd < 0)
@@ -220,12 +218,13 @@ static int dgram_answer(unsigned port, int wait_ms)
 		n = recvfrom(p.fd, line, sizeof line - 1, 0, (struct sockaddr *)&from, &flen);
 	if (n > 0 && (line[n] = '\0', strcmp(line, HELLO) == 0) &&
 	    connect(p.fd, (struct sockaddr *)&from, flen) == 0) {
+		/* rc: a line of this round was read whole (a failed
+		 * read may leave part of one in line). */
 		do {
-			if (write_all(p.fd, WELCOME) ||
-			    read_line(p.fd, line, sizeof line, wait_ms))
-				break;
-		} while (strcmp(line, HELLO) == 0);
-		if (strcmp(line, READY) == 0)
+			rc = write_all(p.fd, WELCOME) ||
+			     read_line(p.fd, line, sizeof line, wait_ms) ? -1 : 0;
+		} while (rc == 0 && strcmp(line, HELLO) == 0);
+		if (rc == 0 && strcmp(line, READY) == 0)
 			return p.fd;
 	}
 	fprintf(stderr, "iwdtest: --ssp: no iwdtest client on UDP port %u\n", port);
