@@ -61,7 +61,10 @@ struct bound {
 
 /* =========================================================== the peer */
 
-/* Sends NWR messages of MSG bytes, SEND_WINDOW at a time, then parks. */
+/* Sends MSG-byte messages SEND_WINDOW at a time and, once a quarter of
+ * NWR have completed, stops itself with a window still in flight: the
+ * kill then cuts the transfer however late the parent wakes (a running
+ * sender may push all NWR MiB through first, seen under ASan in CI). */
 static int role_sender(int argc, char **argv)
 {
 	struct side s;
@@ -81,7 +84,8 @@ static int role_sender(int argc, char **argv)
 		if (side_wait(s.req, TSIDE_WAIT_US).event_number !=
 		    DAT_DTO_COMPLETION_EVENT)
 			return 5;
-		done++;
+		if (++done == NWR / 4)
+			raise(SIGSTOP);
 	}
 	return peer_park();
 }
