@@ -240,10 +240,11 @@ void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len);
 int trp_flush(struct trp *t, struct iwe_qp_priv *q);
 /* The retransmission timer is due: 0, or ETIMEDOUT once the peer
  * stopped answering (a best-effort Terminate went out). */
-int trp_check_rto(struct trp *t, struct iwe_qp_priv *q);
+int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now);
 /* Nothing of ours unacknowledged: probe now and then (heard: packets
- * came in this round). */
-void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard);
+ * came in this round).  now: iwe_now_ns() of the caller's round. */
+void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
+		    uint64_t now);
 /* Bring the progress thread's timer in line with deadline_ns and
  * idle_ns. */
 void trp_timer_sync(struct trp *t);

@@ -466,12 +466,11 @@ static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
 			    !iwe_prog_on_thread(t->prog));
 }
 
-static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
+static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
+		     uint64_t now)
 {
-	uint64_t now;
-
-	/* The lease and the clock only when a hold is otherwise possible
-	 * (every round passes here). */
+	/* The lease only when a hold is otherwise possible (every round
+	 * passes here). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    t->rcv_unacked != 1 || !t->rcv_send_end ||
 	    t->rcv_dlv != t->rcv_nxt || (!t->ack_hold_ns && !heard) ||
@@ -479,7 +478,6 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard)
 		t->ack_hold_ns = 0;
 		return;
 	}
-	now = iwe_now_ns();
 	if (t->ack_hold_ns && now >= t->ack_hold_ns) {
 		t->ack_hold_ns = 0;
 		return;
@@ -507,6 +505,7 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
 	int err, n, ferr, heard = 0;
+	uint64_t now;
 
 	IWE_QP_ASSERT_LOCKED(q);
 	if (t->quiet)
@@ -520,11 +519,14 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		if (n < (int)(t->gro ? TRP_GRO_BUFS : TRP_BATCH))
 			break;
 	}
+	/* One clock read for the round's timers (a poller's empty round
+	 * took three; 26 ns each here, next to 1.2 us for its recvmmsg). */
+	now = iwe_now_ns();
 	if (!err)
-		err = trp_check_rto(t, q);
+		err = trp_check_rto(t, q, now);
 	if (!err)
-		trp_check_idle(t, q, heard);
-	ack_hold(t, q, heard);
+		trp_check_idle(t, q, heard, now);
+	ack_hold(t, q, heard, now);
 	/* Acknowledge what came (also a bad segment or the peer's F, so it
 	 * is not sent again) and send what is due.  A bad segment's ack
 	 * rides on the Terminate it asks for (queued next, iw_qp.c): a pure

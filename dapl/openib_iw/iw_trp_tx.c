@@ -259,11 +259,16 @@ static void ack_sent(struct trp *t)
 static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 {
 	struct txvec v = { .n = 0 };
-	uint64_t now = iwe_now_ns();
+	uint64_t now;
 	uint32_t newc = 0, psn;
 	unsigned npk = 0, nre;
 	int sent = 0, err, quiet = 0;
 
+	/* A poller's empty round comes here too: no clock read for it. */
+	*any = 0;
+	if (!t->nretx && t->snd_sent == t->snd_nxt)
+		return 0;
+	now = iwe_now_ns();
 	for (psn = t->snd_una; t->nretx && psn != t->snd_sent &&
 	     npk < TRP_BATCH; psn++) {
 		struct trp_txp *p = trp_slot(t, psn);
@@ -570,9 +575,8 @@ static void send_lost_terminate(struct trp *t, struct iwe_qp_priv *q)
 	t->deadline_ns = 0;
 }
 
-int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
+int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 {
-	uint64_t now = iwe_now_ns();
 	unsigned n = 0;
 
 	if (!t->deadline_ns || now < t->deadline_ns)
@@ -606,9 +610,9 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q)
  * gone: an idle connection sends a pure ack every TRP_IDLE_PROBE_MS, and
  * the ICMP port unreachable that a vanished process's kernel answers
  * ends it (ECONNREFUSED on the next receive). */
-void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard)
+void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
+		    uint64_t now)
 {
-	uint64_t now = iwe_now_ns();
 	uint64_t every = (uint64_t)TRP_IDLE_PROBE_MS * 1000000u;
 
 	if (t->quiet || t->ending || t->snd_una != t->snd_sent) {
