@@ -68,6 +68,8 @@ struct dapl_evd {
 					 * large transfer: waits do not spin */
 	int spin_reads;			/* ... a moderate one that came in:
 					 * they do, reading (evd.c) */
+	uint64_t empty_since_us;	/* polls found it empty since then
+					 * (or the last yield); 0: not */
 	struct dapl_cno *cno;
 	struct dapl_evd *cno_next;	/* cno->evds list, under cno->lock */
 	/* DTO and RMR-bind completions are produced by the engine into this
