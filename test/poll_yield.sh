@@ -39,8 +39,8 @@ pp() {
 	awk -F, '$1 == "pingpong" && $7 == "OK" { print $6 }' "$out/$1.client.log"
 }
 
-# less A B: A < B (decimals)
-less() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 < b + 0) }'; }
+# fast Y SPIN: Y under 1000 us and under half of SPIN (decimals)
+fast() { awk -v y="$1" -v s="$2" 'BEGIN { exit !(y + 0 < 1000 && 2 * y < s + 0) }'; }
 
 spin=$(pp spin 0 -p)
 n=$((n + 1))
@@ -54,8 +54,7 @@ for how in -p --poll-wait0; do
 	name=yield$how
 	y=$(pp "$name" 50 "$how")
 	n=$((n + 1))
-	if [ -n "$y" ] && [ -n "$spin" ] && less "$y" 1000 &&
-	   less "$(awk -v y="$y" 'BEGIN { print 2 * y }')" "$spin"; then
+	if [ -n "$y" ] && [ -n "$spin" ] && fast "$y" "$spin"; then
 		echo "ok $n - pollers sharing a CPU yield ($how): one way $y us, $spin without"
 	else
 		echo "not ok $n - pollers sharing a CPU yield ($how): one way '$y' us, '$spin' without (want under 1000 and half)"

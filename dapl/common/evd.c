@@ -319,8 +319,8 @@ static uint32_t poll_yield_us(void)
 					  POLL_YIELD_DEFAULT_US, 0, 1000000);
 }
 
-/* A poll of evd found it empty (or not): 1 when the caller is to yield
- * after unlocking. */
+/* A poll of evd found it empty (or not; any event taken ends the
+ * stretch): 1 when the caller is to yield after unlocking. */
 static int poll_yield_due_locked(struct dapl_evd *evd, int empty)
 {
 	uint32_t every = poll_yield_us();
@@ -332,11 +332,10 @@ static int poll_yield_due_locked(struct dapl_evd *evd, int empty)
 		return 0;
 	}
 	now = mono_us();
-	if (!evd->empty_since_us || now - evd->empty_since_us < every) {
-		if (!evd->empty_since_us)
-			evd->empty_since_us = now;
+	if (!evd->empty_since_us)
+		evd->empty_since_us = now;
+	if (now - evd->empty_since_us < every)
 		return 0;
-	}
 	evd->empty_since_us = now;
 	return 1;
 }
@@ -633,8 +632,10 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		ret = wait_loop_locked(evd, timeout, threshold);
 		if (ret == DAT_SUCCESS)
 			t = take_locked(evd, event, &wc);
-		if (timeout == 0)
-			yield = poll_yield_due_locked(evd, t == TAKE_NONE);
+		/* Only a wait of 0 polls; any other's event ends a
+		 * stretch of empty polls too. */
+		yield = poll_yield_due_locked(evd, timeout == 0 &&
+					      t == TAKE_NONE);
 		left = dapl_evd_count_locked(evd);
 		news = ret != DAT_ABORT && dapl_evd_cq_overflow_news_locked(evd);
 		wait_leave_locked(evd);
