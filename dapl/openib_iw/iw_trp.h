@@ -49,6 +49,9 @@
 #define TRP_GSO_BYTES      65000u	/* and bytes */
 #define TRP_ZC_MIN         512u	/* payload sent from registered
 					 * memory, not copied to the ring */
+#define TRP_REFUSALS_READ  4		/* ICMP errors read past in one
+					 * receive, for the data queued
+					 * behind them (recv_batch) */
 #define TRP_GRO_BUFS       4u		/* coalesced datagrams per recvmmsg */
 #define TRP_GRO_LEN        65536u	/* the largest UDP datagram, rounded */
 #define TRP_SOCKBUF        (4u << 20)	/* SO_SNDBUF / SO_RCVBUF asked */
@@ -162,6 +165,8 @@ struct trp {
 	int gro;			/* UDP GRO asked of the socket */
 	int ending;			/* the QP failed: no retransmission */
 	int quiet;			/* a fatal Terminate went out */
+	int refused;			/* ICMP port unreachable read: the
+					 * peer is gone (trp_rx_progress) */
 	int gate;			/* responder: our reply is unacked */
 	uint32_t gate_psn;
 	/* RTT estimate (RFC 6298), microseconds. */

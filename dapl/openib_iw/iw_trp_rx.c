@@ -309,20 +309,30 @@ static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *d,
 }
 
 /* One recvmmsg, without waiting.  The datagrams read (0: none); *err
- * the socket's error (ECONNREFUSED: the peer is gone). */
-static int recv_batch(int fd, struct mmsghdr *mm, unsigned n, int *err)
+ * the socket's error.  ECONNREFUSED (an ICMP port unreachable: the peer
+ * is gone) is kept in t->refused and the read retried: Linux reports a
+ * pending socket error before the datagrams already queued, and the
+ * peer's F may be among them -- its close is then DISCONNECTED, not
+ * BROKEN.  Reporting clears the error, so the retry reads the queue. */
+static int recv_batch(struct trp *t, int fd, struct mmsghdr *mm, unsigned n,
+		      int *err)
 {
-	int r;
+	int r, refusals = 0;
 
-	do {
+	for (;;) {
 		r = recvmmsg(fd, mm, n, MSG_DONTWAIT, NULL);
-	} while (r < 0 && errno == EINTR);
-	if (r < 0) {
-		if (errno != EAGAIN && errno != EWOULDBLOCK)
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno == ECONNREFUSED) {
+			t->refused = 1;
+			if (refusals++ < TRP_REFUSALS_READ)
+				continue;
+		} else if (errno != EAGAIN && errno != EWOULDBLOCK)
 			*err = errno;
-		r = 0;
+		return 0;
 	}
-	return r;
 }
 
 /* One recvmmsg into packet buffers.  Returns the datagrams read (0:
@@ -347,7 +357,7 @@ static int rx_batch(struct trp *t, struct iwe_qp_priv *q, int *err)
 		*err = ENOMEM;
 		return 0;
 	}
-	r = recv_batch(q->fd, mm, (unsigned)n, err);
+	r = recv_batch(t, q->fd, mm, (unsigned)n, err);
 	for (i = 0; i < n; i++) {
 		int kept = 0;
 
@@ -440,7 +450,7 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, int *err)
 		mm[i].msg_hdr.msg_control = cb[i];
 		mm[i].msg_hdr.msg_controllen = sizeof(cb[i]);
 	}
-	r = recv_batch(q->fd, mm, TRP_GRO_BUFS, err);
+	r = recv_batch(t, q->fd, mm, TRP_GRO_BUFS, err);
 	for (i = 0; i < r && !*err; i++)
 		if (!(mm[i].msg_hdr.msg_flags & MSG_TRUNC))
 			rx_coalesced(t, q, iov[i].iov_base, mm[i].msg_len,
@@ -519,6 +529,10 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		if (n < (int)(t->gro ? TRP_GRO_BUFS : TRP_BATCH))
 			break;
 	}
+	/* The peer is gone: said once what came before is delivered (its
+	 * F, read after the error, ends the QP as DISCONNECTED). */
+	if (!err && t->refused && t->rcv_dlv == t->rcv_nxt)
+		err = ECONNREFUSED;
 	/* One clock read for the round's timers (a poller's empty round
 	 * took three; 26 ns each here, next to 1.2 us for its recvmmsg). */
 	now = iwe_now_ns();

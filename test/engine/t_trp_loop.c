@@ -598,6 +598,25 @@ static void fin_and_lost_peer(void)
 	      "a vanished peer: the stream ends (%s)", strerror(err));
 	pair_close(&p);
 
+	/* The peer sends its F and vanishes; our own datagram to it draws
+	 * the ICMP port unreachable before we read.  Linux reports that
+	 * error ahead of the F already queued: the F must still be read,
+	 * and the end is the peer's orderly one (DISCONNECTED), not a lost
+	 * peer (BROKEN).  (dapltest's abrupt close over udp, under ASan.) */
+	pair_open(&p, 1, 1);
+	iwe_trp_send_fin(p.a.qp);
+	close(p.a.fd);
+	p.a.fd = -1;
+	usleep(2000);
+	if (send(p.b.fd, "x", 1, 0) != 1)
+		BAIL("send: %s", strerror(errno));
+	usleep(2000);
+	err = iwe_qp_progress_rx(p.b.qp);
+	CHECK(err == ENOTCONN,
+	      "an F queued behind an ICMP port unreachable: the peer's "
+	      "orderly end (%s)", strerror(err));
+	pair_close(&p);
+
 	/* A receiver with nothing of its own outstanding sends nothing;
 	 * its idle probe (a pure ack every TRP_IDLE_PROBE_MS) meets the ICMP
 	 * port unreachable of the vanished peer's kernel. */
