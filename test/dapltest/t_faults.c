@@ -4,7 +4,8 @@
  * The test keeps one IA with a PSP; each scenario runs a fresh peer
  * process (tpeer.h: this program exec'd in a role) that connects, and
  * SIGKILLs it at a chosen moment: while it sends, while it receives
- * (Sends and RDMA Writes), while it answers RDMA Reads, after its
+ * (Sends and RDMA Writes), while it answers RDMA Reads (then stopped,
+ * with more Reads posted that it cannot answer), after its
  * connection request and before the accept (either side listening), and
  * after the accept before ESTABLISHED (the peer is stopped so it cannot
  * send its RTR).  On the surviving side:
@@ -426,7 +427,24 @@ struct transfer {
 	int post_first;
 	int recv_side;		/* completions on S.rcv, else S.req */
 	int seed;		/* the peer's buffer pattern to check, or -1 */
+	int stop_peer;		/* after the first: stop the peer, post
+				 * STOPPED_MORE that it cannot answer */
 };
+
+/* Reads posted to a stopped responder.  The responder's progress thread
+ * answers by itself, so unlike the other peers it cannot stop itself
+ * mid-transfer; a parent that woke late (ASan under a loaded CI) could
+ * find every Read answered before the kill.  These guarantee the cut. */
+#define STOPPED_MORE ((EP_DEPTH - NWR) / 2)
+
+/* Stop p (waitpid sees it stopped), then post n more of post. */
+static int stop_and_post(struct peer *p, struct wr_count *w, int n,
+			 DAT_RETURN (*post)(int i, uint64_t ck))
+{
+	return kill(p->pid, SIGSTOP) == 0 &&
+	       waitpid(p->pid, NULL, WUNTRACED) == p->pid &&
+	       post_n(w, n, post);
+}
 
 static void sc_transfer(struct bound *b, const struct transfer *t,
 			uint64_t cookie_base)
@@ -444,7 +462,8 @@ static void sc_transfer(struct bound *b, const struct transfer *t,
 	     (t->post_first ||
 	      (take_rmr(&p) && post_n(&w, NWR, t->post))) &&
 	     first_ok(&w, evd) &&
-	     (t->seed < 0 || side_same(S.buf + SINK_OFF, MSG, (unsigned)t->seed));
+	     (t->seed < 0 || side_same(S.buf + SINK_OFF, MSG, (unsigned)t->seed)) &&
+	     (!t->stop_peer || stop_and_post(&p, &w, STOPPED_MORE, t->post));
 	CHECK(ok, "%s: connected, the first of %d %s of 1 MiB done", b->name,
 	      NWR, t->what);
 	kill_and_check(b, &p, END_CONNECTED);
@@ -455,7 +474,7 @@ static void sc_transfer(struct bound *b, const struct transfer *t,
 static void sc_peer_sending(struct bound *b)
 {
 	static const struct transfer t = { "sender", "receives",
-					   post_recv_msg, 1, 1, -1 };
+					   post_recv_msg, 1, 1, -1, 0 };
 
 	sc_transfer(b, &t, 1000);
 }
@@ -463,7 +482,7 @@ static void sc_peer_sending(struct bound *b)
 static void sc_peer_receiving(struct bound *b)
 {
 	static const struct transfer t = { "receiver", "Sends and RDMA Writes",
-					   post_send_or_write, 0, 0, -1 };
+					   post_send_or_write, 0, 0, -1, 0 };
 
 	sc_transfer(b, &t, 2000);
 }
@@ -471,7 +490,7 @@ static void sc_peer_receiving(struct bound *b)
 static void sc_read_responder(struct bound *b)
 {
 	static const struct transfer t = { "responder", "RDMA Reads",
-					   post_read, 0, 0, 9 };
+					   post_read, 0, 0, 9, 1 };
 
 	sc_transfer(b, &t, 3000);
 }
