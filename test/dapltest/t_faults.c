@@ -437,13 +437,11 @@ struct transfer {
  * find every Read answered before the kill.  These guarantee the cut. */
 #define STOPPED_MORE ((EP_DEPTH - NWR) / 2)
 
-/* Stop p (waitpid sees it stopped), then post n more of post. */
+/* Stop p, then post n more of post. */
 static int stop_and_post(struct peer *p, struct wr_count *w, int n,
 			 DAT_RETURN (*post)(int i, uint64_t ck))
 {
-	return kill(p->pid, SIGSTOP) == 0 &&
-	       waitpid(p->pid, NULL, WUNTRACED) == p->pid &&
-	       post_n(w, n, post);
+	return peer_stop(p) && post_n(w, n, post);
 }
 
 static void sc_transfer(struct bound *b, const struct transfer *t,
@@ -559,9 +557,7 @@ static void sc_accepted_not_established(struct bound *b)
 	ok = peer_spawn(&p, "connector", args);
 	ev = side_wait(S.cr, STEP_MS * 1000);
 	ok = ok && ev.event_number == DAT_CONNECTION_REQUEST_EVENT &&
-	     kill(p.pid, SIGSTOP) == 0;
-	/* A stopped process is stopped once waitpid reports it. */
-	ok = ok && waitpid(p.pid, NULL, WUNTRACED) == p.pid &&
+	     peer_stop(&p) &&
 	     dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
 			   S.ep, 0, NULL) == DAT_SUCCESS;
 	usleep(50000);

@@ -267,6 +267,13 @@ static inline void peer_close_ctl(struct peer *p)
 	p->ctl = -1;
 }
 
+/* SIGSTOP; 1 once waitpid reports the peer stopped (only then is it). */
+static inline int peer_stop(struct peer *p)
+{
+	return p->pid > 0 && kill(p->pid, SIGSTOP) == 0 &&
+	       waitpid(p->pid, NULL, WUNTRACED) == p->pid;
+}
+
 /* SIGKILL and reap; 1 if the peer died of it (was alive until then). */
 static inline int peer_kill(struct peer *p)
 {
