@@ -20,4 +20,7 @@ if [ -n "$missing" ]; then
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
 	$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
 		{ echo "apt-get install failed" >&2; exit 1; }
+	# CI machines can be short of disk: the downloaded archives are not
+	# needed once installed (.ci/run asks; a user's cache is left alone).
+	[ -z "${IW_APT_CLEAN:-}" ] || $SUDO apt-get clean
 fi

@@ -19,6 +19,21 @@ esac
 cd "$top" || exit 1
 status=0
 
+# Tests that die on a signal on purpose leave no core files behind.
+ulimit -c 0
+
+free_mib() { df -Pm "$top" | awk 'NR == 2 { print $4 }'; }
+# A full disk fails tests for a reason that is not theirs: say how much
+# there is, and when it runs short, drop the object files of a tree whose
+# suite is done (its logs and results stay; a rebuild remakes them).
+LOW_DISK_MIB=${IW_LOW_DISK_MIB:-2048}
+prune_if_short() {	# dir
+	[ "$(free_mib)" -lt "$LOW_DISK_MIB" ] || return 0
+	find "$1" -name '*.o' -type f -delete
+	echo "   (disk short: removed $1's object files, $(free_mib) MiB free)"
+}
+echo "== disk: $(free_mib) MiB free in $top"
+
 started=$(date +%s)
 section_time() {	# the seconds the last section took, for the CI budget
 	now=$(date +%s)
@@ -31,7 +46,7 @@ run_suite() {	# name dir wrapper tests configure-options...
 	echo "== $name"
 	rm -f "$dir"/test/*.trs "$dir"/test/*/*.trs
 	if ! "$top/scripts/build.sh" "$dir" "$@"; then
-		echo "build failed: $name"
+		echo "build failed: $name ($(free_mib) MiB free)"
 		echo ":test-result: ERROR build ($name)" > "$dir.build-failed.trs"
 		status=1
 		return
@@ -43,6 +58,7 @@ run_suite() {	# name dir wrapper tests configure-options...
 		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
 	fi
 	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$dir.check.out" || true
+	prune_if_short "$dir"
 	section_time
 }
 
