@@ -16,9 +16,12 @@
 #     trp_test=reorder:10,dup:10), with 1 % loss on top.
 #   - 100 connections at once: dapltest, 4 threads x 25 EPs, data
 #     validated, at 1 % loss.
-#   - iwdtest --ssp across the link over tcp and udp (no loss: the
-#     negotiation before the upgrade is the application's, and
-#     iwdtest's does not survive a lost datagram).
+#   - iwdtest --ssp across the link over tcp and udp; over udp once more
+#     with the first datagram of each of the four negotiation steps
+#     (hello, welcome, READY, the SSP's offer) dropped by nftables: the
+#     negotiation repeats what was lost, the server's SSP meets the
+#     repeated READY where the TRP request belongs (NON_PEER_REJECTED,
+#     the datagram left to the application) and upgrades again.
 #   - A peer killed mid-transfer, over udp and tcp: the survivor's EP
 #     must end (BROKEN or DISCONNECTED) within a bound: 2 s when the
 #     peer's kernel answers (ICMP port unreachable, TCP reset); 20 s over
@@ -217,8 +220,8 @@ NFT
 # ssp TRANSPORT: iwdtest --ssp across the link: a socket of TRANSPORT
 # (TCP, or a connected UDP socket) negotiated in streaming mode, then
 # upgraded by a Socket Service Point; every transfer's data checked.
-ssp() {
-	run=ssp-$1
+ssp() {	# TRANSPORT [WHAT]: WHAT tells a run under loss apart
+	run=ssp-$1${2:+-lossy}
 	conf_pair "$run" "$1"
 	port=$((port + 1))
 	in_b "$run" timeout "$limit" "$iwdtest" -s --ssp -P iw-ns -q "$port" -w 30 \
@@ -233,12 +236,43 @@ ssp() {
 	verdict=
 	[ "$cst" -eq 0 ] && [ "$waited" -eq 0 ] || verdict="client status $cst, server status $waited"
 	[ "$oks" -eq 6 ] || verdict="${verdict:+$verdict; }$oks of 6 transfers validated"
-	tap_result "$1: iwdtest --ssp upgrades a $(echo "$1" | tr a-z A-Z) socket across the link ($oks of 6 transfers validated)" \
+	tap_result "$1: iwdtest --ssp upgrades a $(echo "$1" | tr a-z A-Z) socket across the link${2:+ $2} ($oks of 6 transfers validated)" \
 		"$verdict" "$out/$run.client.out" "$out/$run.server.out"
+}
+
+# ssp_lossy: ssp udp with the first datagram of each negotiation step
+# dropped on arrival (an nftables rule per step, matching the word after
+# "IWDTEST " in the UDP payload, with a quota of one datagram); each rule
+# must have dropped one.
+ssp_lossy() {
+	for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" nft -f - <<NFT || { tap_result "ssp udp under loss: nft rules" "nft failed"; return; }
+table inet iwssploss {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		udp dport $((port + 1)) @th,128,32 0x53535020 quota until 60 bytes counter drop comment "hello"
+		udp sport $((port + 1)) @th,128,32 0x57454c43 quota until 60 bytes counter drop comment "welcome"
+		udp dport $((port + 1)) @th,128,32 0x52454144 quota until 60 bytes counter drop comment "READY"
+		udp sport $((port + 1)) @th,128,32 0x55504752 quota until 60 bytes counter drop comment "offer"
+	}
+}
+NFT
+	done
+	ssp udp "under the loss of each negotiation step's first datagram"
+	drops=$(for ns in "$NS_A" "$NS_B"; do
+		ip netns exec "$ns" nft list table inet iwssploss
+		ip netns exec "$ns" nft delete table inet iwssploss
+	done | sed -n 's/.*counter packets \([0-9]*\) .*comment "\([a-zA-Z]*\)".*/\2=\1/p' |
+		grep -v '=0$' | sort | tr '\n' ' ' | sed 's/ $//')
+	verdict=
+	[ "$drops" = "READY=1 hello=1 offer=1 welcome=1" ] || verdict="dropped: ${drops:-nothing}"
+	tap_result "udp: each negotiation step lost its first datagram ($drops)" "$verdict" \
+		"$out/ssp-udp-lossy.client.out" "$out/ssp-udp-lossy.server.out"
 }
 
 ssp tcp
 ssp udp
+ssp_lossy
 for pct in ${IW_NETNS_LOSS:-0 1 10}; do
 	matrix "loss$pct" "$pct"
 done

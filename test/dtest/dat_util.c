@@ -143,25 +143,17 @@ int du_listen(struct du *d, DAT_CONN_QUAL qual)
 			"dat_psp_create");
 }
 
-int du_wait_cr(struct du *d, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
-	       void *pd, int pdmax, int *pdlen)
+int du_take_cr(const DAT_EVENT *ev, DAT_CR_HANDLE *cr, void *pd, int pdmax,
+	       int *pdlen)
 {
-	DAT_TIMEOUT keep = d->tmo_us;
 	DAT_CR_PARAM p;
-	DAT_EVENT ev;
-	int rc;
 
-	d->tmo_us = wait_us;
-	rc = du_wait(d, d->cr_evd, &ev, "a connection request");
-	d->tmo_us = keep;
-	if (rc)
-		return -1;
-	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
+	if (ev->event_number != DAT_CONNECTION_REQUEST_EVENT) {
 		fprintf(stderr, "iwdtest: expected CONNECTION_REQUEST, got %s\n",
-			event_name(ev.event_number));
+			event_name(ev->event_number));
 		return -1;
 	}
-	*cr = ev.event_data.cr_arrival_event_data.cr_handle;
+	*cr = ev->event_data.cr_arrival_event_data.cr_handle;
 	if (du_check(dat_cr_query(*cr, DAT_CR_FIELD_ALL, &p), "dat_cr_query"))
 		return -1;
 	*pdlen = p.private_data_size;
@@ -169,6 +161,26 @@ int du_wait_cr(struct du *d, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		memcpy(pd, p.private_data,
 		       (size_t)(p.private_data_size < pdmax ? p.private_data_size : pdmax));
 	return 0;
+}
+
+int du_wait_cr_event(struct du *d, DAT_TIMEOUT wait_us, DAT_EVENT *ev)
+{
+	DAT_TIMEOUT keep = d->tmo_us;
+	int rc;
+
+	d->tmo_us = wait_us;
+	rc = du_wait(d, d->cr_evd, ev, "a connection request");
+	d->tmo_us = keep;
+	return rc;
+}
+
+int du_wait_cr(struct du *d, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
+	       void *pd, int pdmax, int *pdlen)
+{
+	DAT_EVENT ev;
+
+	return du_wait_cr_event(d, wait_us, &ev) ||
+	       du_take_cr(&ev, cr, pd, pdmax, pdlen) ? -1 : 0;
 }
 
 /* Waits for ESTABLISHED on the connection EVD; *refused set when the

@@ -51,6 +51,11 @@ int du_ep_create(struct du *d, const struct du_ep_sizes *s);
 int du_listen(struct du *d, DAT_CONN_QUAL qual);
 int du_wait_cr(struct du *d, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 	       void *pd, int pdmax, int *pdlen);
+/* du_wait_cr in two steps: the next event of the CR EVD within wait_us,
+ * then the request it must be, taken as du_wait_cr does. */
+int du_wait_cr_event(struct du *d, DAT_TIMEOUT wait_us, DAT_EVENT *ev);
+int du_take_cr(const DAT_EVENT *ev, DAT_CR_HANDLE *cr, void *pd, int pdmax,
+	       int *pdlen);
 int du_accept(struct du *d, DAT_CR_HANDLE cr);
 
 /* Active side: connect, retrying refusals for retry_ms (the server may not

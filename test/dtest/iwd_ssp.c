@@ -6,8 +6,8 @@
  * dat_iw_socket_connect.  On a tcp IA the socket is TCP, and lines are
  * taken no further than their '\n' so that no byte of the MPA exchange is
  * ever read by the negotiation.  On a udp IA it is a connected UDP socket,
- * one line per datagram; see dgram_dial for why the hello has two more
- * steps there. */
+ * one line per datagram, and every step survives a lost datagram: see
+ * dgram_dial and du_ssp_wait_cr. */
 #include "dat_util.h"
 
 #include <arpa/inet.h>
@@ -26,6 +26,11 @@
 #define WELCOME "IWDTEST WELCOME\n"	/* udp only: the hello arrived */
 #define READY   "IWDTEST READY\n"	/* udp only: no more hellos follow */
 #define HELLO_EVERY_MS 100
+/* Longer than a hello's: a READY repeated while the offer is on its way
+ * is a stray the server must take out of the socket (du_ssp_wait_cr). */
+#define READY_EVERY_MS 250
+/* Strays the server takes out of the socket before it gives up. */
+#define STRAYS_MAX 16
 
 /* Reads one line, and not a byte past it: what follows belongs to the
  * upgrade.  It peeks at what came and takes the line's bytes only (on a
@@ -122,11 +127,10 @@ static int dgram_connect(const char *host, unsigned port)
 }
 
 /* UDP client.  A hello sent before the server has bound its port is lost
- * (an ICMP port unreachable, seen as ECONNREFUSED), so it is repeated
- * until the server welcomes it; READY then tells the server that no
- * further hello follows.  Datagrams between two hosts' sockets arrive in
- * order, so once the server has READY no late hello is left in the socket
- * for the SSP to take as its TRP request. */
+ * (an ICMP port unreachable, seen as ECONNREFUSED), and any datagram may
+ * be dropped on the way, so the hello is repeated until the server
+ * welcomes it; READY (dgram_await_offer) then tells the server that no
+ * further hello follows. */
 static int dgram_dial(const char *host, unsigned port, int retry_ms)
 {
 	char line[64];
@@ -138,7 +142,7 @@ static int dgram_dial(const char *host, unsigned port, int retry_ms)
 		if (write_all(fd, HELLO) == 0 && poll(&p, 1, HELLO_EVERY_MS) == 1 &&
 		    read_line(fd, line, sizeof line, 0) == 0) {
 			if (strcmp(line, WELCOME) == 0)
-				return write_all(fd, READY) ? close(fd), -1 : fd;
+				return fd;
 			continue;	/* not ours: ask again */
 		}
 		if (p.revents == 0)
@@ -193,7 +197,8 @@ int du_tcp_accept(int lfd, int wait_ms)
 }
 
 /* UDP server: the first hello's sender becomes the socket's peer; its
- * hellos are welcomed until its READY (see dgram_dial). */
+ * hellos are welcomed until its READY (see dgram_dial); a READY repeated
+ * after that is du_ssp_wait_cr's. */
 static int dgram_answer(unsigned port, int wait_ms)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
@@ -257,39 +262,92 @@ int du_ssp_answer(struct du *d, unsigned port, int wait_ms)
 	return fd;
 }
 
+/* A datagram the SSP left in the socket (it was not the TRP request):
+ * taken out whole, 1 when it was READY.  -1 when nothing could be read. */
+static int take_stray(int fd)
+{
+	char line[64];
+	ssize_t n = recv(fd, line, sizeof line - 1, MSG_DONTWAIT);
+
+	if (n < 0)
+		return -1;
+	line[n] = '\0';
+	return strcmp(line, READY) == 0;
+}
+
 /* Server: the SSP sends the final streaming message and produces the
- * request; the CR and its private data are returned as du_wait_cr does. */
+ * request; the CR and its private data are returned as du_wait_cr does.
+ * Over UDP the client repeats READY until the offer reaches it, so when
+ * the offer (or READY) was lost, or a repeat crossed the offer, the SSP
+ * finds a READY where the TRP request belongs and ends with
+ * NON_PEER_REJECTED, the datagram left in the socket: take it out and
+ * upgrade again, offering again when it was READY (the client has not
+ * seen the offer yet). */
 int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		   void *pd, int pdmax, int *pdlen)
 {
-	DAT_IW_SSP_HANDLE ssp = DAT_HANDLE_NULL;
-	int rc;
+	const char *offer = UPGRADE;
 
-	if (du_check(dat_iw_ssp_create(d->ia, fd, d->ep, d->cr_evd, (DAT_PVOID)UPGRADE,
-				       (DAT_COUNT)strlen(UPGRADE), &ssp),
-		     "dat_iw_ssp_create"))
-		return -1;
-	rc = du_wait_cr(d, wait_us, cr, pd, pdmax, pdlen);
-	/* The CR owns the socket now: freeing the SSP does not touch it. */
-	dat_iw_ssp_free(ssp);
-	return rc;
+	for (int strays = 0;; strays++) {
+		DAT_IW_SSP_HANDLE ssp = DAT_HANDLE_NULL;
+		DAT_EVENT ev;
+		int rc;
+
+		if (du_check(dat_iw_ssp_create(d->ia, fd, d->ep, d->cr_evd, (DAT_PVOID)offer,
+					       offer ? (DAT_COUNT)strlen(offer) : 0, &ssp),
+			     "dat_iw_ssp_create"))
+			return -1;
+		rc = du_wait_cr_event(d, wait_us, &ev);
+		/* The CR owns the socket now; after NON_PEER_REJECTED the
+		 * consumer does.  Freeing the SSP touches it in neither case. */
+		dat_iw_ssp_free(ssp);
+		if (rc)
+			return -1;
+		if (!du_ia_is_udp(d) || strays == STRAYS_MAX ||
+		    ev.event_number != DAT_CONNECTION_EVENT_NON_PEER_REJECTED)
+			return du_take_cr(&ev, cr, pd, pdmax, pdlen);
+		rc = take_stray(fd);
+		if (rc < 0)
+			return -1;
+		offer = rc ? UPGRADE : NULL;
+	}
+}
+
+static int no_offer(int fd)
+{
+	fprintf(stderr, "iwdtest: --ssp: the server did not offer the upgrade\n");
+	close(fd);
+	return -1;
+}
+
+/* UDP client: READY, repeated until the offer comes (either may be lost;
+ * see du_ssp_wait_cr); a welcome of a repeated hello may come first. */
+static int dgram_await_offer(struct du *d, int fd)
+{
+	char line[64];
+
+	for (int left = (int)(d->tmo_us / 1000); left >= 0; left -= READY_EVERY_MS) {
+		if (write_all(fd, READY))
+			break;
+		while (read_line(fd, line, sizeof line, READY_EVERY_MS) == 0) {
+			if (strcmp(line, UPGRADE) == 0)
+				return 0;
+			if (strcmp(line, WELCOME) != 0)
+				return no_offer(fd);
+		}
+	}
+	return no_offer(fd);
 }
 
 int du_ssp_await_offer(struct du *d, int fd)
 {
 	char line[64];
 
-	int rc;
-
-	/* Over UDP a welcome may come again for a hello repeated late. */
-	while ((rc = read_line(fd, line, sizeof line, (int)(d->tmo_us / 1000))) == 0 &&
-	       strcmp(line, WELCOME) == 0)
-		;
-	if (rc || strcmp(line, UPGRADE) != 0) {
-		fprintf(stderr, "iwdtest: --ssp: the server did not offer the upgrade\n");
-		close(fd);
-		return -1;
-	}
+	if (du_ia_is_udp(d))
+		return dgram_await_offer(d, fd);
+	if (read_line(fd, line, sizeof line, (int)(d->tmo_us / 1000)) ||
+	    strcmp(line, UPGRADE) != 0)
+		return no_offer(fd);
 	return 0;
 }
 
