@@ -4,7 +4,9 @@
 # (tools/wireshark/trp.lua) on a real capture; TAP.
 #
 # An iwdtest run over the udp IA iw-lo-udp (Send, Write, Read and
-# ping-pong) is captured on loopback with tshark, on the run's UDP port,
+# ping-pong, a few iterations of each size: a capture of a time-budgeted
+# run at loopback speed, and its decode, took gigabytes of disk) is
+# captured on loopback with tshark, on the run's UDP port,
 # then decoded with the Lua dissector: every datagram must decode as TRP,
 # the DDP/RDMAP segments must reach Wireshark's own iWARP dissector, no
 # frame may be malformed, and every TRP header field must be shown.
@@ -50,14 +52,16 @@ check() {	# check COND-STATUS TEXT
 port=$((40000 + $$ % 10000))
 cap=$out/trp.pcapng
 rm -f "$cap"
-timeout 120 tshark -i lo -B 64 -f "udp port $port" -w "$cap" >"$out/capture.out" 2>&1 &
+# The file size bound (KB) is a guard: the run below writes a few MB.
+timeout 120 tshark -i lo -B 64 -f "udp port $port" -a filesize:65536 -w "$cap" \
+	>"$out/capture.out" 2>&1 &
 tpid=$!
 tries=0
 while ! grep -q 'Capturing on' "$out/capture.out" && [ $tries -lt 50 ]; do
 	tries=$((tries + 1))
 	sleep 0.2
 done
-args="-P iw-lo-udp -q $port -S 64,4K,64K,300K -t 0.05"
+args="-P iw-lo-udp -q $port -S 64,4K,64K,300K -n 2"
 # shellcheck disable=SC2086 # args is a word list
 timeout 60 "$iwdtest" -s $args >"$out/server.out" 2>&1 &
 spid=$!
