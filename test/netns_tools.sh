@@ -17,8 +17,7 @@
 # transfers per size with -a) and dapltest's large mixes do 500
 # iterations.  IW_NETNS_LONG=1 runs both as on loopback (dtest's
 # defaults, 10000 iterations); IW_TOOL_DTEST_ARGS and IW_DAPLTEST_ITER
-# override each.  The namespaces' TCP TIME_WAIT sockets on the tools'
-# fixed ports are destroyed between runs instead of waited out.
+# override each.
 # IW_NETNS_TRANSPORTS overrides the transport list.  Needs root, ip and
 # nft: skipped otherwise, and skipped where Debian's tools are
 # (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
@@ -45,8 +44,7 @@ else
 	# dtest -W -a with its defaults took over 120 s over udp here
 	IW_TOOL_TIMEOUT=${IW_TOOL_TIMEOUT:-600}
 fi
-IW_TOOL_FORGET_TIME_WAIT=1
-export IW_TOOL_DTEST_ARGS IW_DAPLTEST_ITER IW_TOOL_FORGET_TIME_WAIT IW_TOOL_TIMEOUT
+export IW_TOOL_DTEST_ARGS IW_DAPLTEST_ITER IW_TOOL_TIMEOUT
 
 n=0 failed=0
 # run_sub NAME SCRIPT: runs SCRIPT, prints its TAP renumbered, names prefixed

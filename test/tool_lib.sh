@@ -107,23 +107,23 @@ wait_listening() {
 }
 
 # wait_ports_free PORT...: waits (up to 60 s) until no socket of an earlier
-# run, in TIME_WAIT or not, TCP or UDP, holds one of these local ports on
-# the server's or the client's side.  With IW_TOOL_FORGET_TIME_WAIT set
-# (namespaces of the test's own, never the host's) the TIME_WAIT sockets
-# are destroyed (ss -K) instead of waited out: 60 s per dtest run.
+# run, TCP or UDP, holds one of these local ports on the server's or the
+# client's side.  TIME_WAIT sockets on them are destroyed (ss -K, as
+# root) rather than waited out: one is left after many dtest runs
+# (whichever side closes the side channel first), and waiting cost 60 s
+# each time, up to several minutes of a CI run.  They are the tools'
+# fixed ports, and a TIME_WAIT socket carries no connection.
 wait_ports_free() {
 	command -v ss >/dev/null 2>&1 || return 0
 	filter=""
 	for p in "$@"; do
 		filter="${filter:+$filter or }sport = :$p"
 	done
-	if [ -n "$IW_TOOL_FORGET_TIME_WAIT" ]; then
-		# shellcheck disable=SC2086 # the prefixes are word lists
-		{
-		$srv_pre ss -K -tan state time-wait "( $filter )"
-		$cli_pre ss -K -tan state time-wait "( $filter )"
-		} >/dev/null 2>&1
-	fi
+	# shellcheck disable=SC2086 # the prefixes are word lists
+	{
+	$srv_pre ss -K -tan state time-wait "( $filter )"
+	$cli_pre ss -K -tan state time-wait "( $filter )"
+	} >/dev/null 2>&1
 	tries=0
 	# shellcheck disable=SC2086 # the prefixes are word lists
 	while [ $tries -lt 300 ] &&
