@@ -305,8 +305,10 @@ int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		dat_iw_ssp_free(ssp);
 		if (rc)
 			return -1;
-		if (!du_ia_is_udp(d) || strays == STRAYS_MAX ||
-		    ev.event_number != DAT_CONNECTION_EVENT_NON_PEER_REJECTED)
+		/* The event first: the transport is an IA query, kept out of
+		 * the upgrade that bench/iwcm times. */
+		if (ev.event_number != DAT_CONNECTION_EVENT_NON_PEER_REJECTED ||
+		    strays == STRAYS_MAX || !du_ia_is_udp(d))
 			return du_take_cr(&ev, cr, pd, pdmax, pdlen);
 		rc = take_stray(fd);
 		if (rc < 0)
