@@ -245,15 +245,16 @@ ssp() {	# TRANSPORT [WHAT]: WHAT tells a run under loss apart
 # "IWDTEST " in the UDP payload, with a quota of one datagram); each rule
 # must have dropped one.
 ssp_lossy() {
+	next=$((port + 1))	# the qualifier ssp takes
 	for ns in "$NS_A" "$NS_B"; do
 		ip netns exec "$ns" nft -f - <<NFT || { tap_result "ssp udp under loss: nft rules" "nft failed"; return; }
 table inet iwssploss {
 	chain input {
 		type filter hook input priority 0; policy accept;
-		udp dport $((port + 1)) @th,128,32 0x53535020 quota until 60 bytes counter drop comment "hello"
-		udp sport $((port + 1)) @th,128,32 0x57454c43 quota until 60 bytes counter drop comment "welcome"
-		udp dport $((port + 1)) @th,128,32 0x52454144 quota until 60 bytes counter drop comment "READY"
-		udp sport $((port + 1)) @th,128,32 0x55504752 quota until 60 bytes counter drop comment "offer"
+		udp dport $next @th,128,32 0x53535020 quota until 60 bytes counter drop comment "hello"
+		udp sport $next @th,128,32 0x57454c43 quota until 60 bytes counter drop comment "welcome"
+		udp dport $next @th,128,32 0x52454144 quota until 60 bytes counter drop comment "READY"
+		udp sport $next @th,128,32 0x55504752 quota until 60 bytes counter drop comment "offer"
 	}
 }
 NFT
