@@ -199,6 +199,47 @@ udp() {
 	to_raw "$2" - "$3" <"$l"
 }
 
+# dtest_w IA TRANSPORT CRC [NETNS]: Debian's dtest -W (an 8 B RDMA Write
+# ping-pong; each side polls its Write's completion, then spins on the
+# memory the peer writes) over IA; its "latency" is the one-way mean.
+# A row tagged TRANSPORT, CRC, mode poll, op dtest_w; none without
+# dtest (Debian dapl2-utils).
+dtestw=${DTEST:-$(command -v dtest)}
+dtest_w() {
+	[ -n "$dtestw" ] || return 0
+	# Not in --quick: make check's smoke run would share dtest's fixed
+	# qualifier with the Debian tool suites running beside it.
+	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
+	l=$(log "dtest_w-$2")
+	pre=
+	[ -n "$4" ] && pre="ip netns exec $4"
+	# shellcheck disable=SC2086
+	DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre "$dtestw" \
+		-P "$1" -s -W -b 8 >"$l.server" 2>&1 &
+	spid=$!
+	sleep 0.5	# its fixed qualifier, TCP or UDP: no port to poll for
+	# shellcheck disable=SC2086
+	DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre "$dtestw" \
+		-P "$1" -h 127.0.0.1 -W -b 8 >"$l" 2>&1
+	cst=$?
+	[ $cst -eq 0 ] || kill "$spid" 2>/dev/null
+	wait "$spid"
+	# dtest exits 0 when it fails: PASSED on both sides is the verdict.
+	ok=0
+	grep -q 'PASSED' "$l" && grep -q 'PASSED' "$l.server" && ok=1
+	[ $ok = 1 ] || failed "dtest -W over $1" "$l"
+	awk -v r="$round" -v t="$2" -v c="$3" -v ok="$ok" '
+	/RDMA write PingPong:/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "Total") tot = $(i + 1) + 0
+			if ($i == "latency") lat = $(i + 1) + 0
+			if ($i ~ /^\(/) n = substr($i, 2) + 0
+		}
+		printf "%s,%s,%s,poll,dtest_w,8,1,%d,%.6f,%.2f,%.0f,%s,,,,,,%d\n", r, t, c, n,
+			tot / 1e6, 8 * n / tot, n / (tot / 1e6), lat, ok
+	}' "$l" >>"$raw"
+}
+
 tcp() {	# tcp MODE "TCP_BASELINE ARGS"
 	pf=
 	[ "$1" = poll ] && pf=-p
@@ -289,7 +330,9 @@ while [ $round -lt "$rounds" ]; do
 			for m in block poll; do
 				udp "$ia" "$tag" $m "-m pingpong -S 8 -n $lat_iters" "$ns"
 			done
+			dtest_w "$ia" "$tag" - "$ns"
 		done
+		dtest_w iw-lo iwdapl 0
 	fi
 	tcp block "-m stream -S $sizes -t $secs --window $window"
 	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"

@@ -194,9 +194,15 @@ struct trp {
 	int rcv_send_end;
 	uint64_t ack_hold_ns;
 	uint64_t ack_delay_ns;		/* how long, 0: never held */
-	int ack_hold_timed;		/* a QP nobody watches: the timer
-					 * ends the hold (a poller's next
-					 * round or lease end does else) */
+	int ack_hold_timed;		/* the timer ends the hold (read by
+					 * no poller: a poller's next round
+					 * or lease end does else) */
+	/* The peer's lone packets other than Sends get answers: one of
+	 * ours went out within ack_delay_ns of the last one, and no hold of
+	 * one has run out since.  Their acks are held wherever they are
+	 * read. */
+	int ack_answered;
+	uint64_t rcv_heard_ns;		/* when the last one came */
 	struct trp_bufs rx_pool;	/* spare packet buffers */
 	/* Non-fatal error in a Write: its later segments are dropped. */
 	int skip_write;

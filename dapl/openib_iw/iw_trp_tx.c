@@ -310,6 +310,11 @@ static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 	q->stats.retransmits += (unsigned)sent < nre ? (unsigned)sent : nre;
 	if (sent)
 		ack_sent(t);		/* every packet carries the ack */
+	/* A packet of ours soon after the peer's lone one: its next are
+	 * worth holding the ack for (ack_hold). */
+	if (sent > (int)nre && t->rcv_heard_ns &&
+	    now - t->rcv_heard_ns <= t->ack_delay_ns)
+		t->ack_answered = 1;
 	if (!t->deadline_ns && t->snd_una != t->snd_sent)
 		t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
 	if (quiet && !err) {

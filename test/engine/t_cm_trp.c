@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -600,6 +601,97 @@ static void test_ack_polled_only(void)
 	cpair_close(&p);
 }
 
+/* Until the byte at at reads v, or WAIT_MS: the target of an RDMA Write
+ * spinning on its memory, as dtest -W and MPI's eager fast path do. */
+static int spin_until(const char *at, char v)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (*(const volatile char *)at != v) {
+		if (now_ms() > end)
+			return 0;
+		sched_yield();
+	}
+	return 1;
+}
+
+static uint64_t acks_of(struct side *s)
+{
+	struct iwe_trp_stats st;
+
+	iwe_trp_stats(s->qp, &st);
+	return st.acks_sent;
+}
+
+/* One byte RDMA-written from s's buf + 8192 to byte off of d's buf. */
+static int write1(struct side *s, struct side *d, uint64_t id, size_t off,
+		  char v, unsigned flags)
+{
+	s->buf[8192] = v;
+	return post_send1(s, id, IBV_WR_RDMA_WRITE, 8192, 1,
+			  (uintptr_t)(d->buf + off), d->mr->rkey, flags) == 0;
+}
+
+/* Writes answered by Writes, read by the progress thread while the
+ * consumers spin on memory: once the peer's lone packets have been
+ * answered within the delay, their acks are held and ride on the
+ * answers (a pure ack each way woke the other side's progress thread,
+ * which waited for a CPU: dtest -W over udp took 200 us a round trip on
+ * 2 CPUs, 10 us now).  A hold that runs out unanswered ends that. */
+static void test_ack_answered(void)
+{
+	struct cpair p;
+	uint64_t h0, acks0;
+	long t0, dt;
+	int i, ok = 1, other;
+
+	setenv("IWDAPL_TRP_ACK_DELAY_US", "5000", 1);
+	cpair_open(&p);
+	if (!cpair_establish(&p, "answered acks", IW_RTR_WRITE))
+		BAIL("answered acks: no connection");
+	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
+	for (i = 1; i <= 2 && ok; i++)	/* each side learns the pattern */
+		ok = write1(&p.a, &p.b, 100, 16384, (char)i, 0) &&
+		     spin_until(p.b.buf + 16384, (char)i) &&
+		     write1(&p.b, &p.a, 200, 16384, (char)i, 0) &&
+		     spin_until(p.a.buf + 16384, (char)i);
+	h0 = held_of(&p.a) + held_of(&p.b);
+	acks0 = acks_of(&p.a) + acks_of(&p.b);
+	for (i = 3; i <= 52 && ok; i++)
+		ok = write1(&p.a, &p.b, 100, 16384, (char)i, 0) &&
+		     spin_until(p.b.buf + 16384, (char)i) &&
+		     write1(&p.b, &p.a, 200, 16384, (char)i, 0) &&
+		     spin_until(p.a.buf + 16384, (char)i);
+	/* A scheduler delay past the 5 ms hold sends a pure ack (and the
+	 * side learns again): a few, not one per Write. */
+	CHECK(ok && acks_of(&p.a) + acks_of(&p.b) - acks0 <= 10 &&
+	      held_of(&p.a) + held_of(&p.b) - h0 >= 80,
+	      "100 Writes answered by Writes at once: their acks ride on the "
+	      "answers (%llu pure acks, %llu held)",
+	      (unsigned long long)(acks_of(&p.a) + acks_of(&p.b) - acks0),
+	      (unsigned long long)(held_of(&p.a) + held_of(&p.b) - h0));
+	/* A lone Write of a's that b does not answer: b, which learned that
+	 * a's Writes get answers, holds its ack until the delay ends. */
+	sleep_ms(20);
+	t0 = now_ms();
+	ok = write1(&p.a, &p.b, 300, 16384, 'x', IBV_SEND_SIGNALED) &&
+	     wait_cq(p.a.scq, 1);
+	dt = now_ms() - t0;
+	CHECK(ok && count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 1 &&
+	      other == 0 && dt >= 4,
+	      "an unanswered Write after answered ones: acknowledged when the "
+	      "5 ms hold runs out (completed after %ld ms)", dt);
+	h0 = held_of(&p.b);
+	ok = write1(&p.a, &p.b, 301, 16384, 'y', IBV_SEND_SIGNALED) &&
+	     wait_cq(p.a.scq, 1);
+	CHECK(ok && count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 1 &&
+	      other == 0 && held_of(&p.b) == h0,
+	      "after a hold ran out unanswered: the next lone Write is "
+	      "acknowledged at once (%llu held)",
+	      (unsigned long long)(held_of(&p.b) - h0));
+	cpair_close(&p);
+}
+
 /* ----------------------------------------------------------------- SSP */
 
 static void test_ssp(void)
@@ -789,6 +881,7 @@ int main(void)
 	test_established_first();
 	test_established_before_later_end();
 	test_ack_polled_only();
+	test_ack_answered();
 	test_ssp();
 	test_many();
 	iwe_device_close(g_dev);
