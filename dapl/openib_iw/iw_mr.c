@@ -14,9 +14,20 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
 
+#include "iw_env.h"
 #include "iw_guard.h"
 #include "iw_priv.h"
+
+/* Linux 5.14; glibc's headers have them from 2.35. */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22
+#endif
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 #define MR_ACCESS_ALLOWED                                            \
 	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |          \
@@ -228,6 +239,35 @@ static void mr_fill_entry(struct iwe_stag_entry *e, struct iwe_mr_priv *m)
 	e->valid = 1;
 }
 
+/* Registration makes the region resident, as an adapter's pinning does:
+ * its pages are faulted in now (writable ones for a region the engine may
+ * write into), not one at a time while data is placed.  Debian's dtest
+ * sends its 4 MiB messages through 100 fresh buffers, and a page fault
+ * per 4 KiB in the receive path held its ping-pong at 200 MB/s (460 MB/s
+ * now; on this VM the host still backs each page at its first write).
+ * Best effort: a range the kernel cannot populate (holes, a read-only
+ * mapping with local write asked) is faulted as it is used, and fails as
+ * it did if it is not mapped then.  Regions larger than
+ * IWDAPL_MR_POPULATE_MB (default 1024; 0: none) are left alone: a
+ * reservation far larger than what it will hold must not take that much
+ * memory at once. */
+static void mr_populate(void *addr, size_t length, int access)
+{
+	static long max_mb = -1;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)addr & ~(page - 1);
+	uintptr_t hi = (uintptr_t)addr + length;
+
+	if (length > (size_t)iw_env_long_once(&max_mb, "IWDAPL_MR_POPULATE_MB",
+					      1024, 0, 1L << 20) << 20)
+		return;
+	hi = hi > UINTPTR_MAX - (page - 1) ? UINTPTR_MAX & ~(page - 1)
+					   : (hi + page - 1) & ~(page - 1);
+	(void)madvise((void *)lo, hi - lo,
+		      access & IBV_ACCESS_LOCAL_WRITE ? MADV_POPULATE_WRITE
+						      : MADV_POPULATE_READ);
+}
+
 struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
 			  int access)
 {
@@ -245,6 +285,7 @@ struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,
 		errno = ENOMEM;
 		return NULL;
 	}
+	mr_populate(addr, length, access);
 	m->pub = (struct iwe_mr){ .pd = pd, .addr = addr, .length = length,
 				  .access = access };
 	dev = pd->dev;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include "iw_priv.h"
@@ -545,6 +546,55 @@ static void test_mw(struct iwe_device *d, struct iwe_pd *pd,
 	iwe_dereg_mr(nob);
 }
 
+/* Pages of [p, p + len) resident, by mincore; -1 if it fails. */
+static long resident_pages(void *p, size_t len)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), n = (len + pg - 1) / pg;
+	unsigned char v[256];
+	long r = 0;
+
+	if (n > sizeof(v) || mincore(p, len, v))
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		r += v[i] & 1;
+	return r;
+}
+
+/* Registration makes a region resident (doc/semantics.md), as pinning
+ * does, and leaves its bytes as they were; a region it cannot populate
+ * whole (a hole in it) registers all the same. */
+static void test_mr_resident(struct iwe_pd *pd)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = 64 * pg;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct iwe_mr *mr;
+	int same = 1;
+
+	if (m == MAP_FAILED)
+		BAIL("mmap");
+	memset(m, 0x5a, 8 * pg);	/* the first 8 pages hold data */
+	CHECK(resident_pages(m, len) == 8,
+	      "a fresh mapping: only the written pages resident (%ld of 64)",
+	      resident_pages(m, len));
+	mr = iwe_reg_mr(pd, m, len, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr && resident_pages(m, len) == 64,
+	      "registered with local write: every page resident (%ld of 64)",
+	      resident_pages(m, len));
+	for (size_t i = 0; i < len; i++)
+		same &= m[i] == (i < 8 * pg ? 0x5a : 0);
+	CHECK(same, "and the region's bytes are as they were");
+	if (mr)
+		iwe_dereg_mr(mr);
+	munmap(m + 32 * pg, pg);	/* a hole */
+	mr = iwe_reg_mr(pd, m, len, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL, "a region with a hole registers all the same (its "
+	      "pages are faulted, or fail, as they are used)");
+	if (mr)
+		iwe_dereg_mr(mr);
+	munmap(m, len);
+}
+
 static void test_pd_mr(void)
 {
 	struct iwe_device *d = iwe_device_open("lo", IWE_TRANSPORT_TCP);
@@ -573,6 +623,7 @@ static void test_pd_mr(void)
 	test_mr_check(d, pd, pd2, buf);
 	test_stag_reuse(buf);
 	test_mw(d, pd, pd2, buf);
+	test_mr_resident(pd);
 	CHECK(iwe_dealloc_pd(pd) == 0 && iwe_dealloc_pd(pd2) == 0,
 	      "dealloc unused PDs -> 0");
 	CHECK(iwe_dealloc_pd(NULL) == EINVAL, "dealloc_pd(NULL) -> EINVAL");
