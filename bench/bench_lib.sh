@@ -38,11 +38,15 @@ next_qual() {
 	[ "$qual" -le 63899 ] || qual=63100
 }
 
-# wait_listen PORT: until something listens on TCP PORT, 5 s at most.
+# wait_listen PORT [PREFIX...]: until something listens on TCP PORT or
+# has UDP PORT bound (a udp IA's PSP), 5 s at most; PREFIX runs ss (ip
+# netns exec NS: in that namespace).
 wait_listen() {
+	port=$1
+	shift
 	i=0
 	while [ $i -lt 100 ]; do
-		ss -Hltn "sport = :$1" 2>/dev/null | grep -q . && return 0
+		"$@" ss -Hlntu "sport = :$port" 2>/dev/null | grep -q . && return 0
 		sleep 0.05
 		i=$((i + 1))
 	done

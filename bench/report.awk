@@ -139,9 +139,10 @@ function udp_table(    i, s, kt, ku, kv, kn, ko, m, modes) {
 	split("block poll", modes, " ")
 	for (m = 1; m <= 2; m++)
 		udp_row("8 B ping-pong " modes[m] ", us", modes[m], "pingpong", 8, "lat_mean_us")
-	if ((key("udp", "-", "poll", "dtest_w", 8)) in have)
+	if ((key("udp", "-", "poll", "dtest_w", 8)) in have) {
 		udp_row("8 B dtest -W, us", "poll", "dtest_w", 8, "lat_mean_us")
-	printf "(dtest -W: Debian dtest's RDMA Write ping-pong, polling the Write's completion, then spinning on memory)\n"
+		printf "(dtest -W: Debian dtest's RDMA Write ping-pong, polling the Write's completion, then spinning on memory)\n"
+	}
 	printf "(ratios: udp/tcp of medians; lo: both at 65536; 1500/lo: udp at 1500, tcp at 65536; ns: both at 1500)\n"
 }
 

@@ -217,12 +217,8 @@ dtest_w() {
 	DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre "$dtestw" \
 		-P "$1" -s -W -b 8 >"$l.server" 2>&1 &
 	spid=$!
-	# Its fixed qualifier, 45248: a TCP listener or a bound UDP port.
-	i=0
-	while [ $i -lt 100 ] && ! $pre ss -Hlntu "sport = :45248" 2>/dev/null | grep -q .; do
-		sleep 0.05
-		i=$((i + 1))
-	done
+	# shellcheck disable=SC2086
+	wait_listen 45248 $pre	# dtest's fixed qualifier
 	# shellcheck disable=SC2086
 	DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre "$dtestw" \
 		-P "$1" -h 127.0.0.1 -W -b 8 >"$l" 2>&1

@@ -256,14 +256,13 @@ static void mr_populate(void *addr, size_t length, int access)
 	static long max_mb = -1;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t lo = (uintptr_t)addr & ~(page - 1);
-	uintptr_t hi = (uintptr_t)addr + length;
 
 	if (length > (size_t)iw_env_long_once(&max_mb, "IWDAPL_MR_POPULATE_MB",
 					      1024, 0, 1L << 20) << 20)
 		return;
-	hi = hi > UINTPTR_MAX - (page - 1) ? UINTPTR_MAX & ~(page - 1)
-					   : (hi + page - 1) & ~(page - 1);
-	(void)madvise((void *)lo, hi - lo,
+	/* madvise wants the start page-aligned and rounds the length up;
+	 * the range does not wrap (mr_args_valid). */
+	(void)madvise((void *)lo, length + ((uintptr_t)addr - lo),
 		      access & IBV_ACCESS_LOCAL_WRITE ? MADV_POPULATE_WRITE
 						      : MADV_POPULATE_READ);
 }
