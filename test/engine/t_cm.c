@@ -717,7 +717,7 @@ static void test_poller_keeps_input(void)
  * polls stop.  Here the sender polls its empty CQ long enough to take the
  * lease, posts two small Sends back to back (the second is held), then
  * neither polls nor arms: both must arrive, within the lease's bound
- * (1.1 ms; the check allows far more for loaded or instrumented runs). */
+ * (4.1 ms; the check allows far more for loaded or instrumented runs). */
 static void test_burst_under_lease(void)
 {
 	struct ibv_wc wc;
