@@ -491,6 +491,8 @@ struct iwe_qp_stats {
 	uint64_t tx_syscalls, rx_syscalls;	/* sendmsg / recvmsg calls */
 	uint64_t input_wakeups;		/* the progress thread woken for
 					 * input (a poller keeps it low) */
+	uint64_t lease_looks;		/* ... to see whether a poller
+					 * still polls */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
 	uint64_t retransmits;		/* datagrams sent again (udp) */

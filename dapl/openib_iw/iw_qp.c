@@ -307,6 +307,7 @@ static void lease_cb(struct iwe_prog_timer *t)
 						 lease_timer);
 	uint64_t until = atomic_load(&q->poll_until), now = iwe_now_ns();
 
+	atomic_fetch_add(&q->lease_looks, 1);
 	if (until > now) {
 		/* Still polling: look again later, less often the longer it
 		 * goes on (a poller that stops waits at most QP_LEASE_MAX_NS
@@ -1032,6 +1033,7 @@ void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st)
 	iwe_qp_lock(q);
 	*st = q->stats;
 	st->input_wakeups = atomic_load(&q->input_wakeups);
+	st->lease_looks = atomic_load(&q->lease_looks);
 	iwe_qp_unlock(q);
 }
 

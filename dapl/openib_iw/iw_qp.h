@@ -285,6 +285,7 @@ struct iwe_qp_priv {
 	struct iwe_prog_timer lease_timer;
 	struct iwe_prog_task lease_task;	/* a poller took the lease */
 	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
+	atomic_uint_fast64_t lease_looks;	/* iwe_qp_stats' */
 	void (*notify)(void *arg);
 	void *notify_arg;
 	/* Polling: until this CLOCK_MONOTONIC time (ns) a consumer drives

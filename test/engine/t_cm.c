@@ -709,6 +709,51 @@ static void test_poller_keeps_input(void)
 	cpair_close(&pl_pair);
 }
 
+/* A consumer that polls on and on keeps the lease; the progress thread
+ * looks whether it still polls less and less often, at most every
+ * IWDAPL_POLL_LEASE_MAX_US (4 ms).  Each look is a wake-up that took a
+ * CPU from a poller on 2 CPUs: looking every 1 ms raised a polling
+ * ping-pong's p99 threefold.  300 ms of polls: some 80 looks at 4 ms,
+ * some 300 at 1 ms. */
+static void test_poller_few_looks(void)
+{
+	struct iwe_qp_stats st0, st;
+	struct ibv_wc wc;
+	struct cpair p;
+	long end;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31179, 4, 4, "few looks"),
+	      "few looks: connected");
+	iwe_qp_query_stats(p.b.qp, &st0);
+	for (end = now_ms() + 300; now_ms() < end;)
+		iwe_poll_cq(p.b.rcq, 1, &wc);
+	iwe_qp_query_stats(p.b.qp, &st);
+	CHECK(under_valgrind() || st.lease_looks - st0.lease_looks >= 10,
+	      "few looks: the progress thread looked whether the poller "
+	      "still polls (%llu times in 300 ms)",
+	      (unsigned long long)(st.lease_looks - st0.lease_looks));
+	CHECK(st.lease_looks - st0.lease_looks < 150,
+	      "few looks: %llu looks in 300 ms of polls (at most 150)",
+	      (unsigned long long)(st.lease_looks - st0.lease_looks));
+	/* The polls stop without an arm: the lease lapses, and a Send that
+	 * comes then is read by the progress thread (counted, not polled). */
+	fill(p.a.buf, 64, 31179);
+	CHECK(post_send1(&p.a, 51, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0,
+	      "few looks: a Send posted once the polls stopped");
+	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
+	     iwe_cq_count(p.b.rcq) < 1;)
+		usleep(200);
+	CHECK(iwe_cq_count(p.b.rcq) == 1 && !memcmp(p.b.buf, p.a.buf, 64),
+	      "few looks: the Send arrived with nobody polling, data intact");
+	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
+	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
+	      "few looks: disconnected");
+	cpair_close(&p);
+}
+
 /* Posts close together are a burst, held back until the consumer polls
  * or arms -- or, as a safety net, until the progress thread sends them.
  * A consumer that holds the poll lease is not given a timer for each
@@ -952,6 +997,7 @@ int main(void)
 	test_bulk_not_held();
 	test_poll_reads_bulk();
 	test_poller_keeps_input();
+	test_poller_few_looks();
 	test_burst_under_lease();
 	test_peer_dies();
 	test_max_requests();
