@@ -74,11 +74,12 @@ cm_case() {	# cm_case MODE CYCLES
 
 rate="-S 64 -t $secs --window 32 --no-verify"
 case $case in
-write-rate) iw_case "" "-m write $rate" ;;
-read-rate) iw_case "" "-m read $rate" ;;
-send-rate) iw_case "" "-m send $rate" ;;
-write-64k) iw_case "" "-m write -S 64K -t $secs --no-verify" ;;
-write-1m) iw_case "" "-m write -S 1M -t $secs --no-verify" ;;
+# The server checks every transfer unless told not to (as in bench/run.sh).
+write-rate) iw_case --no-verify "-m write $rate" ;;
+read-rate) iw_case --no-verify "-m read $rate" ;;
+send-rate) iw_case --no-verify "-m send $rate" ;;
+write-64k) iw_case --no-verify "-m write -S 64K -t $secs --no-verify" ;;
+write-1m) iw_case --no-verify "-m write -S 1M -t $secs --no-verify" ;;
 pp-poll) iw_case "-p" "-p -m pingpong -S 8 -n $(awk -v s="$secs" 'BEGIN { print int(s * 50000) }')" ;;
 pp-block) iw_case "" "-m pingpong -S 8 -n $(awk -v s="$secs" 'BEGIN { print int(s * 20000) }')" ;;
 connect-psp) cm_case psp "$(awk -v s="$secs" 'BEGIN { print int(s * 2000) }')" ;;
