@@ -632,6 +632,9 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		ret = wait_loop_locked(evd, timeout, threshold);
 		if (ret == DAT_SUCCESS)
 			t = take_locked(evd, event, &wc);
+		/* A wait that may sleep is no poller, whatever it found. */
+		if (evd->cq && timeout != 0)
+			iwe_cq_note_poll(evd->cq, 0);
 		/* Only a wait of 0 polls; any other's event ends a
 		 * stretch of empty polls too. */
 		yield = poll_yield_due_locked(evd, timeout == 0 &&

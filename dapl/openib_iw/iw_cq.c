@@ -434,6 +434,7 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
 	q = cq_priv(cq);
+	iwe_cq_note_poll(cq, 1);
 	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
 		cq_run_poll_hooks(q, IWE_DRIVE_POLL);
 	pthread_mutex_lock(&q->lock);
@@ -461,6 +462,7 @@ int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only)
 	if (want > q->armed)
 		q->armed = want;
 	pthread_mutex_unlock(&q->lock);
+	iwe_cq_note_poll(cq, 0);
 	/* Whoever arms is about to sleep: the progress thread takes over
 	 * the QPs a poller may have been driving. */
 	cq_run_arm_hooks(q);
@@ -537,6 +539,22 @@ int iwe_cq_overflowed(const struct iwe_cq *cq)
 
 	cq_fill(cq, &count, &overflow);
 	return overflow;
+}
+
+void iwe_cq_note_poll(struct iwe_cq *cq, int polling)
+{
+	struct iwe_cq_priv *q = cq_priv(cq);
+
+	/* Written only when it changes: pollers share the line. */
+	if (atomic_load_explicit(&q->polling, memory_order_relaxed) != polling)
+		atomic_store_explicit(&q->polling, polling,
+				      memory_order_relaxed);
+}
+
+int iwe_cq_polling(const struct iwe_cq *cq)
+{
+	return atomic_load_explicit(&cq_priv(cq)->polling,
+				    memory_order_relaxed);
 }
 
 int iwe_cq_count(const struct iwe_cq *cq)

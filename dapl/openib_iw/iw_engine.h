@@ -205,6 +205,10 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
+/* The consumer's looks at cq are polls (1: iwe_poll_cq says so too) or
+ * waits that sleep when nothing is there (0: arming says so too). */
+void iwe_cq_note_poll(struct iwe_cq *cq, int polling);
+int iwe_cq_polling(const struct iwe_cq *cq);
 /* Drive the QPs completing into cq from the calling thread.
  * IWE_DRIVE_POLL: a poll (what iwe_poll_cq does on an empty CQ), which
  * reads all input, bulk too: a poller keeps its CPU, and on a small
@@ -493,6 +497,8 @@ struct iwe_qp_stats {
 					 * input (a poller keeps it low) */
 	uint64_t lease_looks;		/* ... to see whether a poller
 					 * still polls */
+	uint64_t wc_held;		/* Write completions held for the
+					 * peer's answer (tcp) */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
 	uint64_t retransmits;		/* datagrams sent again (udp) */

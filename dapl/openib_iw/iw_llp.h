@@ -46,6 +46,10 @@ struct iwe_llp_seg {
 
 struct iwe_llp_ops {
 	const char *name;
+	/* A segment is done once it is in the socket (MPA), not once the
+	 * peer acknowledged it (TRP): a Write completes before any answer
+	 * can come (iw_wc_hold.c). */
+	int done_when_sent;
 	/* Set up (and free) the transport's state of a QP: 0 or ENOMEM. */
 	int (*attach)(struct iwe_qp_priv *q);
 	/* Optional: attach with the transport's own start state (TRP: the

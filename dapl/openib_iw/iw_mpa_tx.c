@@ -359,6 +359,7 @@ static void mpa_detach(struct iwe_qp_priv *q)
 
 const struct iwe_llp_ops iwe_llp_mpa = {
 	.name = "MPA/TCP",
+	.done_when_sent = 1,
 	.attach = mpa_attach,
 	.detach = mpa_detach,
 	.max_ulpdu = mpa_max_ulpdu,

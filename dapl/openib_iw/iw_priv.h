@@ -315,6 +315,10 @@ struct iwe_cq_priv {
 	uint32_t head, count;
 	int overflow;			/* sticky */
 	int armed;			/* enum iwe_cq_arm */
+	/* The consumer's last look was a poll, not a wait that sleeps
+	 * (iwe_cq_note_poll): a held Write completion (iw_wc_hold.c) is
+	 * then polled for, and the polls read the answer. */
+	atomic_int polling;
 	uint32_t users;			/* QPs using it; under lock */
 	/* Hooks of the QPs completing into it (iwe_cq_add_hook), under
 	 * hooks_lock, which comes before any QP lock. */

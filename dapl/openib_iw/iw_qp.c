@@ -234,8 +234,10 @@ static int run_tx(struct iwe_qp_priv *q)
 /* Receive, then send what that queued (Read Responses, a Terminate). */
 static int run_io(struct iwe_qp_priv *q)
 {
-	int err = run_rx(q), terr = run_tx(q);
+	int err = run_rx(q), terr;
 
+	iwe_wc_hold_check(q);
+	terr = run_tx(q);
 	update_watch(q);
 	return err ? err : terr;
 }
@@ -410,10 +412,12 @@ static int poll_hook(struct iwe_qp_priv *q, enum iwe_drive how)
 static void arm_hook(struct iwe_qp_priv *q)
 {
 	if (!q->prog || (!atomic_load(&q->poll_until) &&
-			 !atomic_load(&q->tx_deferred)))
+			 !atomic_load(&q->tx_deferred) &&
+			 !atomic_load(&q->wc_hold_until)))
 		return;
 	atomic_store(&q->poll_until, 0);
 	iwe_qp_lock(q);
+	iwe_wc_hold_release(q);
 	if (atomic_load(&q->tx_deferred))
 		run_tx(q);
 	if (q->llp && q->llp->rx_idle && q->fd >= 0)

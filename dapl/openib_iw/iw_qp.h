@@ -309,6 +309,12 @@ struct iwe_qp_priv {
 	struct iwe_prog_timer defer_timer;
 	atomic_int rx_hup;		/* the peer closed (or the socket
 					 * failed): read up to the end */
+	/* A lone Write's completion held for its answer (iw_wc_hold.c). */
+	_Atomic uint64_t wc_hold_until;	/* ns; 0: none held (arm_hook
+					 * looks without the lock) */
+	uint64_t wc_write_ns;		/* the last lone Write was done */
+	uint64_t wc_rx_seen;		/* stats.rx_segments then */
+	int wc_answered;		/* holds left to run out unanswered */
 	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
 	struct iwe_cq_hook send_hook, recv_hook;
 };
@@ -396,6 +402,18 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
+
+/* ---- iw_wc_hold.c (all with q->lock held) */
+
+/* WR idx, an RDMA Write, is done in the transport (before it retires):
+ * its completion may be held for the peer's answer. */
+void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w,
+			    uint32_t idx);
+/* After reading input: release the held completion if anything came
+ * or the hold ran out. */
+void iwe_wc_hold_check(struct iwe_qp_priv *q);
+/* Release it now (the consumer arms, posts again; a flush). */
+void iwe_wc_hold_release(struct iwe_qp_priv *q);
 
 /* ---- iw_wq.c (all with q->lock held) */
 

@@ -754,6 +754,163 @@ static void test_poller_few_looks(void)
 	cpair_close(&p);
 }
 
+/* Debian's dtest -W over tcp: each side RDMA-writes, polls its send CQ
+ * for the Write's completion, then spins on the memory the peer writes.
+ * Once the Writes are answered quickly, a lone Write's completion is held
+ * (iw_wc_hold.c) and the polls that wait for it read the answer: the
+ * progress thread is not woken for each message (on 2 CPUs with both
+ * consumers spinning, that wake-up waited 20-30 us for a CPU). */
+#define PP_WRITES 200
+
+struct wpp {
+	struct side *s, *d;
+	int first;		/* writes first (else answers) */
+	int n, base;		/* n Writes of values base + 1.. */
+	atomic_int done;
+	int ok;
+};
+
+/* Spin on memory, as dtest -W does: no call into the engine. */
+static int wpp_spin(const char *at, char v)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (*(const volatile char *)at != v)
+		if (now_ms() > end)
+			return 0;
+	return 1;
+}
+
+static int wpp_write_polled(struct wpp *w, char v)
+{
+	struct ibv_wc wc;
+	long end = now_ms() + WAIT_MS;
+	int n;
+
+	w->s->buf[8192] = v;
+	if (post_send1(w->s, (uint64_t)(unsigned char)v, IBV_WR_RDMA_WRITE,
+		       8192, 1, (uintptr_t)(w->d->buf + 16384), w->d->mr->rkey,
+		       IBV_SEND_SIGNALED))
+		return 0;
+	while ((n = iwe_poll_cq(w->s->scq, 1, &wc)) == 0)
+		if (now_ms() > end)
+			return 0;
+	return n == 1 && wc.status == IBV_WC_SUCCESS &&
+	       wc.opcode == IBV_WC_RDMA_WRITE;
+}
+
+static void *wpp_run(void *arg)
+{
+	struct wpp *w = arg;
+	int i;
+
+	w->ok = 1;
+	for (i = 1; i <= w->n && w->ok; i++) {
+		char v = (char)((w->base + i) % 120 + 1);
+
+		if (!w->first)
+			w->ok = wpp_spin(w->s->buf + 16384, v);
+		w->ok = w->ok && wpp_write_polled(w, v);
+		if (w->first)
+			w->ok = w->ok && wpp_spin(w->s->buf + 16384, v);
+	}
+	atomic_store(&w->done, 1);
+	return NULL;
+}
+
+/* n Writes each way, a's and b's threads answering each other at once
+ * (the holds start again once they are answered).  1 if all went. */
+static int wpp_pingpong(struct wpp *a, struct wpp *b, int n, int base)
+{
+	pthread_t ta, tb;
+
+	a->first = 1, b->first = 0;
+	a->n = b->n = n;
+	a->base = b->base = base;
+	pthread_create(&tb, NULL, wpp_run, b);
+	pthread_create(&ta, NULL, wpp_run, a);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	return a->ok && b->ok;
+}
+
+static void test_write_completion_held(void)
+{
+	struct wpp wa = { 0 }, wb = { 0 };
+	struct iwe_qp_stats sa0, sb0, sa, sb;
+	struct ibv_wc wc;
+	struct cpair p;
+	uint64_t held, wakes;
+	long t0;
+	int n;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31181, 4, 4, "held wc"), "held wc: connected");
+	iwe_qp_query_stats(p.a.qp, &sa0);
+	iwe_qp_query_stats(p.b.qp, &sb0);
+	wa = (struct wpp){ .s = &p.a, .d = &p.b };
+	wb = (struct wpp){ .s = &p.b, .d = &p.a };
+	wpp_pingpong(&wa, &wb, PP_WRITES, 0);
+	iwe_qp_query_stats(p.a.qp, &sa);
+	iwe_qp_query_stats(p.b.qp, &sb);
+	held = sa.wc_held - sa0.wc_held + sb.wc_held - sb0.wc_held;
+	wakes = sa.input_wakeups - sa0.input_wakeups + sb.input_wakeups -
+		sb0.input_wakeups;
+	CHECK(wa.ok && wb.ok, "held wc: %d Writes each way, each answered, "
+	      "every completion a success", PP_WRITES);
+	/* Valgrind and the sanitizers stretch a round trip past the 50 us
+	 * hold: there the holds are not counted. */
+	CHECK(under_valgrind() || under_sanitizer() ||
+	      (held >= PP_WRITES && wakes <= PP_WRITES / 4),
+	      "held wc: completions held for their answers %llu times of %d, "
+	      "the progress thread woken for input %llu times",
+	      (unsigned long long)held, 2 * PP_WRITES,
+	      (unsigned long long)wakes);
+	/* A lone Write nobody answers: its completion comes when the hold
+	 * runs out (50 us), to a consumer that keeps polling. */
+	t0 = now_ms();
+	CHECK(wpp_write_polled(&wa, 'z') && now_ms() - t0 < 1000,
+	      "held wc: an unanswered Write completes while polled "
+	      "(%ld ms)", now_ms() - t0);
+	/* Answered again, then a Write whose completion is held: a consumer
+	 * that arms its CQ to sleep gets it at once. */
+	CHECK(wpp_pingpong(&wa, &wb, 10, 10), "held wc: 10 more each way");
+	iwe_qp_query_stats(p.a.qp, &sa0);
+	p.a.buf[8192] = 'r';
+	n = post_send1(&p.a, 76, IBV_WR_RDMA_WRITE, 8192, 1,
+		       (uintptr_t)(p.b.buf + 16384), p.b.mr->rkey,
+		       IBV_SEND_SIGNALED);
+	CHECK(n == 0 &&
+	      iwe_req_notify_cq(p.a.scq, 0) == 0 &&
+	      iwe_cq_count(p.a.scq) == 1 && poll1(p.a.scq, &wc) &&
+	      wc.wr_id == 76 && wc.status == IBV_WC_SUCCESS,
+	      "held wc: arming the CQ releases a held completion at once "
+	      "(held: %s)", (iwe_qp_query_stats(p.a.qp, &sa),
+			     sa.wc_held > sa0.wc_held) ? "yes" : "no");
+	/* Then one whose completion is held when the QP is flushed: it
+	 * completes as the success it is, before any flush. */
+	CHECK(wpp_pingpong(&wa, &wb, 10, 30), "held wc: 10 more each way");
+	iwe_qp_query_stats(p.a.qp, &sa0);
+	p.a.buf[8192] = 'q';
+	CHECK(post_send1(&p.a, 77, IBV_WR_RDMA_WRITE, 8192, 1,
+			 (uintptr_t)(p.b.buf + 16384), p.b.mr->rkey,
+			 IBV_SEND_SIGNALED) == 0,
+	      "held wc: one more Write posted (its completion held: %s)",
+	      (iwe_qp_query_stats(p.a.qp, &sa), sa.wc_held > sa0.wc_held) ?
+	      "yes" : "no");
+	CHECK(iwe_modify_qp(p.a.qp, IWE_QPS_ERROR) == 0,
+	      "held wc: the QP moved to ERROR at once");
+	n = iwe_poll_cq(p.a.scq, 1, &wc);
+	CHECK(n == 1 && wc.wr_id == 77 && wc.status == IBV_WC_SUCCESS &&
+	      iwe_poll_cq(p.a.scq, 1, &wc) == 0,
+	      "held wc: that Write completes as the success it is, not "
+	      "flushed (%d, wr_id %llu, status %d)", n,
+	      (unsigned long long)wc.wr_id, (int)wc.status);
+	cpair_close(&p);
+}
+
 /* Posts close together are a burst, held back until the consumer polls
  * or arms -- or, as a safety net, until the progress thread sends them.
  * A consumer that holds the poll lease is not given a timer for each
@@ -998,6 +1155,7 @@ int main(void)
 	test_poll_reads_bulk();
 	test_poller_keeps_input();
 	test_poller_few_looks();
+	test_write_completion_held();
 	test_burst_under_lease();
 	test_peer_dies();
 	test_max_requests();
