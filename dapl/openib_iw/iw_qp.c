@@ -417,7 +417,7 @@ static void arm_hook(struct iwe_qp_priv *q)
 		return;
 	atomic_store(&q->poll_until, 0);
 	iwe_qp_lock(q);
-	iwe_wc_hold_release(q);
+	iwe_wq_sq_release_held(q);
 	if (atomic_load(&q->tx_deferred))
 		run_tx(q);
 	if (q->llp && q->llp->rx_idle && q->fd >= 0)

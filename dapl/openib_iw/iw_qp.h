@@ -405,20 +405,21 @@ void iwe_qp_fail(struct iwe_qp_priv *q, int err);
 
 /* ---- iw_wc_hold.c (all with q->lock held) */
 
-/* WR idx, an RDMA Write, is done in the transport (before it retires):
+/* WR w, an RDMA Write, is done in the transport (before it retires):
  * its completion may be held for the peer's answer. */
-void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w,
-			    uint32_t idx);
+void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w);
 /* After reading input: release the held completion if anything came
  * or the hold ran out. */
 void iwe_wc_hold_check(struct iwe_qp_priv *q);
-/* Release it now (the consumer arms, posts again; a flush). */
-void iwe_wc_hold_release(struct iwe_qp_priv *q);
 
 /* ---- iw_wq.c (all with q->lock held) */
 
-/* Complete, in order, the send WRs at the head that are finished. */
+/* Complete, in order, the send WRs at the head that are finished
+ * (none while a completion is held: iw_wc_hold.c). */
 void iwe_wq_sq_retire(struct iwe_qp_priv *q);
+/* Release a held completion now (the consumer arms, posts again; a
+ * flush). */
+void iwe_wq_sq_release_held(struct iwe_qp_priv *q);
 /* Complete the head receive WR with byte_len bytes received. */
 void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 			int solicited, uint32_t inv_stag);

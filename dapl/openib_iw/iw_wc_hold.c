@@ -42,20 +42,11 @@
  * the progress thread, which such consumers leave waiting for a CPU. */
 #define WC_MISSES_MAX 4
 
-static int hold_wanted(const struct iwe_qp_priv *q, const struct iwe_swqe *w,
-		       uint32_t idx)
-{
-	return q->llp->done_when_sent && w->opcode == IBV_WR_RDMA_WRITE &&
-	       (w->signaled || q->sq_sig_all) && q->wc_answered &&
-	       idx == q->sq_head && q->sq_tail - q->sq_head == 1 &&
-	       q->pub.send_cq && iwe_cq_polling(q->pub.send_cq);
-}
-
-void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w,
-			    uint32_t idx)
+void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w)
 {
 	uint64_t now;
 
+	/* Lone: the only WR of the send queue, so its head too. */
 	if (!q->llp || !q->llp->done_when_sent ||
 	    w->opcode != IBV_WR_RDMA_WRITE || q->sq_tail - q->sq_head != 1)
 		return;
@@ -63,18 +54,11 @@ void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w,
 	/* Input read before now is not this Write's answer. */
 	q->wc_rx_seen = q->stats.rx_segments;
 	q->wc_write_ns = now;
-	if (hold_wanted(q, w, idx)) {
+	if ((w->signaled || q->sq_sig_all) && q->wc_answered &&
+	    q->pub.send_cq && iwe_cq_polling(q->pub.send_cq)) {
 		atomic_store(&q->wc_hold_until, now + WC_HOLD_NS);
 		q->stats.wc_held++;
 	}
-}
-
-void iwe_wc_hold_release(struct iwe_qp_priv *q)
-{
-	if (!atomic_load(&q->wc_hold_until))
-		return;
-	atomic_store(&q->wc_hold_until, 0);
-	iwe_wq_sq_retire(q);
 }
 
 void iwe_wc_hold_check(struct iwe_qp_priv *q)
@@ -88,7 +72,7 @@ void iwe_wc_hold_check(struct iwe_qp_priv *q)
 		    iwe_now_ns() - q->wc_write_ns <= WC_ANSWER_NS)
 			q->wc_answered = WC_MISSES_MAX;
 		q->wc_write_ns = 0;
-		iwe_wc_hold_release(q);
+		iwe_wq_sq_release_held(q);
 		return;
 	}
 	if (!atomic_load(&q->wc_hold_until))
@@ -97,6 +81,6 @@ void iwe_wc_hold_check(struct iwe_qp_priv *q)
 	if (now >= atomic_load(&q->wc_hold_until)) {
 		q->wc_answered--;	/* at 0, until an answer comes in time */
 		q->wc_write_ns = 0;
-		iwe_wc_hold_release(q);
+		iwe_wq_sq_release_held(q);
 	}
 }

@@ -89,6 +89,15 @@ void iwe_wq_sq_retire(struct iwe_qp_priv *q)
 	}
 }
 
+void iwe_wq_sq_release_held(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	if (!atomic_load(&q->wc_hold_until))
+		return;
+	atomic_store(&q->wc_hold_until, 0);
+	iwe_wq_sq_retire(q);
+}
+
 void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 			int solicited, uint32_t inv_stag)
 {
@@ -165,10 +174,7 @@ void iwe_wq_flush_sq(struct iwe_qp_priv *q)
 {
 	IWE_QP_ASSERT_LOCKED(q);
 	/* A held completion (of the lone WR) is a success: it goes first. */
-	if (atomic_load(&q->wc_hold_until)) {
-		atomic_store(&q->wc_hold_until, 0);
-		iwe_wq_sq_retire(q);
-	}
+	iwe_wq_sq_release_held(q);
 	while (q->sq_head != q->sq_tail)
 		iwe_wq_push_send_wc(q, iwe_sq_slot(q, q->sq_head++),
 				    IBV_WC_WR_FLUSH_ERR);

@@ -766,7 +766,6 @@ struct wpp {
 	struct side *s, *d;
 	int first;		/* writes first (else answers) */
 	int n, base;		/* n Writes of values base + 1.. */
-	atomic_int done;
 	int ok;
 };
 
@@ -784,16 +783,22 @@ static int wpp_spin(const char *at, char v)
 	return 1;
 }
 
+/* The byte v, RDMA-written (signaled) to the peer's buf + 16384. */
+static int wpp_post(struct wpp *w, uint64_t id, char v)
+{
+	w->s->buf[8192] = v;
+	return post_send1(w->s, id, IBV_WR_RDMA_WRITE, 8192, 1,
+			  (uintptr_t)(w->d->buf + 16384), w->d->mr->rkey,
+			  IBV_SEND_SIGNALED);
+}
+
 static int wpp_write_polled(struct wpp *w, char v)
 {
 	struct ibv_wc wc;
 	long end = now_ms() + WAIT_MS;
 	int n;
 
-	w->s->buf[8192] = v;
-	if (post_send1(w->s, (uint64_t)(unsigned char)v, IBV_WR_RDMA_WRITE,
-		       8192, 1, (uintptr_t)(w->d->buf + 16384), w->d->mr->rkey,
-		       IBV_SEND_SIGNALED))
+	if (wpp_post(w, (uint64_t)(unsigned char)v, v))
 		return 0;
 	while ((n = iwe_poll_cq(w->s->scq, 1, &wc)) == 0) {
 		if (now_ms() > end)
@@ -820,7 +825,6 @@ static void *wpp_run(void *arg)
 		if (w->first)
 			w->ok = w->ok && wpp_spin(w->s->buf + 16384, v);
 	}
-	atomic_store(&w->done, 1);
 	return NULL;
 }
 
@@ -885,11 +889,7 @@ static void test_write_completion_held(void)
 	 * that arms its CQ to sleep gets it at once. */
 	CHECK(wpp_pingpong(&wa, &wb, 10, 10), "held wc: 10 more each way");
 	iwe_qp_query_stats(p.a.qp, &sa0);
-	p.a.buf[8192] = 'r';
-	n = post_send1(&p.a, 76, IBV_WR_RDMA_WRITE, 8192, 1,
-		       (uintptr_t)(p.b.buf + 16384), p.b.mr->rkey,
-		       IBV_SEND_SIGNALED);
-	CHECK(n == 0 &&
+	CHECK(wpp_post(&wa, 76, 'r') == 0 &&
 	      iwe_req_notify_cq(p.a.scq, 0) == 0 &&
 	      iwe_cq_count(p.a.scq) == 1 && poll1(p.a.scq, &wc) &&
 	      wc.wr_id == 76 && wc.status == IBV_WC_SUCCESS,
@@ -900,10 +900,7 @@ static void test_write_completion_held(void)
 	 * completes as the success it is, before any flush. */
 	CHECK(wpp_pingpong(&wa, &wb, 10, 30), "held wc: 10 more each way");
 	iwe_qp_query_stats(p.a.qp, &sa0);
-	p.a.buf[8192] = 'q';
-	CHECK(post_send1(&p.a, 77, IBV_WR_RDMA_WRITE, 8192, 1,
-			 (uintptr_t)(p.b.buf + 16384), p.b.mr->rkey,
-			 IBV_SEND_SIGNALED) == 0,
+	CHECK(wpp_post(&wa, 77, 'q') == 0,
 	      "held wc: one more Write posted (its completion held: %s)",
 	      (iwe_qp_query_stats(p.a.qp, &sa), sa.wc_held > sa0.wc_held) ?
 	      "yes" : "no");
