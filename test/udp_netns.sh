@@ -25,8 +25,9 @@
 #   - A peer killed mid-transfer, over udp and tcp: the survivor's EP
 #     must end (BROKEN or DISCONNECTED) within a bound: 2 s when the
 #     peer's kernel answers (ICMP port unreachable, TCP reset); 20 s over
-#     udp when the peer's host is gone too (no answer: the retransmission
-#     limit, about 8.5 s, doc/trp.md).
+#     udp when the peer's host is gone too, either side killed (no
+#     answer: the retransmission limit, about 8.5 s, or the idle
+#     timeout, 10 s, doc/trp.md).
 # IW_NETNS_LONG=1 runs the long variant: more sizes, 3 s per operation
 # and size instead of 0.3 s.  IW_NETNS_LOSS overrides the list of loss
 # percentages.  Needs root (namespaces, nftables), ip and nft: skipped
@@ -171,22 +172,25 @@ ms_since() {	# NANOSECONDS-TIMESTAMP: milliseconds since then
 
 # kill_peer TRANSPORT VICTIM BOUND-MS [vanish]: a client in A writes 16 MiB
 # messages to the server in B; after 2 s VICTIM (server or client) is
-# SIGKILLed -- with "vanish", after B drops everything it receives, so no
-# ICMP answers.  The survivor must print its EP's end event and exit
-# within BOUND-MS.
+# SIGKILLed -- with "vanish", after the victim's namespace drops
+# everything it receives, so no ICMP answers.  The survivor must print
+# its EP's end event and exit within BOUND-MS.
 kill_peer() {
 	tr=$1 victim=$2 bound=$3 vanish=$4
 	run=kill-$tr-$victim${vanish:+-vanish}
+	vns=$NS_B wait_s=$((bound / 1000 + 5))
+	[ "$victim" = server ] || vns=$NS_A
+	[ "$wait_s" -ge 10 ] || wait_s=10
 	conf_pair "$run" "$tr"
 	port=$((port + 1))
 	# Neither a shell function nor timeout(1) around either side: $!
 	# must be iwdtest itself (ip and env exec it); reap bounds them.
 	ip netns exec "$NS_B" env DAT_OVERRIDE="$out/$run.b.conf" \
-		"$iwdtest" -s -P iw-ns -q "$port" -w 10 >"$out/$run.server.out" 2>&1 &
+		"$iwdtest" -s -P iw-ns -q "$port" -w "$wait_s" >"$out/$run.server.out" 2>&1 &
 	spid=$!
 	await_port "$port"
 	ip netns exec "$NS_A" env DAT_OVERRIDE="$out/$run.a.conf" \
-		"$iwdtest" -h "$ADDR_B" -P iw-ns -q "$port" -w $((bound / 1000 + 5)) \
+		"$iwdtest" -h "$ADDR_B" -P iw-ns -q "$port" -w "$wait_s" \
 		-m write -S 16M -t 60 >"$out/$run.client.out" 2>&1 &
 	cpid=$!
 	sleep 2
@@ -195,7 +199,7 @@ kill_peer() {
 	else
 		vpid=$cpid survivor=$spid slog=$out/$run.server.out
 	fi
-	[ -z "$vanish" ] || ip netns exec "$NS_B" nft -f - <<NFT
+	[ -z "$vanish" ] || ip netns exec "$vns" nft -f - <<NFT
 table inet iwvanish {
 	chain input { type filter hook input priority 0; policy drop; }
 }
@@ -206,7 +210,7 @@ NFT
 	reap "$survivor" $((bound / 1000 + 15)) "$slog"
 	ms=$(ms_since "$t0")
 	kill "$survivor" 2>/dev/null
-	ip netns exec "$NS_B" nft delete table inet iwvanish 2>/dev/null
+	ip netns exec "$vns" nft delete table inet iwvanish 2>/dev/null
 	ev=$(sed -n 's/^iwdtest: connection event: //p' "$slog")
 	verdict=
 	case $ev in
@@ -283,7 +287,12 @@ kill_peer udp server 2000
 # The server survives waiting to receive: its idle probe (TRP_IDLE_PROBE_MS,
 # 1 s) meets the ICMP port unreachable of the dead client's kernel.
 kill_peer udp client 3000
+# With the victim's host gone, the survivor learns it from silence: its
+# retransmissions unanswered (TRP_MAX_RETX) or, with nothing of its own
+# unacknowledged (the server reading, the client awaiting the server's
+# acknowledgement), its peer's idle probes missing for 10 s.
 kill_peer udp server 20000 vanish
+kill_peer udp client 20000 vanish
 kill_peer tcp server 2000
 kill_peer tcp client 2000
 echo "1..$n"

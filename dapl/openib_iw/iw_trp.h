@@ -36,6 +36,10 @@
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
+#define TRP_IDLE_TIMEOUT_MS 10000u	/* an idle connection's peer silent
+					 * this long is gone
+					 * (IWDAPL_TRP_IDLE_TIMEOUT_MS) */
+#define TRP_IDLE_TIMEOUT_MAX_MS 86400000u
 #define TRP_ACK_DELAY_US   50u		/* a pure ack held for an answer
 					 * (IWDAPL_TRP_ACK_DELAY_US) */
 #define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a
@@ -174,6 +178,9 @@ struct trp {
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
 	uint64_t idle_ns;		/* next idle probe, 0: off */
+	uint64_t heard_ns;		/* when the peer was last heard */
+	uint64_t dead_ns;		/* idle and silent this long: lost,
+					 * 0: never */
 	uint64_t rack_ns;		/* newest send time the peer has */
 	uint32_t recover;		/* after a timeout: snd_sent then */
 	uint64_t recover_ns;		/* the timeout's time, 0: none */
@@ -253,9 +260,11 @@ int trp_flush(struct trp *t, struct iwe_qp_priv *q);
  * stopped answering (a best-effort Terminate went out). */
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now);
 /* Nothing of ours unacknowledged: probe now and then (heard: packets
- * came in this round).  now: iwe_now_ns() of the caller's round. */
-void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
-		    uint64_t now);
+ * came in this round).  now: iwe_now_ns() of the caller's round.  0, or
+ * ETIMEDOUT once the peer was silent too long (a best-effort Terminate
+ * went out). */
+int trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
+		   uint64_t now);
 /* Bring the progress thread's timer in line with deadline_ns and
  * idle_ns. */
 void trp_timer_sync(struct trp *t);

@@ -556,7 +556,7 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 	if (!err)
 		err = trp_check_rto(t, q, now);
 	if (!err)
-		trp_check_idle(t, q, heard, now);
+		err = trp_check_idle(t, q, heard, now);
 	ack_hold(t, q, heard, now);
 	/* Acknowledge what came (also a bad segment or the peer's F, so it
 	 * is not sent again) and send what is due.  A bad segment's ack

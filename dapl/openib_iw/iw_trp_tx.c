@@ -612,22 +612,37 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 }
 
 /* With nothing of ours unacknowledged, nothing would tell us the peer is
- * gone: an idle connection sends a pure ack every TRP_IDLE_PROBE_MS, and
- * the ICMP port unreachable that a vanished process's kernel answers
- * ends it (ECONNREFUSED on the next receive). */
-void trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
-		    uint64_t now)
+ * gone: an idle side sends a pure ack every TRP_IDLE_PROBE_MS, heard or
+ * not (a probe skipped because the peer's came would leave the peer
+ * hearing nothing), so a live peer is heard at least that often.  The
+ * ICMP port unreachable that a vanished process's kernel answers ends
+ * the connection (ECONNREFUSED on the next receive); a peer whose host
+ * is gone answers nothing, and silence for dead_ns ends it here. */
+int trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
+		   uint64_t now)
 {
 	uint64_t every = (uint64_t)TRP_IDLE_PROBE_MS * 1000000u;
 
+	if (heard || !t->heard_ns)
+		t->heard_ns = now;
 	if (t->quiet || t->ending || t->snd_una != t->snd_sent) {
 		t->idle_ns = 0;		/* the retransmission timer watches */
-		return;
+		return 0;
 	}
-	if (!heard && t->idle_ns && now >= t->idle_ns)
+	if (t->idle_ns && now >= t->idle_ns) {
+		if (t->dead_ns && now - t->heard_ns >= t->dead_ns) {
+			iw_log(IW_LOG_INFO, "TRP qp %u: the peer was silent "
+			       "for %llu ms: the connection is lost",
+			       q->pub.qp_num, (unsigned long long)
+			       ((now - t->heard_ns) / 1000000u));
+			send_lost_terminate(t, q);
+			return ETIMEDOUT;
+		}
 		trp_send_ack(t, q);
-	if (heard || !t->idle_ns || now >= t->idle_ns)
+	}
+	if (!t->idle_ns || now >= t->idle_ns)
 		t->idle_ns = now + every;
+	return 0;
 }
 
 static void arm_task_fn(struct iwe_prog_task *k)
@@ -797,6 +812,9 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	t->ack_delay_ns = (uint64_t)iw_env_long("IWDAPL_TRP_ACK_DELAY_US",
 						TRP_ACK_DELAY_US, 0,
 						TRP_ACK_DELAY_MAX_US) * 1000u;
+	t->dead_ns = (uint64_t)iw_env_long("IWDAPL_TRP_IDLE_TIMEOUT_MS",
+					   TRP_IDLE_TIMEOUT_MS, 0,
+					   TRP_IDLE_TIMEOUT_MAX_MS) * 1000000u;
 	t->test = dev->trp_test;
 	/* UDP GSO (Linux 4.18) cuts equal packets out of one send; the test
 	 * aid works packet by packet, so it turns GSO off. */

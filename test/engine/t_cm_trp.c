@@ -6,8 +6,9 @@
  * fatal Terminate, ESTABLISHED before any completion, a service above
  * 65535, Socket Service Points on connected UDP sockets (and the wrong
  * socket type refused untouched), 100 connections at once on one
- * listener, and a responder's ESTABLISHED not overtaken by the end of a
- * connection the initiator closed after its RTR.  TAP output. */
+ * listener, a responder's ESTABLISHED not overtaken by the end of a
+ * connection the initiator closed after its RTR, and an idle connection
+ * kept by its probes but ended by a silent peer.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -764,6 +765,43 @@ static void test_ssp(void)
 	iwe_device_close(tcpdev);
 }
 
+/* ----------------------------------------------------- idle and silent */
+
+/* Idle both ways, each side's probe keeps the other: a live peer is not
+ * taken for gone.  Then the peer stops (its QP lock held here: its
+ * progress cannot run, its socket stays open, so no ICMP answers): the
+ * idle side ends BROKEN once the peer was silent for
+ * IWDAPL_TRP_IDLE_TIMEOUT_MS -- with nothing of its own unacknowledged,
+ * no retransmission would ever have found out. */
+static void test_silent_peer(void)
+{
+	const long timeout_ms = 2500;
+	struct cpair p;
+	struct rec *r;
+	long t0, ms;
+
+	setenv("IWDAPL_TRP_IDLE_TIMEOUT_MS", "2500", 1);
+	cpair_open(&p);
+	if (cpair_establish(&p, "idle", IW_RTR_WRITE)) {
+		sleep_ms(4 * 1000);
+		CHECK(evlog_count(&p.la) == 1 && evlog_count(&p.lb) == 1,
+		      "idle for 4 s with a %ld ms idle timeout: neither side "
+		      "ends (the probes keep both)", timeout_ms);
+		cpair_traffic(&p, "idle 4 s");
+		iwe_qp_lock(iwe_qp_priv(p.b.qp));
+		t0 = now_ms();
+		r = wait_ev(&p.la, 1, (int)timeout_ms + 4000);
+		ms = now_ms() - t0;
+		iwe_qp_unlock(iwe_qp_priv(p.b.qp));
+		CHECK(r && r->type == IWE_CM_BROKEN && ms >= timeout_ms - 100 &&
+		      ms <= timeout_ms + 3000,
+		      "the peer silent, its socket open: BROKEN after %ld ms "
+		      "(idle timeout %ld ms)", ms, timeout_ms);
+	}
+	unsetenv("IWDAPL_TRP_IDLE_TIMEOUT_MS");
+	cpair_close(&p);
+}
+
 /* ---------------------------------------------------- many at once */
 
 #define MANY 100
@@ -882,6 +920,7 @@ int main(void)
 	test_established_before_later_end();
 	test_ack_polled_only();
 	test_ack_answered();
+	test_silent_peer();
 	test_ssp();
 	test_many();
 	iwe_device_close(g_dev);
