@@ -67,6 +67,10 @@ static int enter_state(struct iwe_conn *c, int prev)
 			arm(c, c->timeout_ms);
 		cm_watch(c, EPOLLOUT);
 		return s;
+	case CS_REFUSED_PAUSE:
+		cm_quiesce(c);		/* the socket is replaced */
+		arm(c, c->refused_pause_ms);
+		return s;
 	case CS_MPA_SENT:
 		if (c->udp) {
 			/* TRP: the request goes again on the timer. */
@@ -228,6 +232,9 @@ static void conn_timer(struct iwe_prog_timer *t)
 	case CS_CONNECTING:
 	case CS_MPA_SENT:
 		next = c->udp ? cm_trp_active_timeout(c) : cm_active_timeout(c);
+		break;
+	case CS_REFUSED_PAUSE:
+		next = cm_active_reconnect(c);
 		break;
 	case CS_REQ_WAIT:
 		next = cm_passive_timeout(c);
@@ -530,6 +537,7 @@ static void do_disconnect(void *arg)
 			return;
 		break;
 	case CS_CONNECTING:
+	case CS_REFUSED_PAUSE:
 	case CS_MPA_SENT:
 	case CS_ACCEPTING:
 		break;

@@ -3,8 +3,9 @@
  * request, and what the reply means.  Each handler returns the state to
  * enter (iw_cm_priv.h).
  *
- * Mapping of outcomes: TCP connect error, or a reset before the reply ->
- * UNREACHABLE; no reply in time -> TIMED_OUT; a reply with R -> REJECTED
+ * Mapping of outcomes: TCP connect error (a refusal once the grace for a
+ * peer about to listen is over: cm_refused_pause_ms), or a reset before
+ * the reply -> UNREACHABLE; no reply in time -> TIMED_OUT; a reply with R -> REJECTED
  * with the peer's private data; anything else that is not an acceptable
  * reply, or an orderly close before the reply (no listener took the
  * request) -> NON_PEER_REJECTED.  A well-formed reply whose IRD/ORD or
@@ -90,9 +91,20 @@ int cm_active_request(struct iwe_conn *c, const void *pdata, size_t len,
 	return cm_out_set(c, frame, (size_t)n);
 }
 
+/* Refused within the grace: connect again after a pause (0), or -1. */
+static int refused_again(struct iwe_conn *c, int err)
+{
+	if (err != ECONNREFUSED)
+		return -1;
+	c->refused_pause_ms = cm_refused_pause_ms(c);
+	return c->refused_pause_ms < 0 ? -1 : 0;
+}
+
 /* Inside an API call: a failed connect is queued, not delivered. */
 static int connect_failed(struct iwe_conn *c, int err)
 {
+	if (!refused_again(c, err))
+		return CS_REFUSED_PAUSE;
 	c->final = 1;
 	cm_queue_event(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");
 	return CS_IDLE;
@@ -147,10 +159,25 @@ int cm_active_connected(struct iwe_conn *c)
 
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
 		err = errno;
+	if (err && !refused_again(c, err))
+		return CS_REFUSED_PAUSE;
 	if (err)
 		return fail(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");
 	cm_fill_addrs(c);
 	return flush_request(c);
+}
+
+/* The pause after a refusal is over: the same connect on a fresh socket
+ * (a TCP socket whose connect failed is not portably reusable). */
+int cm_active_reconnect(struct iwe_conn *c)
+{
+	int fd, err = cm_active_socket(c->dev, &fd);
+
+	if (err)
+		return fail(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");
+	close(c->fd);
+	c->fd = fd;
+	return cm_active_connect(c, &c->remote);
 }
 
 /* The reply is well formed but asks what we cannot do: tell the peer,

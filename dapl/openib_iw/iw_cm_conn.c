@@ -106,6 +106,29 @@ int cm_mpa_timeout(const struct iwe_cm_params *p)
 				     : CM_DEFAULT_MPA_TIMEOUT_MS;
 }
 
+int cm_refused_pause_ms(struct iwe_conn *c)
+{
+	static long grace_cache = -1;
+	long grace = iw_env_long_once(&grace_cache, "IWDAPL_CONNECT_REFUSED_MS",
+				      CM_REFUSED_GRACE_MS, 0,
+				      CM_REFUSED_GRACE_MAX_MS);
+	uint64_t now = iwe_now_ns(), pause_ns;
+
+	if (c->adopted)
+		return -1;		/* no connect of ours */
+	if (!c->refused++) {
+		if (c->timeout_ms > 0 && c->timeout_ms < grace)
+			grace = c->timeout_ms;
+		c->refused_end_ns = now + (uint64_t)grace * 1000000u;
+	}
+	if (now + 1000000u > c->refused_end_ns)
+		return -1;
+	pause_ns = (uint64_t)1000000u << (c->refused < 8 ? c->refused - 1 : 7);
+	if (pause_ns > c->refused_end_ns - now)
+		pause_ns = c->refused_end_ns - now;	/* the last try */
+	return (int)(pause_ns / 1000000u);
+}
+
 uint16_t cm_service_port(uint64_t service)
 {
 	if (service <= 65535)

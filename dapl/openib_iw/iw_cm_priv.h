@@ -58,10 +58,18 @@
 /* Out of descriptors: the listener pauses this long between retries
  * instead of spinning on a socket it cannot accept from. */
 #define CM_ACCEPT_RETRY_MS 100
+/* A connect refused (nobody listening) within this long of the first
+ * refusal is tried again, after 1, 2, 4 ... ms (IWDAPL_CONNECT_REFUSED_MS,
+ * 0: reported at once): a peer may tell its address before it listens
+ * (dtest's server sends it on its side channel, then creates its PSP). */
+#define CM_REFUSED_GRACE_MS 200
+#define CM_REFUSED_GRACE_MAX_MS 60000
 
 enum cm_state {
 	CS_NEW,			/* just created, nothing watched */
 	CS_CONNECTING,		/* active: TCP connect in progress */
+	CS_REFUSED_PAUSE,	/* active: refused; connects again on the
+				 * timer (TCP) */
 	CS_MPA_SENT,		/* active: request sent, reading the reply */
 	CS_REQ_WAIT,		/* passive: reading (or peeking) the request */
 	CS_REQ_RCVD,		/* passive: CONNECT_REQUEST delivered */
@@ -145,6 +153,11 @@ struct iwe_conn {
 	unsigned trp_tries;		/* request or reply transmissions */
 	uint64_t trp_next_ns;		/* active: next retransmission */
 	uint64_t trp_deadline_ns;	/* active: the timeout, 0: none */
+	/* Active: connects refused so far, and until when another may
+	 * go (cm_refused_pause_ms). */
+	unsigned refused;
+	int refused_pause_ms;		/* CS_REFUSED_PAUSE's length */
+	uint64_t refused_end_ns;
 };
 
 struct iwe_listener {
@@ -188,6 +201,10 @@ unsigned cm_clamp_rd(uint32_t v, unsigned max);
 void cm_local_from_params(const struct iwe_cm_params *p,
 			  struct iw_mpa_local *l);
 int cm_mpa_timeout(const struct iwe_cm_params *p);
+/* Our connect was refused: how long to pause before trying again, or
+ * -1 when the grace (CM_REFUSED_GRACE_MS, not beyond the connect's
+ * timeout) is over and the refusal is the outcome. */
+int cm_refused_pause_ms(struct iwe_conn *c);
 uint16_t cm_service_port(uint64_t service);
 struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
 			     int fd, void (*io)(struct iwe_prog_watch *,
@@ -229,6 +246,7 @@ int cm_active_connect(struct iwe_conn *c, const struct sockaddr_in *dst);
 int cm_active_connected(struct iwe_conn *c);
 int cm_active_io(struct iwe_conn *c, uint32_t revents);
 int cm_active_timeout(struct iwe_conn *c);
+int cm_active_reconnect(struct iwe_conn *c);	/* CS_REFUSED_PAUSE's end */
 
 /* ---- iw_cm_passive.c */
 struct cm_listen_args {

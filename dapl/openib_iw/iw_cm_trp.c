@@ -25,7 +25,9 @@
  * Outcomes (initiator): a valid reply -> ESTABLISHED or REJECTED; a
  * datagram that is not a TRP reply to our request -> NON_PEER_REJECTED;
  * ICMP port unreachable (the connected socket's ECONNREFUSED) ->
- * UNREACHABLE; no reply in time -> TIMED_OUT.  Established (iw_cm_est.c
+ * UNREACHABLE, once the grace for a peer about to listen is over
+ * (cm_refused_pause_ms: the request goes again meanwhile); no reply in
+ * time -> TIMED_OUT.  Established (iw_cm_est.c
  * runs it, as for TCP): the peer's F -> DISCONNECTED; retransmission
  * limit, a fatal Terminate, the peer's port gone -> BROKEN.
  */
@@ -245,10 +247,21 @@ int cm_trp_active_io(struct iwe_conn *c)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
+		if (n < 0 && errno == ECONNREFUSED) {
+			int ms = cm_refused_pause_ms(c);
+
+			if (ms < 0)
+				return active_fail(c, IWE_CM_UNREACHABLE,
+						   ECONNREFUSED,
+						   "port unreachable");
+			/* Nobody listens yet: the request goes again
+			 * soon (cm_refused_pause_ms). */
+			c->trp_next_ns = iwe_now_ns() +
+					 (uint64_t)ms * 1000000u;
+			break;
+		}
 		if (n < 0)
 			return active_fail(c, IWE_CM_UNREACHABLE, errno,
-					   errno == ECONNREFUSED ?
-					   "port unreachable" :
 					   "UDP error before the reply");
 		next = active_dgram(c, buf, (size_t)n);
 	}

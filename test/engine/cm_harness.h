@@ -190,6 +190,40 @@ static inline void set_timeouts(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 }
 
+/* The ends of a connection whose connect went out before anyone
+ * listened (test_refused_then_listening, t_cm_trp's late listener). */
+struct late_pair {
+	struct iwe_qp *qp;		/* the passive QP */
+	struct evlog *la, *lp, *lb;	/* active, listener, passive conn */
+	struct iwe_listener **l;
+	struct iwe_conn **cb;
+};
+
+/* 20 ms after the connect, listen on port and accept: two test points,
+ * the request reaching the late listener (the refused connect went
+ * again) and ESTABLISHED on both sides. */
+static inline void late_listen_accept(struct iwe_device *dev, uint16_t port,
+				      const struct iwe_cm_params *bp,
+				      const struct late_pair *lp,
+				      const char *tag)
+{
+	struct rec *r;
+
+	sleep_ms(20);
+	r = iwe_cm_listen(dev, port, bp, 0, on_event, lp->lp, lp->l) ? NULL
+	    : wait_ev(lp->lp, 0, WAIT_MS);
+	CHECK(r && r->type == IWE_CM_CONNECT_REQUEST && !evlog_count(lp->la),
+	      "%s: a listener 20 ms after the connect gets the request (the "
+	      "refused connect went again)", tag);
+	if (!r || r->type != IWE_CM_CONNECT_REQUEST)
+		return;
+	*lp->cb = r->conn;
+	CHECK(iwe_cm_accept(r->conn, lp->qp, NULL, 0, on_event, lp->lb) == 0 &&
+	      wait_type(lp->la, 0, IWE_CM_ESTABLISHED) &&
+	      wait_type(lp->lb, 0, IWE_CM_ESTABLISHED),
+	      "%s: ESTABLISHED on both sides", tag);
+}
+
 /* A blocking loopback listener on an ephemeral port. */
 static inline int raw_listen(uint16_t *port)
 {

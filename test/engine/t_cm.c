@@ -280,18 +280,46 @@ static void test_unreachable(void)
 	struct sockaddr_in dst = lo_addr(0);
 	uint16_t port;
 	int fd = raw_listen(&port);
+	long t0, ms = -1;
 
 	close(fd);		/* a port nobody listens on */
 	evlog_init(&la);
 	side_fresh(&a);
+	t0 = now_ms();
 	CHECK(iwe_cm_connect(a.qp, &dst, port, NULL, 0, 2000, &ap, on_event,
 			     &la, &c) == 0 &&
 	      wait_type(&la, 0, IWE_CM_UNREACHABLE) &&
 	      la.r[0].status == ECONNREFUSED,
 	      "unreachable: connect to a closed port -> UNREACHABLE");
+	if (evlog_count(&la))
+		ms = now_ms() - t0;
+	CHECK(ms >= 150 && ms <= 1500,
+	      "unreachable: after the refusals' grace of 200 ms (%ld ms)", ms);
 	iwe_cm_conn_destroy(c);
 	side_close(&a);
 	evlog_fini(&la);
+}
+
+/* A listener that comes after the connect's first refusal, within the
+ * grace, gets the request: dtest's server sends its address on its side
+ * channel, then creates its PSP, and a quick client was refused. */
+static void test_refused_then_listening(void)
+{
+	struct sockaddr_in dst = lo_addr(0);
+	struct cpair p;
+	uint16_t port;
+	int fd = raw_listen(&port);
+
+	close(fd);
+	cpair_open(&p);
+	p.ap = p.bp = cm_params(2, 0, 0);
+	CHECK(iwe_cm_connect(p.a.qp, &dst, port, NULL, 0, 2000, &p.ap,
+			     on_event, &p.la, &p.ca) == 0,
+	      "late listener: connect to a closed port");
+	late_listen_accept(g_dev, port, &p.bp,
+			   &(struct late_pair){ p.b.qp, &p.la, &p.lp, &p.lb,
+						&p.l, &p.cb }, "late listener");
+	cpair_close(&p);
 }
 
 /* A raw listener that accepts TCP and answers nothing, or garbage. */
@@ -1149,6 +1177,7 @@ int main(void)
 	test_crc_negotiation();
 	test_reject();
 	test_unreachable();
+	test_refused_then_listening();
 	test_silent_and_garbage(0);
 	test_silent_and_garbage(1);
 	test_raw_initiators();

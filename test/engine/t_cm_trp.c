@@ -275,13 +275,34 @@ static void test_failures(void)
 	int raw, n = 0;
 	long t0;
 
-	/* Nobody on the port: ICMP port unreachable. */
+	/* Nobody on the port: ICMP port unreachable, once the grace for a
+	 * peer about to listen (200 ms) is over. */
+	cpair_open(&p);
+	raw = udp_bound(&a);
+	close(raw);
+	t0 = now_ms();
+	connect_to(&p, ntohs(a.sin_port), 3000);
+	CHECK(wait_type(&p.la, 0, IWE_CM_UNREACHABLE),
+	      "closed UDP port: UNREACHABLE");
+	t0 = now_ms() - t0;
+	CHECK(t0 >= 150 && t0 <= 1500,
+	      "closed UDP port: after the refusals' grace of 200 ms (%ld ms)",
+	      t0);
+	cpair_close(&p);
+
+	/* A listener that comes 20 ms later gets the request. */
 	cpair_open(&p);
 	raw = udp_bound(&a);
 	close(raw);
 	connect_to(&p, ntohs(a.sin_port), 3000);
-	CHECK(wait_type(&p.la, 0, IWE_CM_UNREACHABLE),
-	      "closed UDP port: UNREACHABLE");
+	{
+		struct iwe_cm_params bp = cm_params(2, 0, 0);
+
+		late_listen_accept(g_dev, ntohs(a.sin_port), &bp,
+				   &(struct late_pair){ p.b.qp, &p.la, &p.lp,
+							&p.lb, &p.l, &p.cb },
+				   "late UDP listener");
+	}
 	cpair_close(&p);
 
 	/* A silent peer: the request goes again, then TIMED_OUT. */
