@@ -24,10 +24,11 @@
 #     the datagram left to the application) and upgrades again.
 #   - A peer killed mid-transfer, over udp and tcp: the survivor's EP
 #     must end (BROKEN or DISCONNECTED) within a bound: 2 s when the
-#     peer's kernel answers (ICMP port unreachable, TCP reset); 20 s over
-#     udp when the peer's host is gone too, either side killed (no
-#     answer: the retransmission limit, about 8.5 s, or the idle
-#     timeout, 10 s, doc/trp.md).
+#     peer's kernel answers (ICMP port unreachable, TCP reset); 20 s
+#     when the peer's host is gone too, either side killed, over udp (no
+#     answer: the retransmission limit, about 8.5 s, or the peer
+#     timeout, 10 s, doc/trp.md) and over tcp (the peer timeout: TCP
+#     keepalive and user timeout).
 # IW_NETNS_LONG=1 runs the long variant: more sizes, 3 s per operation
 # and size instead of 0.3 s.  IW_NETNS_LOSS overrides the list of loss
 # percentages.  Needs root (namespaces, nftables), ip and nft: skipped
@@ -173,7 +174,8 @@ ms_since() {	# NANOSECONDS-TIMESTAMP: milliseconds since then
 # kill_peer TRANSPORT VICTIM BOUND-MS [vanish]: a client in A writes 16 MiB
 # messages to the server in B; after 2 s VICTIM (server or client) is
 # SIGKILLed -- with "vanish", after the victim's namespace drops
-# everything it receives, so no ICMP answers.  The survivor must print
+# everything it receives and sends, so nothing answers (no ICMP) and the
+# dying process's TCP FIN or reset never leaves.  The survivor must print
 # its EP's end event and exit within BOUND-MS.
 kill_peer() {
 	tr=$1 victim=$2 bound=$3 vanish=$4
@@ -202,6 +204,7 @@ kill_peer() {
 	[ -z "$vanish" ] || ip netns exec "$vns" nft -f - <<NFT
 table inet iwvanish {
 	chain input { type filter hook input priority 0; policy drop; }
+	chain output { type filter hook output priority 0; policy drop; }
 }
 NFT
 	t0=$(date +%s%N)
@@ -295,5 +298,9 @@ kill_peer udp server 20000 vanish
 kill_peer udp client 20000 vanish
 kill_peer tcp server 2000
 kill_peer tcp client 2000
+# Over tcp the kernel's keepalive (every second while idle) and user
+# timeout (data unacknowledged) end it after IWDAPL_PEER_TIMEOUT_MS, 10 s.
+kill_peer tcp server 20000 vanish
+kill_peer tcp client 20000 vanish
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -52,6 +52,8 @@ static int tcp_attach(struct iwe_conn *c, struct iwe_stream_params *sp,
 {
 	(void)responder;
 	sp->crc = c->neg.crc;
+	if (!c->adopted)
+		cm_set_peer_timeout(c->fd);
 	return iwe_qp_attach_cm(c->qp, c->fd, sp, o);
 }
 

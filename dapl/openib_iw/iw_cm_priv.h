@@ -232,6 +232,9 @@ void cm_reset_socket(int fd);
 void cm_skip_time_wait(int fd);
 void cm_close_ended(int fd);
 void cm_set_nodelay(int fd);
+/* IWDAPL_PEER_TIMEOUT_MS on an established connection's own socket
+ * (not an adopted one: SSP leaves the consumer's options alone). */
+void cm_set_peer_timeout(int fd);
 /* A log line about c, prefixed "conn LOCAL->PEER: " (iw_log.h). */
 void cm_log(const struct iwe_conn *c, enum iw_log_level level,
 	    const char *fmt, ...) __attribute__((format(printf, 3, 4)));

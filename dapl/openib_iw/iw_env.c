@@ -129,3 +129,9 @@ int iw_env_choice(const char *name, const char *const *names, int n,
 	    def >= 0 && def < n ? names[def] : "the configured value");
 	return def;
 }
+
+long iw_env_peer_timeout_ms(void)
+{
+	return iw_env_long("IWDAPL_PEER_TIMEOUT_MS", IW_PEER_TIMEOUT_MS, 0,
+			   IW_PEER_TIMEOUT_MAX_MS);
+}

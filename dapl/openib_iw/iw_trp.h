@@ -36,10 +36,6 @@
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
-#define TRP_IDLE_TIMEOUT_MS 10000u	/* an idle connection's peer silent
-					 * this long is gone
-					 * (IWDAPL_TRP_IDLE_TIMEOUT_MS) */
-#define TRP_IDLE_TIMEOUT_MAX_MS 86400000u
 #define TRP_ACK_DELAY_US   50u		/* a pure ack held for an answer
 					 * (IWDAPL_TRP_ACK_DELAY_US) */
 #define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a

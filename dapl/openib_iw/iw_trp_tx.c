@@ -812,9 +812,8 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	t->ack_delay_ns = (uint64_t)iw_env_long("IWDAPL_TRP_ACK_DELAY_US",
 						TRP_ACK_DELAY_US, 0,
 						TRP_ACK_DELAY_MAX_US) * 1000u;
-	t->dead_ns = (uint64_t)iw_env_long("IWDAPL_TRP_IDLE_TIMEOUT_MS",
-					   TRP_IDLE_TIMEOUT_MS, 0,
-					   TRP_IDLE_TIMEOUT_MAX_MS) * 1000000u;
+	/* An idle connection's peer silent this long is gone. */
+	t->dead_ns = (uint64_t)iw_env_peer_timeout_ms() * 1000000u;
 	t->test = dev->trp_test;
 	/* UDP GSO (Linux 4.18) cuts equal packets out of one send; the test
 	 * aid works packet by packet, so it turns GSO off. */

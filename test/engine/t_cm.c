@@ -14,6 +14,7 @@
 
 #include "cm_harness.h"
 #include "iw_progress.h"
+#include "iw_qp.h"
 
 /* --------------------------------------------------- the pair under test */
 
@@ -506,6 +507,36 @@ static void test_abrupt(void)
 	CHECK(iwe_qp_get_state(p.a.qp) == IWE_QPS_ERROR &&
 	      iwe_qp_get_state(p.b.qp) == IWE_QPS_ERROR,
 	      "abrupt: both QPs in ERROR");
+	cpair_close(&p);
+}
+
+/* Both ends of an established connection probe an idle peer every
+ * second and give up on a silent one after IWDAPL_PEER_TIMEOUT_MS
+ * (default 10 s), sending or not: without it, a connection whose peer's
+ * host vanished waited forever idle and a quarter of an hour sending
+ * (test/udp_netns.sh kills such peers). */
+static int peer_timeout_set(struct iwe_qp *qp, int want_ms)
+{
+	int fd = iwe_qp_priv(qp)->fd, ka = 0, idle = 0, ut = 0;
+	socklen_t l = sizeof(int), l2 = sizeof(int), l3 = sizeof(int);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, &l) && ka &&
+	       !getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &l2) &&
+	       idle == 1 &&
+	       !getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &l3) &&
+	       ut == want_ms;
+}
+
+static void test_peer_timeout(void)
+{
+	struct cpair p;
+
+	cpair_open(&p);
+	p.ap = p.bp = cm_params(2, 0, 0);
+	CHECK(cpair_connect(&p, 31191, 0, 0, "peer timeout"),
+	      "peer timeout: connected");
+	CHECK(peer_timeout_set(p.a.qp, 10000) && peer_timeout_set(p.b.qp, 10000),
+	      "both sockets: keepalive every 1 s, user timeout 10000 ms");
 	cpair_close(&p);
 }
 
@@ -1184,6 +1215,7 @@ int main(void)
 	test_services();
 	test_addrinuse();
 	test_abrupt();
+	test_peer_timeout();
 	test_bulk_not_held();
 	test_poll_reads_bulk();
 	test_poller_keeps_input();

@@ -792,7 +792,7 @@ static void test_ssp(void)
  * taken for gone.  Then the peer stops (its QP lock held here: its
  * progress cannot run, its socket stays open, so no ICMP answers): the
  * idle side ends BROKEN once the peer was silent for
- * IWDAPL_TRP_IDLE_TIMEOUT_MS -- with nothing of its own unacknowledged,
+ * IWDAPL_PEER_TIMEOUT_MS -- with nothing of its own unacknowledged,
  * no retransmission would ever have found out. */
 static void test_silent_peer(void)
 {
@@ -801,7 +801,7 @@ static void test_silent_peer(void)
 	struct rec *r;
 	long t0, ms;
 
-	setenv("IWDAPL_TRP_IDLE_TIMEOUT_MS", "2500", 1);
+	setenv("IWDAPL_PEER_TIMEOUT_MS", "2500", 1);
 	cpair_open(&p);
 	if (cpair_establish(&p, "idle", IW_RTR_WRITE)) {
 		sleep_ms(4 * 1000);
@@ -819,7 +819,7 @@ static void test_silent_peer(void)
 		      "the peer silent, its socket open: BROKEN after %ld ms "
 		      "(idle timeout %ld ms)", ms, timeout_ms);
 	}
-	unsetenv("IWDAPL_TRP_IDLE_TIMEOUT_MS");
+	unsetenv("IWDAPL_PEER_TIMEOUT_MS");
 	cpair_close(&p);
 }
 
