@@ -539,20 +539,19 @@ void cm_set_nodelay(int fd)
 void cm_set_peer_timeout(int fd)
 {
 	long ms = iw_env_peer_timeout_ms();
-	int on = 1, every_s = 1, probes = ms / 1000 > 127 ? 127 :
-					  ms / 1000 < 1 ? 1 : (int)(ms / 1000);
+	int on = 1, every_s = 1;
 	unsigned int user_ms = (unsigned int)ms;
 
 	if (!ms)
 		return;		/* the kernel's defaults: minutes, none */
 	/* Idle: a keepalive probe every second, as TRP's idle probe; the
-	 * user timeout then ends the connection once nothing came back
-	 * for ms.  Sending: data unacknowledged for ms ends it too
-	 * (instead of tcp_retries2's quarter of an hour). */
+	 * user timeout, not TCP_KEEPCNT, then ends the connection once
+	 * nothing came back for ms (tcp(7)).  Sending: data unacknowledged
+	 * for ms ends it too (instead of tcp_retries2's quarter of an
+	 * hour). */
 	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &every_s, sizeof(every_s));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every_s, sizeof(every_s));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof(probes));
 	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms,
 		   sizeof(user_ms));
 }
