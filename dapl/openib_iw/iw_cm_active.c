@@ -5,10 +5,10 @@
  *
  * Mapping of outcomes: TCP connect error (a refusal once the grace for a
  * peer about to listen is over: cm_refused_pause_ms), or a reset before
- * the reply -> UNREACHABLE; no reply in time -> TIMED_OUT; a reply with R -> REJECTED
- * with the peer's private data; anything else that is not an acceptable
- * reply, or an orderly close before the reply (no listener took the
- * request) -> NON_PEER_REJECTED.  A well-formed reply whose IRD/ORD or
+ * the reply -> UNREACHABLE; no reply in time -> TIMED_OUT; a reply with
+ * R -> REJECTED with the peer's private data; anything else that is
+ * not an acceptable reply, or an orderly close before the reply (no
+ * listener took the request) -> NON_PEER_REJECTED.  A well-formed reply whose IRD/ORD or
  * RTR choice we cannot use is answered, as RFC 6581 asks, with a
  * Terminate of layer LLP (insufficient IRD, or no matching RTR) before
  * the stream is closed.

@@ -23,9 +23,9 @@ int iw_env_bool(const char *name, int def);
 int iw_env_choice(const char *name, const char *const *names, int n,
 		  int def);
 
-/* IWDAPL_PEER_TIMEOUT_MS (read at each connection): how long a connection's peer may
- * say nothing before the connection is broken (TRP's idle timeout;
- * TCP's keepalive and user timeout), 0: never. */
+/* IWDAPL_PEER_TIMEOUT_MS (read at each connection): how long a
+ * connection's peer may say nothing before the connection is broken
+ * (TRP's idle timeout; TCP's keepalive and user timeout), 0: never. */
 #define IW_PEER_TIMEOUT_MS 10000
 #define IW_PEER_TIMEOUT_MAX_MS 86400000
 long iw_env_peer_timeout_ms(void);
