@@ -8,10 +8,10 @@
  * the reply -> UNREACHABLE; no reply in time -> TIMED_OUT; a reply with
  * R -> REJECTED with the peer's private data; anything else that is
  * not an acceptable reply, or an orderly close before the reply (no
- * listener took the request) -> NON_PEER_REJECTED.  A well-formed reply whose IRD/ORD or
- * RTR choice we cannot use is answered, as RFC 6581 asks, with a
- * Terminate of layer LLP (insufficient IRD, or no matching RTR) before
- * the stream is closed.
+ * listener took the request) -> NON_PEER_REJECTED.  A well-formed reply
+ * whose IRD/ORD or RTR choice we cannot use is answered, as RFC 6581
+ * asks, with a Terminate of layer LLP (insufficient IRD, or no matching
+ * RTR) before the stream is closed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
