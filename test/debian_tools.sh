@@ -63,15 +63,13 @@ pair() {
 		# The qualifiers lie in Linux's ephemeral range: a connection of
 		# another program (or its TIME_WAIT) may hold the port between
 		# the check and the server's bind.  And dtest's server sends
-		# its address on the side channel before it creates its PSP: a
-		# client faster than a descheduled server (a loaded machine)
-		# finds nobody listening, UNREACHABLE, and the server then
-		# waits forever.  Neither is a failure of ours: the pair runs
-		# again, at most 4 times in all (the race was seen lost twice
-		# in a row on an idle 2-CPU machine; each loss costs the 15 s
-		# the stuck server is given).
+		# its address on the side channel before it creates its PSP:
+		# the provider tries a refused connect again for 200 ms, but a
+		# server descheduled longer (a loaded machine) leaves the
+		# client UNREACHABLE, and the server then waits forever.  Neither is a failure of ours: the pair runs
+		# once more, and only once.
 		attempt=$((attempt + 1))
-		[ $attempt -lt 4 ] || break
+		[ $attempt -lt 2 ] || break
 		if grep -q 'DAT_CONN_QUAL_IN_USE' "$out.server.out"; then
 			echo "# $name: port $DTEST_PORT in use by another socket; run again"
 		elif [ "$tool" = dtest ] &&

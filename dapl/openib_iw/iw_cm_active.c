@@ -91,19 +91,19 @@ int cm_active_request(struct iwe_conn *c, const void *pdata, size_t len,
 	return cm_out_set(c, frame, (size_t)n);
 }
 
-/* Refused within the grace: connect again after a pause (0), or -1. */
+/* 1: refused within the grace, to connect again after a pause. */
 static int refused_again(struct iwe_conn *c, int err)
 {
 	if (err != ECONNREFUSED)
-		return -1;
+		return 0;
 	c->refused_pause_ms = cm_refused_pause_ms(c);
-	return c->refused_pause_ms < 0 ? -1 : 0;
+	return c->refused_pause_ms >= 0;
 }
 
 /* Inside an API call: a failed connect is queued, not delivered. */
 static int connect_failed(struct iwe_conn *c, int err)
 {
-	if (!refused_again(c, err))
+	if (refused_again(c, err))
 		return CS_REFUSED_PAUSE;
 	c->final = 1;
 	cm_queue_event(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");
@@ -159,7 +159,7 @@ int cm_active_connected(struct iwe_conn *c)
 
 	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0)
 		err = errno;
-	if (err && !refused_again(c, err))
+	if (err && refused_again(c, err))
 		return CS_REFUSED_PAUSE;
 	if (err)
 		return fail(c, IWE_CM_UNREACHABLE, err, "TCP connect failed");

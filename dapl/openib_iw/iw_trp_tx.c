@@ -623,7 +623,7 @@ int trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
 {
 	uint64_t every = (uint64_t)TRP_IDLE_PROBE_MS * 1000000u;
 
-	if (heard || !t->heard_ns)
+	if (heard)
 		t->heard_ns = now;
 	if (t->quiet || t->ending || t->snd_una != t->snd_sent) {
 		t->idle_ns = 0;		/* the retransmission timer watches */
@@ -812,8 +812,10 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 	t->ack_delay_ns = (uint64_t)iw_env_long("IWDAPL_TRP_ACK_DELAY_US",
 						TRP_ACK_DELAY_US, 0,
 						TRP_ACK_DELAY_MAX_US) * 1000u;
-	/* An idle connection's peer silent this long is gone. */
+	/* An idle connection's peer silent this long is gone; it was
+	 * last heard in the connection exchange, just now. */
 	t->dead_ns = (uint64_t)iw_env_peer_timeout_ms() * 1000000u;
+	t->heard_ns = iwe_now_ns();
 	t->test = dev->trp_test;
 	/* UDP GSO (Linux 4.18) cuts equal packets out of one send; the test
 	 * aid works packet by packet, so it turns GSO off. */

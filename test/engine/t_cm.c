@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager over loopback ("lo"): listen / connect / accept
  * with private data, every RTR type, MPA revision 1, CRC negotiation,
- * rejects, unreachable, timeouts, garbage and marker requests, services
+ * rejects, unreachable (after the refusals' grace, and a listener that
+ * comes within it), timeouts, garbage and marker requests, services
  * above 65535, EADDRINUSE, listen_any, graceful and abrupt disconnects,
- * a peer dying mid-FPDU, and concurrent setup from several threads.
- * TAP output. */
+ * the peer timeout's socket options, a peer dying mid-FPDU, and
+ * concurrent setup from several threads.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif

@@ -273,7 +273,7 @@ static void test_failures(void)
 	struct cpair p;
 	uint8_t buf[2048];
 	int raw, n = 0;
-	long t0;
+	long t0, ms;
 
 	/* Nobody on the port: ICMP port unreachable, once the grace for a
 	 * peer about to listen (200 ms) is over. */
@@ -284,10 +284,10 @@ static void test_failures(void)
 	connect_to(&p, ntohs(a.sin_port), 3000);
 	CHECK(wait_type(&p.la, 0, IWE_CM_UNREACHABLE),
 	      "closed UDP port: UNREACHABLE");
-	t0 = now_ms() - t0;
-	CHECK(t0 >= 150 && t0 <= 1500,
+	ms = now_ms() - t0;
+	CHECK(ms >= 150 && ms <= 1500,
 	      "closed UDP port: after the refusals' grace of 200 ms (%ld ms)",
-	      t0);
+	      ms);
 	cpair_close(&p);
 
 	/* A listener that comes 20 ms later gets the request. */
