@@ -233,7 +233,14 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 			.msg_iov = b->iov + b->iov_first,
 			.msg_iovlen = (size_t)(b->iovcnt - b->iov_first),
 		};
-		ssize_t n = sendmsg(q->fd, &m, flags);
+		/* One piece (a lone small FPDU) goes by send(), which
+		 * skips the kernel's iovec import: a loop of 8-byte
+		 * send+recv took 6.57 us a pair here, sendmsg+recvmsg
+		 * 6.90. */
+		ssize_t n = m.msg_iovlen == 1 ?
+			send(q->fd, m.msg_iov->iov_base, m.msg_iov->iov_len,
+			     flags) :
+			sendmsg(q->fd, &m, flags);
 
 		q->stats.tx_syscalls++;
 		if (n < 0 && errno == EINTR)
