@@ -361,15 +361,25 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 }
 
 /* The CQ is empty: let the consumer's thread drive the QPs feeding it.
- * One poller at a time; the others just look. */
+ * One poller at a time; the others just look.  It stops at the first
+ * QP that completed something, so the completion goes back at once
+ * (driving the others costs a recv each); the next poll starts after
+ * that QP, so every QP gets its turn. */
 static int cq_run_poll_hooks(struct iwe_cq_priv *q, enum iwe_drive how)
 {
 	int blocked = 0;
 
 	if (pthread_mutex_trylock(&q->hooks_lock))
 		return 0;
-	for (uint32_t i = 0; i < q->nhooks; i++)
+	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
+		uint32_t i = (q->hook_next + k) % n;
+
 		blocked |= q->hooks[i]->poll(q->hooks[i], how);
+		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
+			q->hook_next = (i + 1) % n;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&q->hooks_lock);
 	return blocked;
 }

@@ -325,6 +325,7 @@ struct iwe_cq_priv {
 	pthread_mutex_t hooks_lock;
 	struct iwe_cq_hook **hooks;
 	uint32_t nhooks, hooks_cap;
+	uint32_t hook_next;		/* where the next poll starts */
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
 	int queued;			/* on the channel's fired list */

@@ -4,8 +4,9 @@
  * rejects, unreachable (after the refusals' grace, and a listener that
  * comes within it), timeouts, garbage and marker requests, services
  * above 65535, EADDRINUSE, listen_any, graceful and abrupt disconnects,
- * the peer timeout's socket options, a peer dying mid-FPDU, and
- * concurrent setup from several threads.  TAP output. */
+ * the peer timeout's socket options, polls of one CQ fed by two QPs
+ * (both queues of each), a peer dying mid-FPDU, and concurrent setup
+ * from several threads.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -814,6 +815,121 @@ static void test_poller_few_looks(void)
 	cpair_close(&p);
 }
 
+/* The passive QPs of two connections complete both their queues into one
+ * CQ (one DAT EVD for requests and receives, as dtest and MPI use). */
+static void side_on_cq(struct side *s, struct iwe_cq *cq)
+{
+	struct iwe_qp_init_attr at = {
+		.send_cq = cq, .recv_cq = cq,
+		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
+			 .max_send_sge = 4, .max_recv_sge = 4 },
+	};
+
+	side_close(s);
+	memset(s, 0, sizeof(*s));
+	s->pd = iwe_alloc_pd(g_dev);
+	/* Unused, for side_close. */
+	s->scq = iwe_create_cq(g_dev, 4, NULL, NULL);
+	s->rcq = iwe_create_cq(g_dev, 4, NULL, NULL);
+	s->qp = iwe_create_qp(s->pd, &at);
+	s->buf = calloc(1, BIG);
+	s->mr = iwe_reg_mr(s->pd, s->buf, BIG, ALL_ACCESS);
+	s->fd = -1;
+	if (!s->pd || !s->scq || !s->rcq || !s->qp || !s->buf || !s->mr ||
+	    iwe_modify_qp(s->qp, IWE_QPS_INIT))
+		BAIL("shared CQ side: %s", strerror(errno));
+}
+
+static long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000L;
+}
+
+static uint64_t rx_calls(struct iwe_qp *qp)
+{
+	struct iwe_qp_stats st;
+
+	iwe_qp_query_stats(qp, &st);
+	return st.rx_syscalls;
+}
+
+/* Polls the empty CQ for us microseconds (the poller takes the lease:
+ * the progress thread leaves the input to the polls). */
+static void poll_empty_for(struct iwe_cq *cq, long us)
+{
+	struct ibv_wc wc;
+	long end = now_us() + us;
+
+	while (now_us() < end)
+		iwe_poll_cq(cq, 1, &wc);
+}
+
+/* Each poll of an empty CQ drives each QP feeding it once: one recv per
+ * QP (with a hook per queue, a QP on one CQ for both was driven twice,
+ * and the second drive's recv stood between an arrival and its
+ * completion).  A poll that finds a completion stops there, and the
+ * next one starts at the next QP. */
+static void test_shared_cq(void)
+{
+	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
+	struct cpair p[2];
+	struct ibv_wc wc[2];
+	uint64_t r0[2], r1[2];
+	int got, first = -1, polls = 200, ok = 0;
+
+	for (int i = 0; i < 2; i++) {
+		cpair_open(&p[i]);
+		side_on_cq(&p[i].b, cq);
+		p[i].ap = cm_params(2, 0, IW_RTR_WRITE);
+		p[i].bp = cm_params(2, 0, 0);
+		CHECK(cpair_connect(&p[i], 31192 + (uint64_t)i, 4, 4,
+				    "shared CQ"), "shared CQ: connection %d", i);
+	}
+	/* cpair_connect posted two receives on each passive QP. */
+	for (int i = 0; i < 2; i++)
+		r0[i] = rx_calls(p[i].b.qp);
+	for (int k = 0; k < polls; k++)
+		iwe_poll_cq(cq, 1, wc);
+	for (int i = 0; i < 2; i++)
+		r1[i] = rx_calls(p[i].b.qp) - r0[i];
+	CHECK(r1[0] >= 1 && r1[0] <= (uint64_t)polls && r1[1] >= 1 &&
+	      r1[1] <= (uint64_t)polls,
+	      "shared CQ: %d empty polls read each socket at most once a poll "
+	      "(%llu and %llu recv calls)", polls, (unsigned long long)r1[0],
+	      (unsigned long long)r1[1]);
+	/* Both peers send while the polls hold the lease, so nobody reads
+	 * the two messages before the next poll; a few tries, as a loaded
+	 * machine may end the lease meanwhile. */
+	for (int t = 0; t < 5 && !ok; t++) {
+		poll_empty_for(cq, 2000);
+		fill(p[0].a.buf, 32, 1);
+		fill(p[1].a.buf, 32, 2);
+		post_send1(&p[0].a, 60, IBV_WR_SEND, 0, 32, 0, 0, 0);
+		post_send1(&p[1].a, 61, IBV_WR_SEND, 0, 32, 0, 0, 0);
+		for (long end = now_us() + 50; now_us() < end;)
+			;	/* under the lease: the data crosses loopback */
+		got = iwe_poll_cq(cq, 2, wc);
+		if (got == 1) {
+			first = wc[0].qp_num == p[0].b.qp->qp_num ? 0 : 1;
+			ok = wait_cq(cq, 1) && poll1(cq, &wc[1]) &&
+			     wc[1].qp_num == p[!first].b.qp->qp_num;
+		} else if (got < 2 && wait_cq(cq, 2 - got)) {
+			iwe_poll_cq(cq, 2 - got, wc);	/* a slow try */
+		}
+		for (int i = 0; i < 2; i++)
+			post_recv1(&p[i].b, 70 + (uint64_t)t, 8192, 4096);
+	}
+	CHECK(under_valgrind() || ok,
+	      "shared CQ: a poll that found one QP's message returned it "
+	      "alone, and the next poll the other QP's");
+	for (int i = 0; i < 2; i++)
+		cpair_close(&p[i]);
+	iwe_destroy_cq(cq);
+}
+
 /* Debian's dtest -W over tcp: each side RDMA-writes, polls its send CQ
  * for the Write's completion, then spins on the memory the peer writes.
  * Once the Writes are answered quickly, a lone Write's completion is held
@@ -1221,6 +1337,7 @@ int main(void)
 	test_poll_reads_bulk();
 	test_poller_keeps_input();
 	test_poller_few_looks();
+	test_shared_cq();
 	test_write_completion_held();
 	test_burst_under_lease();
 	test_peer_dies();
