@@ -51,7 +51,7 @@ static uint64_t qp_poll_lease_ns(void)
  * 1 ms, an 8-byte polling ping-pong had a p99 of 16-17 us against a
  * median of 5.3 (a look every 1 ms in each process hit 2 % of the round
  * trips); at 4 ms, 7.5-8.3; at 8 ms, 6.3-6.9.  Over 10 alternating runs
- * of 10^4 round trips, p99/median was 1.31-2.41 at 4 ms (over 2 in 7
+ * of 10^4 round trips, p99/median was 1.31-2.41 at 4 ms (over 2 in 8
  * runs) and 1.20-1.80 at 8 ms. */
 static uint64_t qp_lease_max_ns(void)
 {
