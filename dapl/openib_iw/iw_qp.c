@@ -82,7 +82,7 @@ static uint64_t qp_lease_max_ns(void)
  * message does at once (it fills a sendmsg alone; holding it back only
  * leaves the link idle).  Bulk is 64 KiB: at 16, each 4 or 16 KiB Write
  * of a stream left alone, one system call each, and they ran at 1.0-1.5
- * and 1.1-1.8 GB/s against 1.9-2.4 and 2.8-3.1 in 4 and 16 KiB bursts
+ * and 1.6-1.8 GB/s against 1.9-2.4 and 2.9-3.1 in 4 and 16 KiB bursts
  * (3 alternating runs, window 32; 64 KiB Writes unchanged).  A small
  * post right after a bulk one goes at once too: nothing is gained by
  * holding it, and the safety net would cost a progress-thread wake-up
