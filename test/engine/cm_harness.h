@@ -94,6 +94,14 @@ static inline long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
+static inline long now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000L;
+}
+
 static inline int evlog_count(struct evlog *l)
 {
 	int n;
@@ -171,13 +179,19 @@ static inline struct sockaddr_in lo_addr(uint16_t port)
 	return a;
 }
 
-static inline void side_fresh(struct side *s)
+/* both: as side_init_on. */
+static inline void side_fresh_on(struct side *s, struct iwe_cq *both)
 {
 	memset(s, 0, sizeof(*s));
-	side_init(s, 0, ALL_ACCESS);
+	side_init_on(s, 0, ALL_ACCESS, both);
 	s->fd = -1;		/* the CM owns the socket */
 	if (iwe_modify_qp(s->qp, IWE_QPS_INIT))
 		BAIL("qp init");
+}
+
+static inline void side_fresh(struct side *s)
+{
+	side_fresh_on(s, NULL);
 }
 
 /* ------------------------------------------------------ raw sockets */

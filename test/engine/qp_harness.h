@@ -63,15 +63,19 @@ static inline void sock_pair(int *x, int *y)
 	*y = sv[1];
 }
 
-static inline void side_init(struct side *s, uint32_t sq_sig_all, int mr_access)
+/* both: a CQ for both of the QP's queues (one DAT EVD for requests and
+ * receives), else the side's own scq and rcq (made either way, so that
+ * side_close is the same). */
+static inline void side_init_on(struct side *s, uint32_t sq_sig_all,
+				int mr_access, struct iwe_cq *both)
 {
 	struct iwe_qp_init_attr at = { 0 };
 
 	s->pd = iwe_alloc_pd(g_dev);
 	s->scq = iwe_create_cq(g_dev, 256, NULL, NULL);
 	s->rcq = iwe_create_cq(g_dev, 256, NULL, s->ch);
-	at.send_cq = s->scq;
-	at.recv_cq = s->rcq;
+	at.send_cq = both ? both : s->scq;
+	at.recv_cq = both ? both : s->rcq;
 	at.cap = (struct iwe_qp_cap){ .max_send_wr = 32, .max_recv_wr = 32,
 				      .max_send_sge = 4, .max_recv_sge = 4 };
 	at.sq_sig_all = (int)sq_sig_all;
@@ -80,6 +84,11 @@ static inline void side_init(struct side *s, uint32_t sq_sig_all, int mr_access)
 	s->mr = iwe_reg_mr(s->pd, s->buf, BIG, mr_access);
 	if (!s->pd || !s->scq || !s->rcq || !s->qp || !s->buf || !s->mr)
 		BAIL("side setup: %s", strerror(errno));
+}
+
+static inline void side_init(struct side *s, uint32_t sq_sig_all, int mr_access)
+{
+	side_init_on(s, sq_sig_all, mr_access, NULL);
 }
 
 #define ALL_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \

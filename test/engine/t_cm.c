@@ -108,6 +108,16 @@ static int cpair_connect(struct cpair *p, uint64_t service, size_t req_len,
 	return ok && wait_type(&p->lb, 0, IWE_CM_ESTABLISHED);
 }
 
+/* The usual pair: MPA revision 2 without CRC, the initiator's RTR a
+ * zero-length Write, 4 bytes of private data each way. */
+static int cpair_std_connect(struct cpair *p, uint64_t service,
+			     const char *tag)
+{
+	p->ap = cm_params(2, 0, IW_RTR_WRITE);
+	p->bp = cm_params(2, 0, 0);
+	return cpair_connect(p, service, 4, 4, tag);
+}
+
 /* Sends both ways (the passive side posts first: with no RTR it must
  * wait for the initiator's first FPDU), then an RDMA Write and Read. */
 static void cpair_traffic(struct cpair *p, const char *tag)
@@ -500,9 +510,7 @@ static void test_abrupt(void)
 	struct cpair p;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31170, 4, 4, "abrupt"), "abrupt: connected");
+	CHECK(cpair_std_connect(&p, 31170, "abrupt"), "abrupt: connected");
 	CHECK(iwe_cm_disconnect(p.ca, 0) == 0 &&
 	      wait_type(&p.la, 1, IWE_CM_DISCONNECTED) &&
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
@@ -573,9 +581,7 @@ static void bulk_then(const char *tag, uint16_t port, uint32_t second)
 	int other, bulk_last = second > 8192;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, port, 4, 4, tag), "%s: connected", tag);
+	CHECK(cpair_std_connect(&p, port, tag), "%s: connected", tag);
 	fill(p.a.buf, 65536 + second, port);
 	CHECK(post_send1(&p.a, 20, IBV_WR_RDMA_WRITE, 0, 65536,
 			 (uintptr_t)(p.b.buf + 131072), p.b.mr->rkey,
@@ -664,9 +670,7 @@ static void test_poll_reads_bulk(void)
 	int got = 0;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(prog && cpair_connect(&p, 31177, 4, 4, "poll bulk"),
+	CHECK(prog && cpair_std_connect(&p, 31177, "poll bulk"),
 	      "poll bulk: connected");
 	iwe_prog_post(prog, &st.task);
 	prog_stall_set(&st, 1);
@@ -733,9 +737,7 @@ static void test_poller_keeps_input(void)
 	int i, sent = 0;
 
 	cpair_open(&pl_pair);
-	pl_pair.ap = cm_params(2, 0, IW_RTR_WRITE);
-	pl_pair.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&pl_pair, 31172, 4, 4, "poller"),
+	CHECK(cpair_std_connect(&pl_pair, 31172, "poller"),
 	      "poller: connected");
 	pl.s = &pl_pair.b;
 	/* valgrind switches threads slowly and times nothing: a few. */
@@ -785,9 +787,7 @@ static void test_poller_few_looks(void)
 	long end;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31179, 4, 4, "few looks"),
+	CHECK(cpair_std_connect(&p, 31179, "few looks"),
 	      "few looks: connected");
 	iwe_qp_query_stats(p.b.qp, &st0);
 	for (end = now_ms() + 300; now_ms() < end;)
@@ -814,39 +814,6 @@ static void test_poller_few_looks(void)
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
 	      "few looks: disconnected");
 	cpair_close(&p);
-}
-
-/* The passive QPs of two connections complete both their queues into one
- * CQ (one DAT EVD for requests and receives, as dtest and MPI use). */
-static void side_on_cq(struct side *s, struct iwe_cq *cq)
-{
-	struct iwe_qp_init_attr at = {
-		.send_cq = cq, .recv_cq = cq,
-		.cap = { .max_send_wr = 32, .max_recv_wr = 32,
-			 .max_send_sge = 4, .max_recv_sge = 4 },
-	};
-
-	side_close(s);
-	memset(s, 0, sizeof(*s));
-	s->pd = iwe_alloc_pd(g_dev);
-	/* Unused, for side_close. */
-	s->scq = iwe_create_cq(g_dev, 4, NULL, NULL);
-	s->rcq = iwe_create_cq(g_dev, 4, NULL, NULL);
-	s->qp = iwe_create_qp(s->pd, &at);
-	s->buf = calloc(1, BIG);
-	s->mr = iwe_reg_mr(s->pd, s->buf, BIG, ALL_ACCESS);
-	s->fd = -1;
-	if (!s->pd || !s->scq || !s->rcq || !s->qp || !s->buf || !s->mr ||
-	    iwe_modify_qp(s->qp, IWE_QPS_INIT))
-		BAIL("shared CQ side: %s", strerror(errno));
-}
-
-static long now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000L + ts.tv_nsec / 1000L;
 }
 
 static uint64_t rx_calls(struct iwe_qp *qp)
@@ -882,12 +849,12 @@ static void test_shared_cq(void)
 	int got, first = -1, polls = 200, ok = 0;
 
 	for (int i = 0; i < 2; i++) {
+		/* The passive QP completes both queues into cq. */
 		cpair_open(&p[i]);
-		side_on_cq(&p[i].b, cq);
-		p[i].ap = cm_params(2, 0, IW_RTR_WRITE);
-		p[i].bp = cm_params(2, 0, 0);
-		CHECK(cpair_connect(&p[i], 31192 + (uint64_t)i, 4, 4,
-				    "shared CQ"), "shared CQ: connection %d", i);
+		side_close(&p[i].b);
+		side_fresh_on(&p[i].b, cq);
+		CHECK(cpair_std_connect(&p[i], 31192 + (uint64_t)i,
+					"shared CQ"), "shared CQ: connection %d", i);
 	}
 	/* cpair_connect posted two receives on each passive QP. */
 	for (int i = 0; i < 2; i++)
@@ -1032,9 +999,7 @@ static void test_write_completion_held(void)
 	int n, npp;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31181, 4, 4, "held wc"), "held wc: connected");
+	CHECK(cpair_std_connect(&p, 31181, "held wc"), "held wc: connected");
 	iwe_qp_query_stats(p.a.qp, &sa0);
 	iwe_qp_query_stats(p.b.qp, &sb0);
 	wa = (struct wpp){ .s = &p.a, .d = &p.b };
@@ -1109,9 +1074,7 @@ static void test_burst_under_lease(void)
 	long end, waited_us;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31178, 4, 4, "lease burst"),
+	CHECK(cpair_std_connect(&p, 31178, "lease burst"),
 	      "lease burst: connected");
 	fill(p.a.buf, 128, 31178);
 	/* 3 ms of polls: past QP_TAKE_LEASE_NS, the poller's lease. */
@@ -1148,9 +1111,7 @@ static void test_midsize_burst(void)
 	int ok = 1, other;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31194, 4, 4, "mid-size burst"),
+	CHECK(cpair_std_connect(&p, 31194, "mid-size burst"),
 	      "mid-size burst: connected");
 	fill(p.a.buf, 65536, 31194);
 	sleep_ms(1);		/* a pause: the first post goes at once */
