@@ -1135,6 +1135,45 @@ static void test_midsize_burst(void)
 	cpair_close(&p);
 }
 
+/* With CRC on, a QP that streams large Writes grows its staging room
+ * until a whole batch fits: 512 KiB Writes then leave in a few system
+ * calls each, not one per 64 KiB FPDU as with a fixed 64 KiB stage. */
+static void test_crc_stage_grows(void)
+{
+	struct iwe_qp_stats st0, st;
+	struct cpair p;
+	int ok = 1, other;
+	const size_t len = 512u << 10;
+	unsigned long long calls;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 1, IW_RTR_WRITE);
+	p.bp = cm_params(2, 1, 0);
+	CHECK(cpair_connect(&p, 31195, 4, 4, "crc stage"),
+	      "crc stage: connected with CRC");
+	for (int i = 0; i < 12 && ok; i++) {
+		if (i == 8)
+			iwe_qp_query_stats(p.a.qp, &st0);
+		fill(p.a.buf, len, 31195 + i);
+		ok = post_send1(&p.a, 80 + (uint64_t)i, IBV_WR_RDMA_WRITE, 0,
+				len, (uintptr_t)(p.b.buf + len), p.b.mr->rkey,
+				IBV_SEND_SIGNALED) == 0 &&
+		     wait_cq(p.a.scq, 1) &&
+		     count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 1 &&
+		     !other && wait_bytes(p.b.buf + len, p.a.buf, len);
+	}
+	CHECK(ok, "crc stage: twelve 512 KiB Writes complete, data intact");
+	iwe_qp_query_stats(p.a.qp, &st);
+	calls = (unsigned long long)(st.tx_syscalls - st0.tx_syscalls);
+	CHECK(under_valgrind() || calls < 4 * 8,
+	      "crc stage: the last four Writes took %llu system calls "
+	      "(fewer than one per 64 KiB FPDU)", calls);
+	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
+	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
+	      "crc stage: disconnected");
+	cpair_close(&p);
+}
+
 /* A raw initiator establishes by hand, then dies inside an FPDU. */
 static void test_peer_dies(void)
 {
@@ -1341,6 +1380,7 @@ int main(void)
 	test_write_completion_held();
 	test_burst_under_lease();
 	test_midsize_burst();
+	test_crc_stage_grows();
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();
