@@ -66,8 +66,20 @@ pair() {
 		# its address on the side channel before it creates its PSP:
 		# the provider tries a refused connect again for 200 ms, but a
 		# server descheduled longer (a loaded machine) leaves the
-		# client UNREACHABLE, and the server then waits forever.  Neither is a failure of ours: the pair runs
-		# once more, and only once.
+		# client UNREACHABLE, and the server then waits forever.
+		# dtestcm's server counts any connection event as one of its
+		# 1000 ESTABLISHED (it checks the type only for UD), then frees
+		# the EP each later event names as disconnected.  Its client
+		# disconnects the first EP as soon as the last is established,
+		# and events of different connections have no order in DAT:
+		# when the first EP's DISCONNECTED overtakes the last EP's
+		# ESTABLISHED, the server frees that EP on its ESTABLISHED and
+		# waits forever for the one it took too early (or names a freed
+		# EP: DAT_INVALID_HANDLE).  Seen about once in 100 runs of 1000
+		# connections between namespaces (a gdb look at one: every
+		# event posted, the one EP left DISCONNECTED with both of its
+		# events taken).  None of these is a failure of ours: the pair
+		# runs once more, and only once.
 		attempt=$((attempt + 1))
 		[ $attempt -lt 2 ] || break
 		if grep -q 'DAT_CONN_QUAL_IN_USE' "$out.server.out"; then
@@ -75,6 +87,10 @@ pair() {
 		elif [ "$tool" = dtest ] &&
 		     grep -q 'unexpected conn event.*UNREACHABLE' "$out.client.out"; then
 			echo "# $name: the client came before the server's PSP; run again"
+		elif [ "$tool" = dtestcm ] && [ "$cst" -eq 0 ] &&
+		     grep -q "$done" "$out.client.out" &&
+		     grep -Eq 'still running|disconnect_eps: DAT_INVALID_HANDLE' "$out.server.out"; then
+			echo "# $name: the server took a DISCONNECTED for an ESTABLISHED; run again"
 		else
 			break
 		fi
