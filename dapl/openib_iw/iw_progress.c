@@ -337,23 +337,23 @@ int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
 int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
 			struct iwe_prog_watch *to, uint32_t events)
 {
-	int64_t i;
-	struct epoll_event ev = { .events = events };
+	uint32_t i = (uint32_t)from->key - 1;
+	struct epoll_event ev = { .events = events, .data.u64 = from->key };
 
 	if (from->fd < 0)
 		return EBADF;
-	i = slot_take(p, to);
-	if (i < 0)
-		return ENOMEM;
-	ev.data.u64 = slot_key(p, (uint32_t)i);
-	if (epoll_ctl(p->epfd, EPOLL_CTL_MOD, from->fd, &ev) < 0) {
-		int err = errno;
-
-		slot_give(p, ev.data.u64);
-		return err;
-	}
-	slot_give(p, from->key);
-	to->key = ev.data.u64;
+	/* The key stays: the registration keeps its place in epoll's ready
+	 * list, and an event the thread read meanwhile for `from` (a call
+	 * lent the loop runs while the thread may be in epoll_wait) is
+	 * dispatched to `to` once the thread has the loop back.  With a new
+	 * key that event was dropped as stale and the MOD queued the input
+	 * again behind what came later on other sockets: a passive
+	 * connection's RTR behind another connection's FIN. */
+	if (events != from->events &&
+	    epoll_ctl(p->epfd, EPOLL_CTL_MOD, from->fd, &ev) < 0)
+		return errno;
+	p->slots[i].w = to;
+	to->key = from->key;
 	to->fd = from->fd;
 	to->events = events;
 	from->key = 0;

@@ -93,8 +93,9 @@ int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
 		       uint32_t events);
 void iwe_prog_watch_del(struct iwe_prog *p, struct iwe_prog_watch *w);
 /* The socket `from` watches is watched by `to` from now on, for events
- * (one EPOLL_CTL_MOD, not a DEL and an ADD); events already read for
- * `from` are dropped.  0, or errno with `from` unchanged. */
+ * (its registration and key kept: at most one EPOLL_CTL_MOD, not a DEL
+ * and an ADD); events already read for `from` and not yet dispatched go
+ * to `to`.  0, or errno with `from` unchanged. */
 int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
 			struct iwe_prog_watch *to, uint32_t events);
 

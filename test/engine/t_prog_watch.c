@@ -28,7 +28,8 @@ static int g_a = -1, g_b = -1;		/* two sources; a is handed over */
 static struct iwe_prog_watch g_old, g_new, g_other;
 static int g_order[8];
 static atomic_int g_n, g_slot;
-static int g_move;			/* 1: iwe_prog_watch_move, 0: DEL+ADD */
+static int g_move;			/* 1: iwe_prog_watch_move, 0: DEL+ADD,
+					 * 2: move while the thread reads */
 static int g_err;
 
 enum { FROM_OLD = 1, FROM_NEW, FROM_OTHER };
@@ -83,12 +84,16 @@ static void watch_both(void *arg)
 		iwe_prog_watch_add(g_prog, &g_other, g_b, EPOLLIN | EPOLLET);
 }
 
-/* On the loop's thread, so nothing is read meanwhile: a's input, then
- * b's, then a's watch handed over. */
+/* Lent the loop (the thread idles in epoll_wait): a's input, then b's,
+ * then a's watch handed over.  In mode 2 the thread is given the time to
+ * read a's event for the old watch before b's input and the move: it
+ * then dispatches it, once it has the loop back, to the new watch. */
 static void arrive_then_hand_over(void *arg)
 {
 	(void)arg;
 	poke(g_a);
+	if (g_move == 2)
+		poll(NULL, 0, 20);
 	poke(g_b);
 	if (g_move) {
 		g_err = iwe_prog_watch_move(g_prog, &g_old, &g_new,
@@ -118,7 +123,8 @@ static int wait_for(int n)
 
 static void run(int move)
 {
-	const char *how = move ? "moved" : "DEL+ADD";
+	const char *how = move == 2 ? "moved while read" :
+			  move ? "moved" : "DEL+ADD";
 	int n;
 
 	g_move = move;
@@ -132,6 +138,7 @@ static void run(int move)
 	iwe_prog_call(g_prog, watch_both, NULL);
 	if (g_err)
 		BAIL("watch: %d", g_err);
+	poll(NULL, 0, 10);	/* the thread back in epoll_wait */
 	iwe_prog_call(g_prog, arrive_then_hand_over, NULL);
 	CHECK(g_err == 0 && g_new.fd == g_a && (!move || g_old.fd == -1),
 	      "%s: the new watch holds the socket", how);
@@ -141,8 +148,8 @@ static void run(int move)
 	      "%s: nothing for the old watch", how);
 	if (move)
 		CHECK(g_order[0] == FROM_NEW && g_order[1] == FROM_OTHER,
-		      "moved: the input that came first comes out first, "
-		      "through the new watch (order %d %d)", g_order[0],
+		      "%s: the input that came first comes out first, "
+		      "through the new watch (order %d %d)", how, g_order[0],
 		      g_order[1]);
 	else
 		/* The kernel behaviour the move avoids: if this changes,
@@ -167,6 +174,7 @@ int main(void)
 	if (!g_prog)
 		BAIL("progress thread: %s", strerror(errno));
 	run(1);
+	run(2);
 	run(0);
 	iwe_device_close(dev);
 	return tap_done();
