@@ -337,7 +337,6 @@ int iwe_prog_watch_mod(struct iwe_prog *p, struct iwe_prog_watch *w,
 int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
 			struct iwe_prog_watch *to, uint32_t events)
 {
-	uint32_t i = (uint32_t)from->key - 1;
 	struct epoll_event ev = { .events = events, .data.u64 = from->key };
 
 	if (from->fd < 0)
@@ -352,7 +351,7 @@ int iwe_prog_watch_move(struct iwe_prog *p, struct iwe_prog_watch *from,
 	if (events != from->events &&
 	    epoll_ctl(p->epfd, EPOLL_CTL_MOD, from->fd, &ev) < 0)
 		return errno;
-	p->slots[i].w = to;
+	p->slots[(uint32_t)from->key - 1].w = to;
 	to->key = from->key;
 	to->fd = from->fd;
 	to->events = events;

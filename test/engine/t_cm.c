@@ -118,6 +118,15 @@ static int cpair_std_connect(struct cpair *p, uint64_t service,
 	return cpair_connect(p, service, 4, 4, tag);
 }
 
+/* The initiator disconnects gracefully; the passive side must see it. */
+static void cpair_disconnect_close(struct cpair *p, const char *tag)
+{
+	CHECK(iwe_cm_disconnect(p->ca, 1) == 0 &&
+	      wait_type(&p->lb, 1, IWE_CM_DISCONNECTED),
+	      "%s: disconnected", tag);
+	cpair_close(p);
+}
+
 /* Sends both ways (the passive side posts first: with no RTR it must
  * wait for the initiator's first FPDU), then an RDMA Write and Read. */
 static void cpair_traffic(struct cpair *p, const char *tag)
@@ -810,10 +819,7 @@ static void test_poller_few_looks(void)
 		usleep(200);
 	CHECK(iwe_cq_count(p.b.rcq) == 1 && !memcmp(p.b.buf, p.a.buf, 64),
 	      "few looks: the Send arrived with nobody polling, data intact");
-	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
-	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
-	      "few looks: disconnected");
-	cpair_close(&p);
+	cpair_disconnect_close(&p, "few looks");
 }
 
 static uint64_t rx_calls(struct iwe_qp *qp)
@@ -1093,10 +1099,7 @@ static void test_burst_under_lease(void)
 	      !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
 	      "lease burst: the held Send left within %ld us of the post, "
 	      "data intact", waited_us);
-	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
-	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
-	      "lease burst: disconnected");
-	cpair_close(&p);
+	cpair_disconnect_close(&p, "lease burst");
 }
 
 /* Mid-size posts close together leave together: four 16 KiB Writes
@@ -1129,10 +1132,7 @@ static void test_midsize_burst(void)
 	CHECK(under_valgrind() || st.tx_syscalls - st0.tx_syscalls <= 2,
 	      "mid-size burst: sent in %llu system calls (at most 2)",
 	      (unsigned long long)(st.tx_syscalls - st0.tx_syscalls));
-	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
-	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
-	      "mid-size burst: disconnected");
-	cpair_close(&p);
+	cpair_disconnect_close(&p, "mid-size burst");
 }
 
 /* With CRC on, a QP that streams large Writes grows its staging room
@@ -1168,10 +1168,7 @@ static void test_crc_stage_grows(void)
 	CHECK(under_valgrind() || calls < 4 * 8,
 	      "crc stage: the last four Writes took %llu system calls "
 	      "(fewer than one per 64 KiB FPDU)", calls);
-	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
-	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED),
-	      "crc stage: disconnected");
-	cpair_close(&p);
+	cpair_disconnect_close(&p, "crc stage");
 }
 
 /* A raw initiator establishes by hand, then dies inside an FPDU. */
