@@ -163,6 +163,7 @@ struct trp {
 					 * (told once, by tx_write) */
 	int gso;			/* UDP GSO in use */
 	int gro;			/* UDP GRO asked of the socket */
+	int rx_idle;			/* the last read found nothing */
 	int ending;			/* the QP failed: no retransmission */
 	int quiet;			/* a fatal Terminate went out */
 	int refused;			/* ICMP port unreachable read: the
