@@ -201,6 +201,9 @@ struct trp {
 	int ack_hold_timed;		/* the timer ends the hold (read by
 					 * no poller: a poller's next round
 					 * or lease end does else) */
+	int rcv_mid_msg;		/* the last delivered packet was not
+					 * its message's last segment */
+	int ack_hold_mid;		/* the hold is a mid-message one */
 	/* The peer's lone packets other than Sends get answers: one of
 	 * ours went out within ack_delay_ns of the last one, and no hold of
 	 * one has run out since.  Their acks are held wherever they are

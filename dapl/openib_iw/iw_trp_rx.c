@@ -176,6 +176,9 @@ static int deliver_packet(struct trp *t, struct iwe_qp_priv *q,
 	iw_trp_get(b, &f);
 	t->rcv_send_end = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
 		ends_send(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
+	t->rcv_mid_msg = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
+		len >= IW_TRP_HDR_LEN + 2 &&
+		!iw_ctrl_last(be16_at(b + IW_TRP_HDR_LEN));
 	if (f.flags & (IW_TRP_F | IW_TRP_I))
 		t->ack_urgent = 1;
 	if (f.flags & IW_TRP_F)
@@ -508,6 +511,34 @@ static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
 			    !iwe_prog_on_thread(t->prog));
 }
 
+/* A stream whose last packet read is in the middle of a message: its
+ * next packets are on their way, and their read will ack it all.  One
+ * pure ack per read woke the sender's progress thread about every 90
+ * packets of 1 MiB Writes at a path MTU of 1500.  Held while in
+ * sequence, for a quarter of the credits at most (the sender keeps
+ * three quarters), and ack_delay_ns at most (a timer: the rest of the
+ * message may be lost).  Returns 1 while it holds. */
+static int mid_msg_hold(struct trp *t, uint64_t now)
+{
+	if (t->ack_delay_ns && t->ack_due && !t->ack_urgent &&
+	    t->rcv_mid_msg && t->rcv_dlv == t->rcv_nxt &&
+	    t->rcv_unacked < t->rx_cap / 4 &&
+	    (!t->ack_hold_ns || (t->ack_hold_mid && now < t->ack_hold_ns))) {
+		if (!t->ack_hold_ns) {
+			t->ack_hold_ns = now + t->ack_delay_ns;
+			t->ack_hold_timed = 1;
+			t->ack_hold_mid = 1;
+			t->st.acks_held++;
+		}
+		return 1;
+	}
+	if (t->ack_hold_mid) {
+		t->ack_hold_mid = 0;
+		t->ack_hold_ns = 0;
+	}
+	return 0;
+}
+
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 		     uint64_t now)
 {
@@ -515,6 +546,8 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 
 	if (heard && t->ack_due && !t->ack_urgent && !t->rcv_send_end)
 		t->rcv_heard_ns = now;
+	if (mid_msg_hold(t, now))
+		return;
 	/* The lease only when a hold is otherwise possible (every round
 	 * passes here). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
@@ -547,6 +580,7 @@ void trp_rx_idle(struct iwe_qp_priv *q)
 	if (!t || !t->ack_hold_ns)
 		return;
 	t->ack_hold_ns = 0;
+	t->ack_hold_mid = 0;
 	if (t->ack_due && !t->quiet)
 		trp_send_ack(t, q);
 }

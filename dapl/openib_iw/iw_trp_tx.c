@@ -272,6 +272,7 @@ static void ack_sent(struct trp *t)
 	t->ack_urgent = 0;
 	t->rcv_unacked = 0;
 	t->ack_hold_ns = 0;
+	t->ack_hold_mid = 0;
 }
 
 /* One batch of due packets: retransmissions first, then new ones. */

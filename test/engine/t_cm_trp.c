@@ -711,6 +711,14 @@ static int spin_until(const char *at, char v)
 	return 1;
 }
 
+static uint64_t sent_of(struct side *s)
+{
+	struct iwe_trp_stats st;
+
+	iwe_trp_stats(s->qp, &st);
+	return st.sent;
+}
+
 static uint64_t acks_of(struct side *s)
 {
 	struct iwe_trp_stats st;
@@ -789,6 +797,47 @@ static void test_ack_answered(void)
 }
 
 /* ----------------------------------------------------------------- SSP */
+
+/* The receiver of a message many packets long holds the pure ack of
+ * a read that ended inside it (the message's next packets, on their
+ * way, bring the next read), for a quarter of its credits at most:
+ * one ack per read woke the sender's progress thread every 90 packets
+ * of 1 MiB Writes at a 1500 MTU.  Here 1 MiB Writes of 64 KiB packets,
+ * credits 32: at most 2 holds and the message's end per Write. */
+static void test_mid_message_acks(void)
+{
+	struct cpair p;
+	uint64_t a0, a1, sent0, sent1;
+	int ok = 1;
+
+	/* A long delay: on a loaded machine the next packet may come late
+	 * and the hold's timer would ack first. */
+	setenv("IWDAPL_TRP_ACK_DELAY_US", "5000", 1);
+	cpair_open(&p);
+	if (!cpair_establish(&p, "mid-message acks", IW_RTR_WRITE))
+		BAIL("mid-message acks: no connection");
+	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
+	fill(p.a.buf, BIG, 11);
+	a0 = acks_of(&p.b);
+	sent0 = sent_of(&p.a);
+	for (int i = 0; i < 4 && ok; i++) {
+		struct ibv_wc wc;
+
+		ok = post_send1(&p.a, 50 + (uint64_t)i, IBV_WR_RDMA_WRITE, 0,
+				BIG, (uintptr_t)p.b.buf, p.b.mr->rkey,
+				IBV_SEND_SIGNALED) == 0 &&
+		     wait_cq(p.a.scq, 1) && poll1(p.a.scq, &wc) &&
+		     wc.status == IBV_WC_SUCCESS;
+	}
+	a1 = acks_of(&p.b) - a0;
+	sent1 = sent_of(&p.a) - sent0;
+	CHECK(ok && !memcmp(p.b.buf, p.a.buf, BIG),
+	      "mid-message acks: four 1 MiB Writes completed, data intact");
+	CHECK(under_valgrind() || (sent1 >= 4 * 16 && a1 <= 4 * 4),
+	      "mid-message acks: %llu pure acks for %llu packets (at most "
+	      "16)", (unsigned long long)a1, (unsigned long long)sent1);
+	cpair_close(&p);
+}
 
 static void test_ssp(void)
 {
@@ -1016,6 +1065,7 @@ int main(void)
 	test_ack_polled_only();
 	test_ack_answered();
 	test_poller_reads_one();
+	test_mid_message_acks();
 	test_silent_peer();
 	test_ssp();
 	test_many();
