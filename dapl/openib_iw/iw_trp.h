@@ -188,6 +188,8 @@ struct trp {
 	uint32_t *rx_len;
 	uint32_t rx_cap;		/* power of two */
 	uint32_t rcv_dlv, rcv_nxt;
+	uint32_t rcv_high;		/* past the highest PSN held out of
+					 * order (selective acks end there) */
 	uint32_t credit_cap;		/* what the socket buffer holds */
 	int ack_due;
 	/* Delayed ack: in-order packets since our last ack, whether

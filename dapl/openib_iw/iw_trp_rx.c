@@ -63,7 +63,7 @@ int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn)
 		 !setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
 	t->rx = calloc(t->rx_cap, sizeof(*t->rx));
 	t->rx_len = calloc(t->rx_cap, sizeof(*t->rx_len));
-	t->rcv_dlv = t->rcv_nxt = rx_psn;
+	t->rcv_dlv = t->rcv_nxt = t->rcv_high = rx_psn;
 	if (trp_bufs_init(&t->rx_pool, t->rx_cap + TRP_BATCH))
 		return ENOMEM;
 	return t->rx && t->rx_len ? 0 : ENOMEM;
@@ -219,6 +219,8 @@ static void advance(struct trp *t, uint32_t nxt)
 	       t->rx[rx_index(t, t->rcv_nxt)])
 		t->rcv_nxt++;
 	t->rcv_unacked += t->rcv_nxt - nxt;
+	if (iw_psn_lt(t->rcv_high, t->rcv_nxt))
+		t->rcv_high = t->rcv_nxt;	/* never far behind */
 }
 
 /* A sequenced packet: keep it (returns 1: b is the slot's now) or drop
@@ -243,6 +245,8 @@ static int rx_sequenced(struct trp *t, struct iwe_qp_priv *q, uint8_t *b,
 	if (psn != t->rcv_nxt) {
 		t->ack_urgent = 1;	/* selective acks tell of a hole */
 		t->st.ooo_rcvd++;
+		if (!iw_psn_lt(psn, t->rcv_high))
+			t->rcv_high = psn + 1;
 		if (!(b[8] & 0xF0) && len > IW_TRP_HDR_LEN &&
 		    trp_term_incoming(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN,
 				      &quiet) == 1) {
@@ -650,6 +654,12 @@ uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body)
 {
 	uint32_t n = 0, psn = t->rcv_nxt + 1, end = t->rcv_dlv + t->rx_cap;
 	uint32_t max = (t->pkt_max - IW_TRP_HDR_LEN) / IW_TRP_SACK_BLOCK;
+
+	/* Nothing held out of order (most acks): no scan of the window. */
+	if (!iw_psn_lt(t->rcv_nxt, t->rcv_high))
+		return 0;
+	if (iw_psn_lt(t->rcv_high, end))
+		end = t->rcv_high;
 
 	/* Every hole of a full window at 10 % loss (about 100 in 1024
 	 * packets): with 16 blocks the sender saw the lowest 160 PSNs only,

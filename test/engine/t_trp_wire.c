@@ -115,6 +115,41 @@ static void incoming_terminates(void)
 	      "a Send is no Terminate");
 }
 
+/* The selective-ack blocks of a receive window holding PSNs nxt+2,
+ * nxt+3 and nxt+7 out of order (nothing at nxt, nxt+1, nxt+4..6). */
+static void sack_blocks_at(uint32_t nxt)
+{
+	static uint8_t pkt[1];
+	uint8_t *slots[64] = { 0 };
+	struct trp t;
+	uint8_t body[IW_TRP_SACK_MAX * IW_TRP_SACK_BLOCK];
+	uint32_t want[4] = { nxt + 2, nxt + 3, nxt + 7, nxt + 7 }, got[4];
+	uint32_t n;
+
+	memset(&t, 0, sizeof(t));
+	t.rx = slots;
+	t.rx_cap = 64;
+	t.pkt_max = 1500;
+	t.rcv_dlv = t.rcv_nxt = t.rcv_high = nxt;
+	CHECK(trp_sack_blocks(&t, body) == 0,
+	      "sack at %#x: nothing held, no blocks", nxt);
+	slots[(nxt + 2) & 63] = slots[(nxt + 3) & 63] = pkt;
+	slots[(nxt + 7) & 63] = pkt;
+	t.rcv_high = nxt + 8;	/* as the receive path keeps it */
+	n = trp_sack_blocks(&t, body);
+	for (int i = 0; i < 4; i++) {
+		memcpy(&got[i], body + 4 * i, 4);
+		got[i] = iw_be32(got[i]);
+	}
+	CHECK(n == 2 * IW_TRP_SACK_BLOCK && !memcmp(got, want, sizeof(want)),
+	      "sack at %#x: blocks [+2,+3] [+7,+7] (%u bytes)", nxt, n);
+	/* Filled up to the last one held: no hole left, no block. */
+	t.rcv_nxt = nxt + 8;
+	t.rcv_high = nxt + 8;
+	CHECK(trp_sack_blocks(&t, body) == 0,
+	      "sack at %#x: the holes filled, no blocks", nxt);
+}
+
 int main(void)
 {
 	header_layout();
@@ -122,5 +157,7 @@ int main(void)
 	test_spec();
 	terminate_classes();
 	incoming_terminates();
+	sack_blocks_at(1000);
+	sack_blocks_at(0xfffffffcu);	/* across the 2^32 wrap */
 	return tap_done();
 }
