@@ -520,17 +520,21 @@ static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
  * pure ack per read woke the sender's progress thread about every 90
  * packets of 1 MiB Writes at a path MTU of 1500.  Held while in
  * sequence, for a quarter of the credits at most (the sender keeps
- * three quarters), and ack_delay_ns at most (a timer: the rest of the
- * message may be lost).  Returns 1 while it holds. */
-static int mid_msg_hold(struct trp *t, uint64_t now)
+ * three quarters), and ack_delay_ns at most: timed by the progress
+ * thread (the rest of the message may be lost) unless a poller read
+ * it, whose next rounds look (a timer armed from its thread would wake
+ * the progress thread twice a hold).  Returns 1 while it holds. */
+static int mid_msg_hold(struct trp *t, int poller, uint64_t now)
 {
 	if (t->ack_delay_ns && t->ack_due && !t->ack_urgent &&
 	    t->rcv_mid_msg && t->rcv_dlv == t->rcv_nxt &&
 	    t->rcv_unacked < t->rx_cap / 4 &&
-	    (!t->ack_hold_ns || (t->ack_hold_mid && now < t->ack_hold_ns))) {
+	    (!t->ack_hold_ns ||
+	     (t->ack_hold_mid && now < t->ack_hold_ns &&
+	      (t->ack_hold_timed || poller)))) {
 		if (!t->ack_hold_ns) {
 			t->ack_hold_ns = now + t->ack_delay_ns;
-			t->ack_hold_timed = 1;
+			t->ack_hold_timed = !poller;
 			t->ack_hold_mid = 1;
 			t->st.acks_held++;
 		}
@@ -550,7 +554,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 
 	if (heard && t->ack_due && !t->ack_urgent && !t->rcv_send_end)
 		t->rcv_heard_ns = now;
-	if (mid_msg_hold(t, now))
+	if (mid_msg_hold(t, q->prog && read_for_poller(t, q), now))
 		return;
 	/* The lease only when a hold is otherwise possible (every round
 	 * passes here). */
