@@ -515,6 +515,13 @@ static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
 			    !iwe_prog_on_thread(t->prog));
 }
 
+/* A consumer holding the QP's poll lease reads: its next polls come
+ * back to the QP (no progress thread needs to). */
+static int leased_reader(const struct trp *t, struct iwe_qp_priv *q)
+{
+	return q->prog && read_for_poller(t, q);
+}
+
 /* A stream whose last packet read is in the middle of a message: its
  * next packets are on their way, and their read will ack it all.  One
  * pure ack per read woke the sender's progress thread about every 90
@@ -524,22 +531,27 @@ static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
  * thread (the rest of the message may be lost) unless a poller read
  * it, whose next rounds look (a timer armed from its thread would wake
  * the progress thread twice a hold).  Returns 1 while it holds. */
-static int mid_msg_hold(struct trp *t, int poller, uint64_t now)
+static int mid_msg_hold(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 {
-	if (t->ack_delay_ns && t->ack_due && !t->ack_urgent &&
-	    t->rcv_mid_msg && t->rcv_dlv == t->rcv_nxt &&
-	    t->rcv_unacked < t->rx_cap / 4 &&
-	    (!t->ack_hold_ns ||
-	     (t->ack_hold_mid && now < t->ack_hold_ns &&
-	      (t->ack_hold_timed || poller)))) {
-		if (!t->ack_hold_ns) {
-			t->ack_hold_ns = now + t->ack_delay_ns;
-			t->ack_hold_timed = !poller;
-			t->ack_hold_mid = 1;
-			t->st.acks_held++;
-		}
+	int poller;
+
+	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
+	    !t->rcv_mid_msg || t->rcv_dlv != t->rcv_nxt ||
+	    t->rcv_unacked >= t->rx_cap / 4)
+		goto release;
+	/* The lease only now: every round passes here. */
+	poller = leased_reader(t, q);
+	if (!t->ack_hold_ns) {
+		t->ack_hold_ns = now + t->ack_delay_ns;
+		t->ack_hold_timed = !poller;
+		t->ack_hold_mid = 1;
+		t->st.acks_held++;
 		return 1;
 	}
+	if (t->ack_hold_mid && now < t->ack_hold_ns &&
+	    (t->ack_hold_timed || poller))
+		return 1;
+release:
 	if (t->ack_hold_mid) {
 		t->ack_hold_mid = 0;
 		t->ack_hold_ns = 0;
@@ -554,7 +566,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 
 	if (heard && t->ack_due && !t->ack_urgent && !t->rcv_send_end)
 		t->rcv_heard_ns = now;
-	if (mid_msg_hold(t, q->prog && read_for_poller(t, q), now))
+	if (mid_msg_hold(t, q, now))
 		return;
 	/* The lease only when a hold is otherwise possible (every round
 	 * passes here). */
@@ -604,8 +616,7 @@ static unsigned rx_want(const struct trp *t, struct iwe_qp_priv *q)
 {
 	if (!t->gro)
 		return TRP_BATCH;
-	return t->rx_idle && q->prog && read_for_poller(t, q) ? 1 :
-	       TRP_GRO_BUFS;
+	return t->rx_idle && leased_reader(t, q) ? 1 : TRP_GRO_BUFS;
 }
 
 int trp_rx_progress(struct iwe_qp_priv *q)

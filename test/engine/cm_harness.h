@@ -135,6 +135,15 @@ static inline int wait_type(struct evlog *l, int idx, int type)
 	return r && r->type == type;
 }
 
+/* The QP's receive system calls so far. */
+static inline uint64_t rx_calls(struct iwe_qp *qp)
+{
+	struct iwe_qp_stats st;
+
+	iwe_qp_query_stats(qp, &st);
+	return st.rx_syscalls;
+}
+
 /* Wait until cq has n completions. */
 static inline int wait_cq(struct iwe_cq *cq, int n)
 {

@@ -822,14 +822,6 @@ static void test_poller_few_looks(void)
 	cpair_disconnect_close(&p, "few looks");
 }
 
-static uint64_t rx_calls(struct iwe_qp *qp)
-{
-	struct iwe_qp_stats st;
-
-	iwe_qp_query_stats(qp, &st);
-	return st.rx_syscalls;
-}
-
 /* Polls the empty CQ for us microseconds (the poller takes the lease:
  * the progress thread leaves the input to the polls). */
 static void poll_empty_for(struct iwe_cq *cq, long us)

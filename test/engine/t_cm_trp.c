@@ -585,12 +585,12 @@ static void *spin_poll(void *arg)
 	return NULL;
 }
 
-static uint64_t held_of(struct side *s)
+static struct iwe_trp_stats trp_st(struct side *s)
 {
 	struct iwe_trp_stats st;
 
 	iwe_trp_stats(s->qp, &st);
-	return st.acks_held;
+	return st;
 }
 
 /* A's Send to B, acknowledged (A's completion) and received. */
@@ -621,30 +621,22 @@ static void test_ack_polled_only(void)
 	if (!cpair_establish(&p, "delayed ack", IW_RTR_WRITE))
 		BAIL("delayed ack: no connection");
 	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
-	h0 = held_of(&p.b);
-	CHECK(send_acked(&p, 30, 1) && held_of(&p.b) == h0,
+	h0 = trp_st(&p.b).acks_held;
+	CHECK(send_acked(&p, 30, 1) && trp_st(&p.b).acks_held == h0,
 	      "delayed ack: a Send read for a blocking consumer is "
 	      "acknowledged at once (%llu held)",
-	      (unsigned long long)(held_of(&p.b) - h0));
+	      (unsigned long long)(trp_st(&p.b).acks_held - h0));
 	atomic_store(&g_poll_stop, 0);
 	pthread_create(&th, NULL, spin_poll, &p.b);
 	usleep(10000);	/* polls long enough to be a poller's */
 	ok = send_acked(&p, 31, 2);
 	atomic_store(&g_poll_stop, 1);
 	pthread_join(th, NULL);
-	CHECK(ok && held_of(&p.b) == h0 + 1,
+	CHECK(ok && trp_st(&p.b).acks_held == h0 + 1,
 	      "delayed ack: one read by a polling consumer is held for an "
 	      "answer, then acknowledged (%llu held)",
-	      (unsigned long long)(held_of(&p.b) - h0));
+	      (unsigned long long)(trp_st(&p.b).acks_held - h0));
 	cpair_close(&p);
-}
-
-static uint64_t rx_calls(struct side *s)
-{
-	struct iwe_qp_stats st;
-
-	iwe_qp_query_stats(s->qp, &st);
-	return st.rx_syscalls;
 }
 
 /* A poller whose last read found nothing reads one datagram, not a
@@ -675,9 +667,9 @@ static void test_poller_reads_one(void)
 		post_send1(&p.a, 41, IBV_WR_SEND, 8224, 64, 0, 0, 0);
 		for (end = now_us() + 300; now_us() < end;)
 			;	/* under the lease: both cross loopback */
-		r0 = rx_calls(&p.b);
+		r0 = rx_calls(p.b.qp);
 		got = iwe_poll_cq(p.b.rcq, 2, wc);
-		r1 = rx_calls(&p.b) - r0;
+		r1 = rx_calls(p.b.qp) - r0;
 		ok = got == 1 && r1 == 1;
 		/* The polls stop: the second comes with nobody polling. */
 		later = got == 2 || wait_cq(p.b.rcq, 2 - got);
@@ -711,22 +703,6 @@ static int spin_until(const char *at, char v)
 	return 1;
 }
 
-static uint64_t sent_of(struct side *s)
-{
-	struct iwe_trp_stats st;
-
-	iwe_trp_stats(s->qp, &st);
-	return st.sent;
-}
-
-static uint64_t acks_of(struct side *s)
-{
-	struct iwe_trp_stats st;
-
-	iwe_trp_stats(s->qp, &st);
-	return st.acks_sent;
-}
-
 /* One byte RDMA-written from s's buf + 8192 to byte off of d's buf. */
 static int write1(struct side *s, struct side *d, uint64_t id, size_t off,
 		  char v, unsigned flags)
@@ -745,7 +721,7 @@ static int write1(struct side *s, struct side *d, uint64_t id, size_t off,
 static void test_ack_answered(void)
 {
 	struct cpair p;
-	uint64_t h0, acks0;
+	uint64_t h0, acks0, held, acks;
 	long t0, dt;
 	int i, ok = 1, other;
 
@@ -759,21 +735,21 @@ static void test_ack_answered(void)
 		     spin_until(p.b.buf + 16384, (char)i) &&
 		     write1(&p.b, &p.a, 200, 16384, (char)i, 0) &&
 		     spin_until(p.a.buf + 16384, (char)i);
-	h0 = held_of(&p.a) + held_of(&p.b);
-	acks0 = acks_of(&p.a) + acks_of(&p.b);
+	h0 = trp_st(&p.a).acks_held + trp_st(&p.b).acks_held;
+	acks0 = trp_st(&p.a).acks_sent + trp_st(&p.b).acks_sent;
 	for (i = 3; i <= 52 && ok; i++)
 		ok = write1(&p.a, &p.b, 100, 16384, (char)i, 0) &&
 		     spin_until(p.b.buf + 16384, (char)i) &&
 		     write1(&p.b, &p.a, 200, 16384, (char)i, 0) &&
 		     spin_until(p.a.buf + 16384, (char)i);
+	acks = trp_st(&p.a).acks_sent + trp_st(&p.b).acks_sent - acks0;
+	held = trp_st(&p.a).acks_held + trp_st(&p.b).acks_held - h0;
 	/* A scheduler delay past the 5 ms hold sends a pure ack (and the
 	 * side learns again): a few, not one per Write. */
-	CHECK(ok && acks_of(&p.a) + acks_of(&p.b) - acks0 <= 10 &&
-	      held_of(&p.a) + held_of(&p.b) - h0 >= 80,
+	CHECK(ok && acks <= 10 && held >= 80,
 	      "100 Writes answered by Writes at once: their acks ride on the "
 	      "answers (%llu pure acks, %llu held)",
-	      (unsigned long long)(acks_of(&p.a) + acks_of(&p.b) - acks0),
-	      (unsigned long long)(held_of(&p.a) + held_of(&p.b) - h0));
+	      (unsigned long long)acks, (unsigned long long)held);
 	/* A lone Write of a's that b does not answer: b, which learned that
 	 * a's Writes get answers, holds its ack until the delay ends. */
 	sleep_ms(20);
@@ -785,14 +761,14 @@ static void test_ack_answered(void)
 	      other == 0 && dt >= 4,
 	      "an unanswered Write after answered ones: acknowledged when the "
 	      "5 ms hold runs out (completed after %ld ms)", dt);
-	h0 = held_of(&p.b);
+	h0 = trp_st(&p.b).acks_held;
 	ok = write1(&p.a, &p.b, 301, 16384, 'y', IBV_SEND_SIGNALED) &&
 	     wait_cq(p.a.scq, 1);
 	CHECK(ok && count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 1 &&
-	      other == 0 && held_of(&p.b) == h0,
+	      other == 0 && trp_st(&p.b).acks_held == h0,
 	      "after a hold ran out unanswered: the next lone Write is "
 	      "acknowledged at once (%llu held)",
-	      (unsigned long long)(held_of(&p.b) - h0));
+	      (unsigned long long)(trp_st(&p.b).acks_held - h0));
 	cpair_close(&p);
 }
 
@@ -818,8 +794,8 @@ static void test_mid_message_acks(void)
 		BAIL("mid-message acks: no connection");
 	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
 	fill(p.a.buf, BIG, 11);
-	a0 = acks_of(&p.b);
-	sent0 = sent_of(&p.a);
+	a0 = trp_st(&p.b).acks_sent;
+	sent0 = trp_st(&p.a).sent;
 	for (int i = 0; i < 4 && ok; i++) {
 		struct ibv_wc wc;
 
@@ -829,8 +805,8 @@ static void test_mid_message_acks(void)
 		     wait_cq(p.a.scq, 1) && poll1(p.a.scq, &wc) &&
 		     wc.status == IBV_WC_SUCCESS;
 	}
-	a1 = acks_of(&p.b) - a0;
-	sent1 = sent_of(&p.a) - sent0;
+	a1 = trp_st(&p.b).acks_sent - a0;
+	sent1 = trp_st(&p.a).sent - sent0;
 	CHECK(ok && !memcmp(p.b.buf, p.a.buf, BIG),
 	      "mid-message acks: four 1 MiB Writes completed, data intact");
 	CHECK(under_valgrind() || (sent1 >= 4 * 16 && a1 <= 4 * 4),
