@@ -861,8 +861,11 @@ static void test_shared_cq(void)
 		iwe_poll_cq(cq, 1, wc);
 	for (int i = 0; i < 2; i++)
 		r1[i] = rx_calls(p[i].b.qp) - r0[i];
-	CHECK(r1[0] >= 1 && r1[0] <= (uint64_t)polls && r1[1] >= 1 &&
-	      r1[1] <= (uint64_t)polls,
+	/* The old fault read twice a poll; a few more reads than polls are
+	 * the progress thread's, when a slow machine (valgrind) lets the
+	 * lease lapse between two polls. */
+	CHECK(r1[0] >= 1 && r1[0] <= (uint64_t)polls + 4 && r1[1] >= 1 &&
+	      r1[1] <= (uint64_t)polls + 4,
 	      "shared CQ: %d empty polls read each socket at most once a poll "
 	      "(%llu and %llu recv calls)", polls, (unsigned long long)r1[0],
 	      (unsigned long long)r1[1]);
