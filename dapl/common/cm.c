@@ -79,7 +79,8 @@ void dapl_cm_params(const struct dapl_ep *ep, struct iwe_cm_params *p)
 }
 
 /* A listener answers before it knows which EP accepts: offer what the
- * device can serve (every engine QP has room for its maximum). */
+ * device can serve (an engine QP sizes its Read rings at attach, for
+ * what the connection settled). */
 void dapl_cm_listen_params(const struct dapl_ia *ia, struct iwe_cm_params *p)
 {
 	params_from_cfg(ia, p);

@@ -528,11 +528,8 @@ static int qp_alloc_queues(struct iwe_qp_priv *q)
 	q->sq_sge = calloc(c->max_send_wr * ss, sizeof(*q->sq_sge));
 	q->rq = calloc(rw, sizeof(*q->rq));
 	q->rq_sge = calloc(rw * rs, sizeof(*q->rq_sge));
-	q->orq = calloc(IWE_MAX_ORD, sizeof(*q->orq));
-	q->irq = calloc(IWE_MAX_IRD, sizeof(*q->irq));
 	q->srq_cur.sg = calloc(cs, sizeof(*q->srq_cur.sg));
-	if (!q->sq || !q->sq_sge || !q->rq || !q->rq_sge || !q->orq ||
-	    !q->irq || !q->srq_cur.sg)
+	if (!q->sq || !q->sq_sge || !q->rq || !q->rq_sge || !q->srq_cur.sg)
 		return ENOMEM;
 	for (i = 0; i < c->max_send_wr; i++)
 		q->sq[i].sg = q->sq_sge + i * ss;
@@ -848,6 +845,38 @@ static int watch_socket(struct iwe_qp_priv *q, int fd,
 	return iwe_prog_watch_add(o->prog, &q->watch, fd, ev);
 }
 
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t c = 1;
+
+	while (c < n)
+		c <<= 1;
+	return c;
+}
+
+/* The Read rings for the ORD and IRD the connection settled (at least
+ * one entry each: the Read RTR takes an ORQ entry).  0 or ENOMEM. */
+static int alloc_read_rings(struct iwe_qp_priv *q)
+{
+	uint32_t oc = pow2_at_least(q->ord), ic = pow2_at_least(q->ird);
+	struct iwe_orq_ent *o = calloc(oc, sizeof(*o));
+	struct iwe_irq_ent *i = calloc(ic, sizeof(*i));
+
+	if (!o || !i) {
+		free(o);
+		free(i);
+		return ENOMEM;
+	}
+	free(q->orq);
+	free(q->irq);
+	q->orq = o;
+	q->irq = i;
+	q->orq_mask = oc - 1;
+	q->irq_mask = ic - 1;
+	q->orq_head = q->orq_tail = q->irq_head = q->irq_tail = 0;
+	return 0;
+}
+
 /* Progress thread only when o->prog is set. */
 static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_stream_params *p,
@@ -864,6 +893,8 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	q->mulpdu = p->mulpdu ? p->mulpdu : IWE_DEFAULT_MULPDU;
 	q->ird = p->ird ? p->ird : 1;
 	q->ord = p->ord ? p->ord : 1;
+	if (alloc_read_rings(q))
+		return ENOMEM;
 	q->fd = fd;		/* TRP may send at attach (the reply) */
 	if (o && o->local && o->remote)
 		iw_log_addrs(o->local, o->remote, q->log_addrs,

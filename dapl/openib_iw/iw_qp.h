@@ -255,11 +255,14 @@ struct iwe_qp_priv {
 	struct iwe_rwqe *rq;
 	struct iwe_sge_res *rq_sge;
 	uint32_t rq_head, rq_tail;
-	/* Outstanding Read Requests (ORD) and Read Responses owed (IRD). */
+	/* Outstanding Read Requests (ORD) and Read Responses owed (IRD):
+	 * rings of a power of two >= ord and >= ird entries, allocated at
+	 * attach, when the connection has settled both (an EP that never
+	 * connects does not hold the 10 KiB the maxima would take). */
 	struct iwe_orq_ent *orq;
-	uint32_t orq_head, orq_tail;
+	uint32_t orq_head, orq_tail, orq_mask;
 	struct iwe_irq_ent *irq;
-	uint32_t irq_head, irq_tail;
+	uint32_t irq_head, irq_tail, irq_mask;
 	struct iwe_tx tx;
 	struct iwe_rx rx;
 	struct iwe_term_info term_sent, term_rcvd;
@@ -334,6 +337,18 @@ static inline struct iwe_rwqe *iwe_rq_slot(struct iwe_qp_priv *q,
 					   uint32_t ctr)
 {
 	return &q->rq[ctr % q->pub.cap.max_recv_wr];
+}
+
+static inline struct iwe_orq_ent *iwe_orq_slot(struct iwe_qp_priv *q,
+					       uint32_t ctr)
+{
+	return &q->orq[ctr & q->orq_mask];
+}
+
+static inline struct iwe_irq_ent *iwe_irq_slot(struct iwe_qp_priv *q,
+					       uint32_t ctr)
+{
+	return &q->irq[ctr & q->irq_mask];
 }
 
 /* ---- iw_qp.c: connection-manager attachment */

@@ -260,7 +260,7 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 			 IW_TERM_RDMAP_UNEXP_OPCODE);
 		return;
 	}
-	o = &q->orq[q->orq_head % IWE_MAX_ORD];
+	o = iwe_orq_slot(q, q->orq_head);
 	hdr_tagged(r, &stag, &to);
 	if (stag != o->sink_stag) {
 		tagged_error(q, IWE_ACCESS_BAD_STAG);
@@ -422,7 +422,7 @@ static void rx_end_send(struct iwe_qp_priv *q)
 static void rx_end_read_resp(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
-	struct iwe_orq_ent *o = &q->orq[q->orq_head % IWE_MAX_ORD];
+	struct iwe_orq_ent *o = iwe_orq_slot(q, q->orq_head);
 
 	o->done += r->payload_len;
 	if (!iw_ctrl_last(r->ctrl))
@@ -443,7 +443,7 @@ static void rx_end_read_resp(struct iwe_qp_priv *q)
 
 static void rx_end_read_req(struct iwe_qp_priv *q)
 {
-	q->irq[q->irq_tail % IWE_MAX_IRD] = q->rx.rreq;
+	*iwe_irq_slot(q, q->irq_tail) = q->rx.rreq;
 	q->irq_tail++;
 	q->rx.msn_rreq++;
 }

@@ -100,13 +100,13 @@ static void drop_named_read(struct iwe_qp_priv *q, const struct iwe_term *tm)
 		return;
 	memcpy(&rr, tm->hdr, sizeof(rr));
 	for (i = q->orq_head; i != q->orq_tail; i++) {
-		struct iwe_orq_ent *o = &q->orq[i % IWE_MAX_ORD];
+		struct iwe_orq_ent *o = iwe_orq_slot(q, i);
 
 		if (o->done || o->src_stag != iw_be32(rr.body.src_stag_be) ||
 		    o->src_to != iw_be64(rr.body.src_to_be))
 			continue;
 		for (; i + 1 != q->orq_tail; i++)
-			q->orq[i % IWE_MAX_ORD] = q->orq[(i + 1) % IWE_MAX_ORD];
+			*iwe_orq_slot(q, i) = *iwe_orq_slot(q, i + 1);
 		q->orq_tail--;
 		return;
 	}
@@ -117,7 +117,7 @@ static void drop_named_read(struct iwe_qp_priv *q, const struct iwe_term *tm)
 static void orphan_reads(struct iwe_qp_priv *q, uint32_t from, uint32_t to)
 {
 	for (uint32_t i = q->orq_head; i != q->orq_tail; i++) {
-		struct iwe_orq_ent *o = &q->orq[i % IWE_MAX_ORD];
+		struct iwe_orq_ent *o = iwe_orq_slot(q, i);
 
 		if (!o->rtr && o->wqe_idx - from < to - from)
 			o->rtr = 1;

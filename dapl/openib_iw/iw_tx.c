@@ -295,7 +295,7 @@ static void put_read_body(struct iwe_tx *t, const struct iwe_orq_ent *o)
  * follow those of SGEs 0..k-1. */
 static void start_read_req(struct iwe_qp_priv *q, struct iwe_swqe *w)
 {
-	struct iwe_orq_ent *o = &q->orq[q->orq_tail % IWE_MAX_ORD];
+	struct iwe_orq_ent *o = iwe_orq_slot(q, q->orq_tail);
 	uint64_t off = 0;
 	uint32_t k = w->rd_issued, i;
 
@@ -322,7 +322,7 @@ static void start_read_req(struct iwe_qp_priv *q, struct iwe_swqe *w)
 static void start_read_resp(struct iwe_qp_priv *q)
 {
 	struct iwe_tx *t = &q->tx;
-	struct iwe_irq_ent *r = &q->irq[q->irq_head % IWE_MAX_IRD];
+	struct iwe_irq_ent *r = iwe_irq_slot(q, q->irq_head);
 
 	start_msg(t, IWE_TX_READ_RESP, IW_OP_READ_RESP);
 	t->stag = r->sink_stag;
@@ -386,7 +386,7 @@ static void start_rtr(struct iwe_qp_priv *q)
 
 	t->rtr_pending = 0;
 	if (rtr == IW_RTR_READ) {
-		o = &q->orq[q->orq_tail++ % IWE_MAX_ORD];
+		o = iwe_orq_slot(q, q->orq_tail++);
 		memset(o, 0, sizeof(*o));
 		o->sink_stag = o->src_stag = IW_RTR_WRITE_STAG;
 		o->rtr = 1;

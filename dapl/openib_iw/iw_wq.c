@@ -249,7 +249,7 @@ void iwe_wq_fail_oldest_read(struct iwe_qp_priv *q)
 	IWE_QP_ASSERT_LOCKED(q);
 	if (q->orq_head == q->orq_tail)
 		return;
-	o = &q->orq[q->orq_head % IWE_MAX_ORD];
+	o = iwe_orq_slot(q, q->orq_head);
 	if (!o->rtr && o->wqe_idx - q->sq_head < q->sq_tail - q->sq_head)
 		fail_wqe(q, o->wqe_idx, IBV_WC_BAD_RESP_ERR);
 }

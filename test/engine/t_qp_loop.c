@@ -184,9 +184,11 @@ static void test_write_then_send(void)
 	pair_close(&p);
 }
 
-static void test_reads(void)
+/* The Read rings hold a power of two >= ORD (IRD) entries: ORD 4 fills
+ * its ring exactly, 3 leaves one slot spare, 1 is the least. */
+static void test_reads(uint32_t rd)
 {
-	struct opts o = { .crc = 1, .mulpdu = 1500, .ird = 4, .ord = 4 };
+	struct opts o = { .crc = 1, .mulpdu = 1500, .ird = rd, .ord = rd };
 	struct pair p;
 	struct ibv_wc wc;
 	int i, ok = 1;
@@ -195,21 +197,21 @@ static void test_reads(void)
 	fill(p.b.buf, BIG, 11);
 	CHECK(post_send1(&p.a, 1, IBV_WR_RDMA_READ, 0, 65536,
 			 (uintptr_t)p.b.buf, p.b.mr->rkey,
-			 IBV_SEND_SIGNALED) == 0, "read: post 64 KiB read");
+			 IBV_SEND_SIGNALED) == 0, "read (ORD %u): post 64 KiB read", rd);
 	CHECK(pump_cq(&p, p.a.scq, 1) && poll1(p.a.scq, &wc) &&
 	      wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS &&
 	      wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 65536,
-	      "read: completion (st %d op %d len %u)", wc.status, wc.opcode,
-	      wc.byte_len);
-	CHECK(memcmp(p.a.buf, p.b.buf, 65536) == 0, "read: data correct");
-	/* Ten reads against ORD 4: they queue and complete in order. */
+	      "read (ORD %u): completion (st %d op %d len %u)", rd, wc.status,
+	      wc.opcode, wc.byte_len);
+	CHECK(memcmp(p.a.buf, p.b.buf, 65536) == 0, "read (ORD %u): data correct", rd);
+	/* Ten reads against the ORD: they queue and complete in order. */
 	memset(p.a.buf, 0, BIG);
 	for (i = 0; i < 10; i++)
 		ok &= post_send1(&p.a, 100 + i, IBV_WR_RDMA_READ, i * 8192,
 				 4096, (uintptr_t)(p.b.buf + i * 1000),
 				 p.b.mr->rkey, IBV_SEND_SIGNALED) == 0;
-	CHECK(ok, "reads: post 10 reads with ORD 4");
-	CHECK(pump_cq(&p, p.a.scq, 10), "reads: all 10 complete");
+	CHECK(ok, "reads: post 10 reads with ORD %u", rd);
+	CHECK(pump_cq(&p, p.a.scq, 10), "reads (ORD %u): all 10 complete", rd);
 	for (i = 0; i < 10; i++) {
 		ok = poll1(p.a.scq, &wc) && wc.wr_id == 100u + (unsigned)i &&
 		     wc.status == IBV_WC_SUCCESS &&
@@ -217,7 +219,7 @@ static void test_reads(void)
 		if (!ok)
 			break;
 	}
-	CHECK(ok, "reads: in order with correct data");
+	CHECK(ok, "reads (ORD %u): in order with correct data", rd);
 	pair_close(&p);
 }
 
@@ -792,7 +794,9 @@ int main(void)
 	test_sgl();
 	test_sgl_rdma();
 	test_write_then_send();
-	test_reads();
+	test_reads(4);
+	test_reads(3);
+	test_reads(1);
 	test_send_inv();
 	test_byte_relay();
 	test_bad_crc();
