@@ -392,9 +392,13 @@ static inline int ex_upgrade_passive(struct ex_rdma *r, int fd,
  * the socket; it would come back (open) only if the connection failed. */
 static inline int ex_upgrade_active(struct ex_rdma *r, int fd)
 {
-	EX_TRY(r->who, dat_iw_socket_connect(r->ep, fd, EX_WAIT_US, 0, NULL));
+	/* Receives first, as on the passive side: the connection may be
+	 * established, and the peer's first Send here, before the call
+	 * returns (a client worker on a loaded machine posted them too
+	 * late once: the Send found no buffer). */
 	if (ex_post_recv(r, SLOT_RECV0) || ex_post_recv(r, SLOT_RECV1))
 		return -1;
+	EX_TRY(r->who, dat_iw_socket_connect(r->ep, fd, EX_WAIT_US, 0, NULL));
 	return ex_want_conn_event(r, DAT_CONNECTION_EVENT_ESTABLISHED,
 				  "ESTABLISHED");
 }
