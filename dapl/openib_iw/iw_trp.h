@@ -34,6 +34,7 @@
 #define TRP_RTO_MAX_US     2000000u
 #define TRP_MAX_RETX       10		/* then the connection is lost */
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
+#define TRP_DONE_GATES     8		/* held completion batches */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
 #define TRP_ACK_DELAY_US   50u		/* a pure ack held for an answer
@@ -155,6 +156,15 @@ struct trp {
 	uint32_t peer_limit;		/* highest PSN the peer accepts */
 	uint32_t peer_ack;		/* newest ack PSN seen */
 	uint32_t done;			/* tokens acknowledged, unreported */
+	/* Tokens acknowledged by a packet the peer sent after some of its
+	 * packets we have not delivered yet: held until those are (one of
+	 * them may be a Terminate that fails the work, doc/trp.md).
+	 * Oldest first; the last gate takes on more when all are used. */
+	struct trp_done_gate {
+		uint32_t psn;		/* the peer's PSNs before it */
+		uint32_t tokens;
+	} gates[TRP_DONE_GATES];
+	uint32_t ngates;
 	uint32_t nretx;			/* packets with want_retx */
 	int blocked;			/* the socket said EAGAIN */
 	int ack_by_term;		/* no pure ack: the Terminate queued
@@ -205,6 +215,9 @@ struct trp {
 					 * or lease end does else) */
 	int rcv_mid_msg;		/* the last delivered packet was not
 					 * its message's last segment */
+	uint32_t rcv_msg_bytes;		/* DDP bytes of the message being
+					 * delivered (so far, or all of the
+					 * last one) */
 	int ack_hold_mid;		/* the hold is a mid-message one */
 	/* The peer's lone packets other than Sends get answers: one of
 	 * ours went out within ack_delay_ns of the last one, and no hold of
@@ -250,9 +263,13 @@ static inline struct trp_txp *trp_slot(const struct trp *t, uint32_t psn)
 /* ---- iw_trp_tx.c */
 /* Send a pure ack (with selective-ack blocks) now. */
 void trp_send_ack(struct trp *t, struct iwe_qp_priv *q);
-/* The peer acknowledged up to ack with credits (any packet). */
+/* The peer acknowledged up to ack with credits (any packet), having
+ * sent its PSNs before heard: what the ack completes is reported once
+ * those are delivered. */
 void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
-		uint32_t credits);
+		uint32_t credits, uint32_t heard);
+/* rcv_dlv moved: report the tokens whose gate it passed. */
+void trp_done_release(struct trp *t);
 /* Selective-ack blocks of a pure ack. */
 void trp_on_sack(struct trp *t, const uint8_t *body, uint32_t len);
 /* Send what is due: retransmissions, then new packets.  0, EAGAIN, or
@@ -282,6 +299,7 @@ void trp_rx_detach(struct trp *t, int fd);
 int trp_rx_progress(struct iwe_qp_priv *q);
 /* llp rx_idle: a held ack goes now. */
 void trp_rx_idle(struct iwe_qp_priv *q);
+int trp_rx_bulk(const struct iwe_qp_priv *q);
 /* Selective-ack blocks into body (IW_TRP_SACK_MAX at most): bytes. */
 uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body);
 

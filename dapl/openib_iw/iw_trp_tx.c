@@ -437,10 +437,55 @@ static void rack_update(struct trp *t, const struct trp_txp *p)
 		t->rack_ns = p->sent_ns;
 }
 
+/* Nothing of the peer's before heard waits for delivery: heard is not
+ * ahead of rcv_dlv, or further ahead than the peer may send (not a PSN
+ * it can have used). */
+static int heard_all(const struct trp *t, uint32_t heard)
+{
+	uint32_t ahead = heard - t->rcv_dlv;
+
+	return !iw_psn_gt(heard, t->rcv_dlv) || ahead > t->rx_cap + 1;
+}
+
+/* tokens acknowledged by a packet sent after the peer's PSNs before
+ * heard.  Reported in order: behind any held ones. */
+static void done_add(struct trp *t, uint32_t tokens, uint32_t heard)
+{
+	struct trp_done_gate *g;
+
+	if (!tokens)
+		return;
+	if (!t->ngates && heard_all(t, heard)) {
+		t->done += tokens;
+		return;
+	}
+	g = t->ngates ? &t->gates[t->ngates - 1] : NULL;
+	if (g && (t->ngates == TRP_DONE_GATES || !iw_psn_gt(heard, g->psn))) {
+		g->tokens += tokens;
+		if (iw_psn_gt(heard, g->psn))
+			g->psn = heard;
+		return;
+	}
+	t->gates[t->ngates++] = (struct trp_done_gate){ heard, tokens };
+}
+
+void trp_done_release(struct trp *t)
+{
+	uint32_t i = 0;
+
+	while (i < t->ngates && heard_all(t, t->gates[i].psn))
+		t->done += t->gates[i++].tokens;
+	if (!i)
+		return;
+	t->ngates -= i;
+	memmove(t->gates, t->gates + i, t->ngates * sizeof(t->gates[0]));
+}
+
 /* The oldest packet is acknowledged: free its slot.  *clean stays 1
- * while no packet of the range was sent twice. */
+ * while no packet of the range was sent twice; *tokens counts the
+ * segments it finished. */
 static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
-			  uint64_t *sample_sent, int *clean)
+			  uint64_t *sample_sent, int *clean, uint32_t *tokens)
 {
 	struct trp_txp *p = trp_slot(t, t->snd_una);
 
@@ -449,7 +494,7 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 		*clean = 0;
 
 	if (p->token)
-		t->done++;
+		(*tokens)++;
 	if (p->want_retx)
 		t->nretx--;
 	if (t->gate && t->snd_una == t->gate_psn) {
@@ -474,9 +519,10 @@ static void retire_oldest(struct trp *t, struct iwe_qp_priv *q,
 }
 
 void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
-		uint32_t credits)
+		uint32_t credits, uint32_t heard)
 {
 	uint64_t sent = 0, now;
+	uint32_t tokens = 0;
 	int clean = 1;
 
 	if (iw_psn_ge(ack, t->snd_nxt))
@@ -490,7 +536,8 @@ void trp_on_ack(struct trp *t, struct iwe_qp_priv *q, uint32_t ack,
 	if (iw_psn_ge(ack, t->snd_sent))
 		t->snd_sent = ack + 1;	/* cannot happen: we sent it */
 	while (iw_psn_le(t->snd_una, ack))
-		retire_oldest(t, q, &sent, &clean);
+		retire_oldest(t, q, &sent, &clean, &tokens);
+	done_add(t, tokens, heard);
 	partial_ack(t);
 	now = iwe_now_ns();
 	/* Karn: no sample from a range that needed a retransmission (its
@@ -1074,6 +1121,7 @@ const struct iwe_llp_ops iwe_llp_trp = {
 	.tx_detach = trp_tx_detach,
 	.rx_progress = trp_rx_progress,
 	.rx_idle = trp_rx_idle,
+	.rx_bulk = trp_rx_bulk,
 };
 
 /* ------------------------------------------------ for the CM and tests */

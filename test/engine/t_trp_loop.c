@@ -399,6 +399,57 @@ static void nonfatal(void)
 	pair_close(&p);
 }
 
+/* A Write with a bad STag and a good one behind it, under 30 % loss in
+ * both directions, with seeds 1..n: whatever the losses, the bad one
+ * fails with a remote access error and the good one is flushed at the
+ * marker.  A pure ack sent after the Terminate, arriving while the
+ * Terminate was lost, had completed the bad Write successfully (seeds
+ * where the peer's acks outran its Terminate); acks are now held until
+ * everything the peer sent before them is delivered. */
+static void terminate_outrun(int n)
+{
+	int bad = 0, lost = 0;
+
+	for (int seed = 1; seed <= n; seed++) {
+		char spec[40];
+		struct iwe_trp_stats sb;
+		struct ibv_wc wc[2];
+		struct pair p;
+		int got = 0;
+		double end;
+
+		snprintf(spec, sizeof(spec), "drop:30,seed:%d", seed);
+		iwe_device_set_trp_test(dev, spec);
+		pair_open(&p, 7000u * (uint32_t)seed, 0xfffffff8u);
+		if (post_send1(&p.a, 1, IBV_WR_RDMA_WRITE, 0, 100,
+			       (uintptr_t)p.b.buf, p.b.mr->rkey ^ 0x55) ||
+		    post_send1(&p.a, 2, IBV_WR_RDMA_WRITE, 0, 20000,
+			       (uintptr_t)p.b.buf, p.b.mr->rkey))
+			BAIL("post: %s", strerror(errno));
+		end = now_s() + 30;
+		while (got < 2 && now_s() < end) {
+			step(&p);
+			got += iwe_poll_cq(p.a.scq, 2 - got, wc + got);
+		}
+		iwe_trp_stats(p.b.qp, &sb);
+		lost += sb.retx > 0;
+		if (got != 2 || wc[0].wr_id != 1 ||
+		    wc[0].status != IBV_WC_REM_ACCESS_ERR || wc[1].wr_id != 2 ||
+		    wc[1].status != IBV_WC_WR_FLUSH_ERR ||
+		    iwe_qp_get_state(p.a.qp) != IWE_QPS_RTS) {
+			printf("#   seed %d: %d completions, status %d and %d\n",
+			       seed, got, got > 0 ? (int)wc[0].status : -1,
+			       got > 1 ? (int)wc[1].status : -1);
+			bad++;
+		}
+		pair_close(&p);
+	}
+	iwe_device_set_trp_test(dev, "");
+	CHECK(bad == 0, "a lost Terminate: the bad Write fails and the one "
+	      "behind it is flushed, %d seeds of 30 %% loss (%d failed; the "
+	      "peer retransmitted in %d)", n, bad, lost);
+}
+
 /* A Write failed early by the marker (posted behind a Write the peer
  * refused) whose packets still go again: they must come from the ring,
  * not from the consumer's memory, which it may free as soon as the
@@ -879,6 +930,42 @@ static void buffer_reuse(void)
 	pair_close(&p);
 }
 
+/* One Write of len bytes from a to b, completed (so delivered). */
+static int write_done(struct pair *p, uint64_t id, uint32_t len)
+{
+	return post_send1(&p->a, id, IBV_WR_RDMA_WRITE, 0, len,
+			  (uintptr_t)p->b.buf, p->b.mr->rkey) == 0 &&
+	       pump(p, p->a.scq, 1, NULL, 0) &&
+	       next_wc(p->a.scq, id, IBV_WC_SUCCESS, NULL);
+}
+
+/* The input counts as bulk once a message runs past 16 KiB, counted
+ * over its packets (at MTU 1500, many): a blocking wait's spin then
+ * leaves the reading to the progress thread.  A small message after it
+ * ends that. */
+static void bulk_input(void)
+{
+	struct iwe_qp_priv *qb;
+	struct pair p;
+	int ok;
+
+	iwe_device_set_trp_test(dev, "");
+	pair_open(&p, 9, 0xfffffff0u);
+	qb = iwe_qp_priv(p.b.qp);
+	CHECK(!trp_rx_bulk(qb), "bulk: not before any input");
+	ok = write_done(&p, 1, 8u << 10);
+	CHECK(ok && !trp_rx_bulk(qb), "bulk: not after an 8 KiB Write");
+	ok = write_done(&p, 2, 64u << 10);
+	CHECK(ok && trp_rx_bulk(qb), "bulk: after a 64 KiB Write");
+	ok = post_recv1(&p.b, 3, 0, 64) == 0 &&
+	     post_send1(&p.a, 4, IBV_WR_SEND, 0, 8, 0, 0) == 0 &&
+	     pump(&p, p.a.scq, 1, p.b.rcq, 1) &&
+	     next_wc(p.a.scq, 4, IBV_WC_SUCCESS, NULL) &&
+	     next_wc(p.b.rcq, 3, IBV_WC_SUCCESS, NULL);
+	CHECK(ok && !trp_rx_bulk(qb), "bulk: not after an 8 B Send");
+	pair_close(&p);
+}
+
 int main(void)
 {
 	dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
@@ -898,12 +985,14 @@ int main(void)
 	sweep("mtu 1500 drop 10%", "drop:10,seed:13", 0xffff0000u, 77,
 	      16u << 20);
 	buffer_reuse();
+	bulk_input();
 	CHECK(iwe_device_set_mtu(dev, 575) == EINVAL &&
 	      iwe_device_set_mtu(dev, 65536) == EINVAL,
 	      "path MTU outside 576..65535 refused");
 	iwe_device_set_mtu(dev, 65535);
 	nonfatal();
 	marker_owns_payload("drop:30,seed:21");
+	terminate_outrun(40);
 	fatal_no_receive();
 	fatal_reserved_bit();
 	fin_and_lost_peer();
