@@ -855,7 +855,8 @@ static uint32_t pow2_at_least(uint32_t n)
 }
 
 /* The Read rings for the ORD and IRD the connection settled (at least
- * one entry each: the Read RTR takes an ORQ entry).  0 or ENOMEM. */
+ * one entry each: the Read RTR takes an ORQ entry).  Empty at attach: a
+ * fresh QP's counters are 0, and qp_reset zeroes them.  0 or ENOMEM. */
 static int alloc_read_rings(struct iwe_qp_priv *q)
 {
 	uint32_t oc = pow2_at_least(q->ord), ic = pow2_at_least(q->ird);
@@ -873,7 +874,6 @@ static int alloc_read_rings(struct iwe_qp_priv *q)
 	q->irq = i;
 	q->orq_mask = oc - 1;
 	q->irq_mask = ic - 1;
-	q->orq_head = q->orq_tail = q->irq_head = q->irq_tail = 0;
 	return 0;
 }
 

@@ -299,6 +299,7 @@ void trp_rx_detach(struct trp *t, int fd);
 int trp_rx_progress(struct iwe_qp_priv *q);
 /* llp rx_idle: a held ack goes now. */
 void trp_rx_idle(struct iwe_qp_priv *q);
+/* llp rx_bulk: the message being delivered ran past 16 KiB. */
 int trp_rx_bulk(const struct iwe_qp_priv *q);
 /* Selective-ack blocks into body (IW_TRP_SACK_MAX at most): bytes. */
 uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body);

@@ -190,7 +190,9 @@ static void marker(struct iwe_qp_priv *q, const struct iwe_term *named)
 
 /* The stream ends: segments the peer acknowledged in the same batch
  * complete their WRs (successfully) before the QP fails and flushes the
- * rest.  Nothing new goes out meanwhile. */
+ * rest -- but for acks still held behind the peer's undelivered packets
+ * (trp_done_release), whose WRs are flushed with the rest.  Nothing new
+ * goes out meanwhile. */
 static int fatal(struct iwe_qp_priv *q, struct trp *t)
 {
 	if (t->done) {
