@@ -57,12 +57,11 @@ static uint32_t random_isn(void)
 	return v;
 }
 
-/* The credits a fresh QP of this device grants. */
+/* The credits a fresh QP of this device grants: its whole window (more
+ * would let the peer send packets the QP drops as beyond it). */
 static uint32_t initial_credits(const struct iwe_device *dev)
 {
-	uint32_t w = TRP_WINDOW_BYTES / iwe_trp_pkt_max(dev);
-
-	return w < TRP_WINDOW_MIN ? TRP_WINDOW_MIN : w;
+	return iwe_trp_window(dev);
 }
 
 /* An I packet around an MPA frame: 0 or the socket's errno. */

@@ -793,6 +793,14 @@ static uint32_t pow2_floor(uint32_t v)
 	return p;
 }
 
+uint32_t iwe_trp_window(const struct iwe_device *dev)
+{
+	uint32_t win = TRP_WINDOW_BYTES / iwe_trp_pkt_max(dev);
+
+	return pow2_floor(win < TRP_WINDOW_MIN ? TRP_WINDOW_MIN :
+			  win > TRP_WINDOW_MAX ? TRP_WINDOW_MAX : win);
+}
+
 /* Big socket buffers (forced where allowed); what the receive buffer
  * holds bounds the credits we grant. */
 static uint32_t socket_buffers(int fd, uint32_t pkt)
@@ -906,16 +914,14 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
 {
 	struct iwe_prog *prog = iwe_prog_get(q->pub.pd->dev);
-	uint32_t pkt = iwe_trp_pkt_max(q->pub.pd->dev), win;
+	uint32_t pkt = iwe_trp_pkt_max(q->pub.pd->dev);
+	uint32_t win = iwe_trp_window(q->pub.pd->dev);
 	struct iwe_trp_start def;
 	struct trp *t;
 	int err;
 
 	if (!prog)
 		return ENOMEM;
-	win = TRP_WINDOW_BYTES / pkt;
-	win = pow2_floor(win < TRP_WINDOW_MIN ? TRP_WINDOW_MIN :
-			 win > TRP_WINDOW_MAX ? TRP_WINDOW_MAX : win);
 	if (!start) {
 		start_defaults(&def, win);
 		start = &def;

@@ -338,6 +338,44 @@ static void test_failures(void)
 	cpair_close(&p);
 }
 
+/* A connection request grants the credits its QP will keep: its whole
+ * window and no more (more, and the peer's first burst went partly into
+ * drops beyond the reorder buffer: 1424 credits for a 1024-packet window
+ * at MTU 1500 once). */
+static void test_request_credits(void)
+{
+	static const uint32_t mtus[] = { 1500, 65535 };
+
+	for (size_t i = 0; i < sizeof(mtus) / sizeof(mtus[0]); i++) {
+		struct iw_trp_fields f = { 0 };
+		struct sockaddr_in a;
+		struct cpair p;
+		uint8_t buf[2048];
+		uint32_t win;
+		ssize_t n;
+		int raw;
+
+		if (iwe_device_set_mtu(g_dev, mtus[i]))
+			BAIL("mtu %u", mtus[i]);
+		win = iwe_trp_window(g_dev);
+		cpair_open(&p);
+		raw = udp_bound(&a);
+		connect_to(&p, ntohs(a.sin_port), 300);
+		n = recv(raw, buf, sizeof(buf), 0);
+		if (n >= IW_TRP_HDR_LEN)
+			iw_trp_get(buf, &f);
+		CHECK(n >= IW_TRP_HDR_LEN && (f.flags & IW_TRP_I) &&
+		      f.credits == win && win >= 8 && win <= 2048 &&
+		      !(win & (win - 1)),
+		      "MTU %u: the request grants the QP's window (%u credits, "
+		      "window %u)", mtus[i], f.credits, win);
+		CHECK(wait_type(&p.la, 0, IWE_CM_TIMED_OUT),
+		      "MTU %u: unanswered request: TIMED_OUT", mtus[i]);
+		close(raw);
+		cpair_close(&p);
+	}
+}
+
 static void test_broken(void)
 {
 	struct cpair p;
@@ -1034,6 +1072,7 @@ int main(void)
 	test_reject();
 	test_relisten();
 	test_failures();
+	test_request_credits();
 	test_broken();
 	test_service_hdr();
 	test_established_first();
