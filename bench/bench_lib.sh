@@ -17,6 +17,7 @@ bench_setup() {
 	tcpb=${TCP_BASELINE:-$build/bench/tcp_baseline}
 	iwcm=${IWCM:-$build/bench/iwcm}
 	iwmem=${IWMEM:-$build/bench/iwmem}
+	stallp=${STALL_PROBE:-$build/bench/stall_probe}
 	for p in "$iwdtest" "$tcpb" "$iwcm" "$iwmem"; do
 		[ -x "$p" ] || { echo "bench: $p missing (make -C $build)" >&2; exit 1; }
 	done

@@ -204,6 +204,19 @@ function mem_row(op, label,    k) {
 		cell_div(k, "rss_per_ep", 1024), cell_div(k, "heap_per_ep", 1024)
 }
 
+# bench/stall_probe: a thread spinning on each CPU, once a round.
+function stall_table(    k) {
+	k = key("machine", "-", "spin", "stall", 0)
+	if (!(k in have))
+		return
+	printf "\nMachine stalls: a thread spinning on each CPU (%d), %s s a round: median [min-max] of %d round(s)\n",
+		S[k, "window"], S[k, "iterations"], rounds
+	printf "(time a CPU was taken from a thread that never sleeps: interrupts, kernel threads, a VM's host)\n"
+	printf "%-40s %s\n", "stalls over 1 ms, per second", cell(k, "msgs_per_s")
+	printf "%-40s %s\n", "stalls over 100 us, per second", cell(k, "MBps")
+	printf "%-40s %s\n", "longest stall, us", cell(k, "lat_max_us")
+}
+
 # target TEXT VALUE LIMIT LOWER_IS_BETTER MEASURED: one target line.
 function target(text, v, limit, lower, measured,    verdict) {
 	if (v == "" || v == "n/a") {
@@ -237,12 +250,15 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 		target("8 B ping-pong, polling, " cs ": worst round's mean < 1 ms (in ms)",
 			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "mean " us(v))
 		v = (k in have) ? S[k, "lat_max_us_max"] : ""
-		# Plain TCP's own worst one-way time beside it: a stall of the
-		# machine (a VM's vCPU descheduled) hits both.
+		# Plain TCP's own worst one-way time beside it, and the
+		# machine's longest stall of a thread that never sleeps: such
+		# a stall (a VM's vCPU descheduled) hits every ping-pong.
 		kt = key("tcp", "-", "poll", "pingpong", 8)
+		ks = key("machine", "-", "spin", "stall", 0)
 		target("8 B ping-pong, polling, " cs ": max one-way time < 1 ms (in ms)",
 			v == "" ? "" : sprintf("%.3f", v / 1000), 1, 1, "max " us(v) \
-			((kt in have) ? " (plain TCP: " us(S[kt, "lat_max_us_max"]) ")" : ""))
+			((kt in have) ? " (plain TCP: " us(S[kt, "lat_max_us_max"]) ")" : "") \
+			((ks in have) ? " (machine stall: " us(S[ks, "lat_max_us_max"]) ")" : ""))
 	}
 	for (c = 0; c <= 1; c++) {
 		cs = c ? "CRC on" : "CRC off"
@@ -310,6 +326,7 @@ END {
 	udp_table()
 	cm_table()
 	mem_table()
+	stall_table()
 	targets()
 	printf "\ntargets: %d passed, %d missed, %d n/a\n", npass, nmiss, nna
 	exit (strict && nmiss) ? 2 : 0

@@ -25,7 +25,10 @@
 #     a path MTU of 1500 (instance data mtu=1500), and both transports
 #     at 1500 in a network namespace whose loopback MTU is 1500 (root
 #     only; BENCH_NETNS=0: not).  Under loss between two namespaces:
-#     bench/udp_loss.sh.
+#     bench/udp_loss.sh;
+#   - the machine's own stalls: a thread spinning on each CPU for 1 s
+#     (bench/stall_probe), the time taken from a thread that never
+#     sleeps -- the floor under any polling ping-pong's worst round trip.
 # Every figure is measured in each of N rounds (default 5); the table
 # shows the median of the rounds and their spread [min-max].
 #
@@ -44,7 +47,8 @@
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
-# IWDTEST, TCP_BASELINE, IWCM, IWMEM, FI_PINGPONG (tool paths).
+# IWDTEST, TCP_BASELINE, IWCM, IWMEM, STALL_PROBE, FI_PINGPONG (tool
+# paths).
 # Exit status: 0, 1 if a run failed or a transfer did not validate, 2 on
 # a usage error or (BENCH_STRICT=1) a missed target.
 
@@ -327,6 +331,22 @@ mem() {
 	}' "$l" >>"$raw"
 }
 
+# The machine's own stalls of a spinning thread (bench/stall_probe, 1 s),
+# as a row of its own: window = CPUs, iterations = seconds, MBps and
+# msgs_per_s = stalls over 100 us and over 1 ms per second, lat_max_us =
+# the longest.
+stalls() {
+	[ -x "$stallp" ] || return 0
+	l=$(log stall_probe)
+	timeout -k 5 "$limit" "$stallp" -t 1 --csv >"$l" 2>"$l.err" || {
+		failed "stall_probe" "$l.err"
+		return 0
+	}
+	awk -F, -v r="$round" '$1 == "stall" && NF >= 6 {
+		printf "%s,machine,-,spin,stall,0,%s,%s,%s,%.2f,%.2f,,,,%s,,,1\n",
+			r, $2, $3, $3, $4 / $3, $5 / $3, $6 }' "$l" >>"$raw"
+}
+
 echo "== iwdapl vs plain TCP vs libfabric TCP on loopback"
 echo "   $rounds round(s); sizes $sizes, ${secs}s each, window $window; ping-pong $lat_iters iterations at $lat_sizes"
 echo "   provider: $(awk '$1 == "iw-lo" { print $5; exit }' "$DAT_OVERRIDE"); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -370,6 +390,7 @@ while [ $round -lt "$rounds" ]; do
 	cm psp
 	cm ssp
 	mem
+	stalls
 	echo "   round $round of $rounds done"
 done
 

@@ -88,6 +88,8 @@ implausible=$(awk -F, 'NR > 1 {
 	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
 	if ($5 ~ /^connect_/ && !($11 > 0)) bad = 1
 	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
+	# the machine stall probe: CPUs, seconds, rates and the longest gap
+	if ($5 == "stall" && !($7 >= 1 && $8 > 0 && $10 >= $11 && $15 > 0)) bad = 1
 	if (bad) print
 }' "$csv" 2>/dev/null)
 why=
@@ -107,6 +109,8 @@ nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
 grep -q '^.... *udp, MTU 1500: RDMA Write 64 KiB' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no udp target line"
 grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"
+grep -q '^Machine stalls: ' "$res/report.txt" 2>/dev/null ||
+	why="${why:+$why; }no machine stall table"
 tap_result "the report prints every target with PASS/MISS" "$why" "$logdir/run.out"
 
 if command -v gnuplot >/dev/null 2>&1; then
