@@ -501,6 +501,9 @@ struct iwe_qp_stats {
 					 * peer's answer (tcp) */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
+	uint64_t rx_moved;		/* bytes of a partly read FPDU moved
+					 * to the front of a flat receive
+					 * buffer (a mirrored one moves none) */
 	uint64_t retransmits;		/* datagrams sent again (udp) */
 	uint64_t queue_full;		/* posts refused: SQ or RQ full */
 	uint64_t term_sent, term_rcvd;	/* Terminates, by layer: */

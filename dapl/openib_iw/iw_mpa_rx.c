@@ -23,6 +23,13 @@
  * A segment too short for any DDP header is answered as soon as it is
  * whole (with CRC, once the CRC says it is what the peer sent).
  *
+ * A buffer of RX_BUF_MIN or more is a mirrored ring (iw_vring.h): an FPDU
+ * read in part at the end of a read goes on past the buffer's end and is
+ * whole where it began.  A flat buffer moved that part to its front
+ * before reading on: with CRC, 64 KiB Writes had 81 % of their bytes
+ * moved so (4 KiB Writes 30 %).  Where the system refuses the mapping,
+ * the buffer is flat memory and moves as before.
+ *
  * Everything here runs with the QP lock held.
  */
 #include <errno.h>
@@ -34,6 +41,7 @@
 #include "iw_llp.h"
 #include "iw_place.h"
 #include "iw_qp.h"
+#include "iw_vring.h"
 
 #define RX_BUF_FIRST (4u << 10)	/* an idle connection's: see fill */
 #define RX_BUF_MIN  (16u << 10)
@@ -48,6 +56,8 @@
 struct mpa_rx {
 	uint8_t *buf;
 	uint32_t cap, rd, wr;		/* unconsumed bytes: buf[rd..wr) */
+	int ring;			/* buf is mirrored (iw_vring.h): rd <
+					 * cap, wr <= rd + cap */
 	/* A large FPDU whose payload is read in place (CRC off). */
 	int zc;
 	uint32_t zc_off;		/* payload offset of the next byte */
@@ -65,6 +75,31 @@ static struct mpa_rx *mrx(const struct iwe_qp_priv *q)
 	return q->llp_rx;
 }
 
+static void buf_free(struct mpa_rx *m)
+{
+	if (m->ring)
+		iw_vring_unmap(m->buf, m->cap);
+	else
+		free(m->buf);
+	m->buf = NULL;
+}
+
+/* Room to read into, contiguous from buf + wr. */
+static uint32_t buf_room(const struct mpa_rx *m)
+{
+	return (m->ring ? m->rd + m->cap : m->cap) - m->wr;
+}
+
+/* n bytes of the buffer are done with. */
+static void buf_consume(struct mpa_rx *m, uint32_t n)
+{
+	m->rd += n;
+	if (m->ring && m->rd >= m->cap) {
+		m->rd -= m->cap;
+		m->wr -= m->cap;
+	}
+}
+
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q)
 {
 	q->llp_rx = calloc(1, sizeof(struct mpa_rx));
@@ -76,15 +111,15 @@ void iwe_mpa_rx_detach(struct iwe_qp_priv *q)
 	struct mpa_rx *m = mrx(q);
 
 	if (m)
-		free(m->buf);
+		buf_free(m);
 	free(m);
 	q->llp_rx = NULL;
 }
 
 /* Room for an FPDU of need bytes (0: none pending) and some to read
- * ahead, moving the unconsumed bytes to the front when that helps.
- * 0 or ENOMEM. */
-static int buf_make_room(struct mpa_rx *m, uint32_t need)
+ * ahead, moving the unconsumed bytes of a flat buffer to the front when
+ * that helps (*moved counts them).  0 or ENOMEM. */
+static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 {
 	uint32_t have = m->wr - m->rd, cap = m->cap ? m->cap : RX_BUF_FIRST;
 	uint32_t free_want = need > have ? need - have : 0;
@@ -97,20 +132,30 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need)
 	while (cap < need && cap < RX_BUF_MAX)
 		cap *= 2;
 	if (cap != m->cap) {
-		n = malloc(cap);
+		int ring = cap >= RX_BUF_MIN;
+
+		n = ring ? iw_vring_map(cap) : NULL;
+		if (!n) {
+			ring = 0;
+			n = malloc(cap);
+		}
 		if (!n)
 			return ENOMEM;
 		if (have)
 			memcpy(n, m->buf + m->rd, have);
-		free(m->buf);
+		buf_free(m);
 		m->buf = n;
+		m->ring = ring;
 		m->cap = cap;
 		m->rd = 0;
 		m->wr = have;
 		return 0;
 	}
+	if (m->ring)
+		return 0;	/* never moves: buf_room is all free */
 	if (m->rd && (m->rd == m->wr || m->cap - m->wr < free_want)) {
 		memmove(m->buf, m->buf + m->rd, have);
+		*moved += have;
 		m->rd = 0;
 		m->wr = have;
 	}
@@ -188,7 +233,7 @@ static int zc_finish(struct iwe_qp_priv *q, struct mpa_rx *m)
 	iw_place_fence();
 	if (iwe_rx_place(q, m->zc_off, m->buf + m->rd, m->zc_tail))
 		return iwe_rx_local_error(q);
-	m->rd += m->zc_tail + m->zc_trailer;
+	buf_consume(m, m->zc_tail + m->zc_trailer);
 	m->zc = 0;
 	return iwe_rx_end(q);
 }
@@ -220,7 +265,7 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		ulpdu = be16_at(f);
 		flen = iw_fpdu_len(ulpdu);
 		if (avail >= flen) {
-			m->rd += flen;
+			buf_consume(m, flen);
 			m->zc_refused = 0;
 			m->bulk = ulpdu > RX_ZC_MIN;
 			err = deliver(q, f, ulpdu);
@@ -291,7 +336,7 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 {
 	struct iovec iov[IWE_MAX_SGE + 1];
 	struct msghdr msg = { .msg_iov = iov };
-	size_t pay = 0, room = m->cap - m->wr;
+	size_t pay = 0, room = buf_room(m);
 	ssize_t n;
 	int k = 0;
 
@@ -366,7 +411,7 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 			return err;
 		if (!iwe_rx_may_take(q) && !m->zc)
 			return 0;	/* bytes stay in the socket */
-		if (buf_make_room(m, want))
+		if (buf_make_room(m, want, &q->stats.rx_moved))
 			return ENOMEM;
 		n = fill(q, m, &asked);
 		if (n == 0)
