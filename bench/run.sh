@@ -26,6 +26,10 @@
 #     at 1500 in a network namespace whose loopback MTU is 1500 (root
 #     only; BENCH_NETNS=0: not).  Under loss between two namespaces:
 #     bench/udp_loss.sh;
+#   - RDMA Write bandwidth at 64 KiB and 1 MiB, iwdapl CRC off, plain
+#     TCP and iwdapl CRC on back to back: the bandwidth targets take the
+#     median over the rounds of these paired ratios (BENCH_PAIR_SECONDS
+#     per point, default twice --seconds);
 #   - the machine's own stalls: a thread spinning on each CPU for 1 s
 #     (bench/stall_probe), the time taken from a thread that never
 #     sleeps -- the floor under any polling ping-pong's worst round trip.
@@ -43,7 +47,7 @@
 # 20 s that also validates every transfer), --rounds N, --sizes LIST,
 # --lat-sizes LIST, --seconds S (budget per bandwidth point).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
-# BENCH_WAIT0_ITERS (1000; --quick: 200),
+# BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_PAIR_SECONDS (twice --seconds),
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
@@ -109,6 +113,8 @@ lat_bytes=$(bytes "$lat_sizes")
 # progress can take milliseconds per round trip there.
 wait0_size=${lat_bytes%%,*}
 wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
+# The bandwidth targets' sizes, measured paired (see paired()).
+pair_secs=${BENCH_PAIR_SECONDS:-$(awk -v s="$secs" 'BEGIN { print 2 * s }')}
 
 out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/logs" || exit 1
@@ -331,6 +337,47 @@ mem() {
 	}' "$l" >>"$raw"
 }
 
+# paired: RDMA Write bandwidth at the targets' sizes (64 KiB, 1 MiB),
+# iwdapl CRC off, plain TCP, iwdapl CRC on, back to back in a few
+# seconds.  This machine has slow phases of several seconds in which
+# everything -- plain TCP too -- takes 2-3 times the CPU per byte; the
+# sweeps, a minute apart, could land one column in such a phase and
+# not the other (a round of 64 KiB Writes at 1300 MB/s beside TCP at
+# 4100).  Each round adds the ratio of each iwdapl run to the TCP run
+# between them as a row of transport "ratio" (MBps = the ratio); the
+# targets take the median of these per-round ratios.
+paired() {
+	steps="iw0 tcp iw1"
+	# Neither CRC setting always goes first.
+	[ $((round % 2)) -eq 0 ] && steps="iw1 tcp iw0"
+	for step in $steps; do
+		if [ "$step" = tcp ]; then
+			l=$(log pair-tcp)
+			# shellcheck disable=SC2086
+			timeout -k 5 "$limit" "$tcpb" --csv $verify -m stream -S 64K,1M \
+				-t "$pair_secs" --window "$window" >"$l" 2>"$l.err" ||
+				failed "tcp_baseline (paired)" "$l.err"
+			to_raw tcp - pair <"$l"
+			continue
+		fi
+		c=${step#iw}
+		l=$(log "pair-iw-crc$c")
+		pair_env="IWDAPL_CRC=$c"
+		iw_pair "-w 20 $verify" "-w 20 --csv $verify -m write -S 64K,1M -t $pair_secs --window $window" \
+			"$l" || failed "iwdtest (paired, CRC $c)" "$l.err"
+		to_raw iwdapl "$c" pair <"$l"
+	done
+	awk -F, -v r="$round" '$1 == r && $4 == "pair" && $11 > 0 { mb[$2 SUBSEP $3 SUBSEP $6] = $10 }
+	END {
+		for (k in mb) {
+			split(k, a, SUBSEP)
+			t = mb["tcp", "-", a[3]]
+			if (a[1] == "iwdapl" && t > 0)
+				printf "%s,ratio,%s,pair,write,%s,,,,%.4f,,,,,,,,1\n", r, a[2], a[3], mb[k] / t
+		}
+	}' "$raw" >>"$raw"
+}
+
 # The machine's own stalls of a spinning thread (bench/stall_probe, 1 s),
 # as a row of its own: window = CPUs, iterations = seconds, MBps and
 # msgs_per_s = stalls over 100 us and over 1 ms per second, lat_max_us =
@@ -390,6 +437,7 @@ while [ $round -lt "$rounds" ]; do
 	cm psp
 	cm ssp
 	mem
+	paired
 	stalls
 	echo "   round $round of $rounds done"
 done

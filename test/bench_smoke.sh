@@ -84,14 +84,19 @@ tap_result "every measurement validated (valid=1)" "$why"
 # positive; prints the offending rows.
 implausible=$(awk -F, 'NR > 1 {
 	bad = 0
-	if ($5 ~ /^(write|read|send|stream)$/ && !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
+	if ($2 == "ratio") {
+		# a paired ratio: iwdapl over plain TCP, in MBps
+		if (!($4 == "pair" && $10 > 0 && $10 < 100)) bad = 1
+		nratio++
+	} else if ($5 ~ /^(write|read|send|stream)$/ && !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
 	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
 	if ($5 ~ /^connect_/ && !($11 > 0)) bad = 1
 	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
 	# the machine stall probe: CPUs, seconds, rates and the longest gap
 	if ($5 == "stall" && !($7 >= 1 && $8 > 0 && $10 >= $11 && $15 > 0)) bad = 1
 	if (bad) print
-}' "$csv" 2>/dev/null)
+}
+END { if (nratio != 4) print "paired ratio rows: " nratio + 0 ", expected 4 (CRC off/on x 64 KiB, 1 MiB)" }' "$csv" 2>/dev/null)
 why=
 [ -z "$implausible" ] || why="implausible rows:
 $implausible"
