@@ -351,21 +351,10 @@ paired() {
 	# Neither CRC setting always goes first.
 	[ $((round % 2)) -eq 0 ] && steps="iw1 tcp iw0"
 	for step in $steps; do
-		if [ "$step" = tcp ]; then
-			l=$(log pair-tcp)
-			# shellcheck disable=SC2086
-			timeout -k 5 "$limit" "$tcpb" --csv $verify -m stream -S 64K,1M \
-				-t "$pair_secs" --window "$window" >"$l" 2>"$l.err" ||
-				failed "tcp_baseline (paired)" "$l.err"
-			to_raw tcp - pair <"$l"
-			continue
-		fi
-		c=${step#iw}
-		l=$(log "pair-iw-crc$c")
-		pair_env="IWDAPL_CRC=$c"
-		iw_pair "-w 20 $verify" "-w 20 --csv $verify -m write -S 64K,1M -t $pair_secs --window $window" \
-			"$l" || failed "iwdtest (paired, CRC $c)" "$l.err"
-		to_raw iwdapl "$c" pair <"$l"
+		case $step in
+		tcp) tcp pair "-m stream -S 64K,1M -t $pair_secs --window $window" ;;
+		*) iw "${step#iw}" pair "-m write -S 64K,1M -t $pair_secs --window $window" ;;
+		esac
 	done
 	awk -F, -v r="$round" '$1 == r && $4 == "pair" && $11 > 0 { mb[$2 SUBSEP $3 SUBSEP $6] = $10 }
 	END {

@@ -57,13 +57,6 @@ static uint32_t random_isn(void)
 	return v;
 }
 
-/* The credits a fresh QP of this device grants: its whole window (more
- * would let the peer send packets the QP drops as beyond it). */
-static uint32_t initial_credits(const struct iwe_device *dev)
-{
-	return iwe_trp_window(dev);
-}
-
 /* An I packet around an MPA frame: 0 or the socket's errno. */
 static int send_init(struct iwe_conn *c, uint32_t psn, uint32_t ack,
 		     const uint8_t *frame, size_t len)
@@ -72,7 +65,9 @@ static int send_init(struct iwe_conn *c, uint32_t psn, uint32_t ack,
 
 	if (len > IW_MPA_MAX_RR_LEN)
 		return EMSGSIZE;
-	iw_trp_put(pkt, psn, ack, IW_TRP_I, initial_credits(c->dev));
+	/* A fresh QP grants its whole window: more would let the peer send
+	 * packets the QP drops as beyond it. */
+	iw_trp_put(pkt, psn, ack, IW_TRP_I, iwe_trp_window(c->dev));
 	memcpy(pkt + IW_TRP_HDR_LEN, frame, len);
 	if (send(c->fd, pkt, IW_TRP_HDR_LEN + len, MSG_DONTWAIT) < 0)
 		return errno;

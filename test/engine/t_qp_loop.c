@@ -781,13 +781,13 @@ static void test_threads(void)
 	pair_close(&p);
 }
 
+#define RING_PROBE (16u << 10)	/* a ring size to ask whether rings work */
+
 /* A stream of Writes whose FPDUs end anywhere in the receive buffer
  * (60 B to a full 64 KiB FPDU, mixed): every byte lands where it
  * belongs, and the buffer, a mirrored ring, never moves a partly read
  * FPDU to its front (CRC on: 81 % of 64 KiB Writes' bytes were moved so
  * by the flat buffer). */
-#define RING_PROBE (16u << 10)
-
 static void test_ring_wrap(int crc)
 {
 	static const uint32_t sizes[] = { 65536, 60, 4096, 17000, 65512,
