@@ -412,4 +412,5 @@ const struct iwe_llp_ops iwe_llp_mpa = {
 	.tx_detach = mpa_tx_detach,
 	.rx_progress = iwe_mpa_rx_progress,
 	.rx_bulk = iwe_mpa_rx_bulk,
+	.rx_spin = 1,
 };

@@ -77,6 +77,11 @@ int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
 /* The caller sleeps elsewhere now: end the lease, unpark the thread. */
 void iwe_prog_drive_stop(struct iwe_prog *p);
 
+/* Loop only (its thread, or a call it lent the loop): a watch read bulk
+ * input and more is likely to follow at once; the loop polls a short
+ * while before it sleeps next (IWDAPL_RX_SPIN_US). */
+void iwe_prog_expect_input(struct iwe_prog *p);
+
 /* Queue a task for the next loop iteration (after the current epoll
  * batch); any thread.  A task already queued stays queued once. */
 void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);

@@ -305,6 +305,8 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		return;
 	}
 	qp_kicked(q);
+	if (revents & EPOLLIN && q->llp && q->llp->rx_spin && rx_bulk(q))
+		iwe_prog_expect_input(q->prog);
 	iwe_qp_release(q, 0);
 }
 

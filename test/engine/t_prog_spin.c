@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The progress loop's poll after bulk input (iwe_prog_expect_input,
+ * IWDAPL_RX_SPIN_US): input that comes within the spin is read without
+ * the thread going to sleep; without the hint the thread sleeps in epoll
+ * between the two (the control, which shows that the count below can
+ * tell them apart); and the spin ends: with nothing more coming the
+ * thread sleeps again.  Sleeps are the progress thread's voluntary
+ * context switches (/proc).  TAP output. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "../tap.h"
+#include "iw_engine.h"
+#include "iw_priv.h"
+#include "iw_progress.h"
+
+#define SPIN_US 1000		/* the longest allowed: outlasts most delays under load */
+#define TRIES 5
+
+static struct iwe_prog *g_prog;
+static struct iwe_prog_watch g_w;
+static int g_fd = -1, g_err;
+static atomic_int g_hint;		/* the callback calls the hint */
+static atomic_int g_n;			/* callbacks run */
+static atomic_long g_vcs;		/* its thread's sleeps at the last */
+static atomic_int g_tid;
+
+/* Voluntary context switches of thread tid (-1 if unreadable). */
+static long sleeps_of(int tid)
+{
+	char path[64], line[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void input_cb(struct iwe_prog_watch *w, uint32_t ev)
+{
+	uint64_t v;
+
+	(void)ev;
+	(void)!read(w->fd, &v, sizeof(v));
+	atomic_store(&g_tid, gettid());
+	atomic_store(&g_vcs, sleeps_of(gettid()));
+	if (atomic_load(&g_hint))
+		iwe_prog_expect_input(g_prog);
+	atomic_fetch_add(&g_n, 1);
+}
+
+static void watch(void *arg)
+{
+	(void)arg;
+	g_w.cb = input_cb;
+	g_err = iwe_prog_watch_add(g_prog, &g_w, g_fd, EPOLLIN | EPOLLET);
+}
+
+static void unwatch(void *arg)
+{
+	(void)arg;
+	iwe_prog_watch_del(g_prog, &g_w);
+}
+
+static void poke(void)
+{
+	uint64_t one = 1;
+
+	if (write(g_fd, &one, sizeof(one)) != sizeof(one))
+		BAIL("eventfd write: %s", strerror(errno));
+}
+
+static int wait_count(int n)
+{
+	for (int i = 0; i < 5000 && atomic_load(&g_n) < n; i++)
+		poll(NULL, 0, 1);
+	return atomic_load(&g_n) >= n;
+}
+
+/* Two inputs 50 us apart: the thread's sleeps between their callbacks
+ * (-1 if a callback never came). */
+static long sleeps_between(int hint)
+{
+	int n = atomic_load(&g_n);
+	long before;
+	uint64_t end;
+
+	atomic_store(&g_hint, hint);
+	poke();
+	if (!wait_count(n + 1))
+		return -1;
+	before = atomic_load(&g_vcs);
+	end = iwe_now_ns() + 50000;
+	while (iwe_now_ns() < end)
+		;
+	poke();
+	if (!wait_count(n + 2))
+		return -1;
+	return atomic_load(&g_vcs) - before;
+}
+
+int main(void)
+{
+	struct iwe_device *dev;
+	long d = -1, after, at;
+	int i;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setenv("IWDAPL_RX_SPIN_US", "1000", 1);	/* SPIN_US */
+	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	if (!dev)
+		BAIL("open lo: %s", strerror(errno));
+	g_prog = iwe_prog_get(dev);
+	if (!g_prog)
+		BAIL("progress thread: %s", strerror(errno));
+	g_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (g_fd < 0)
+		BAIL("eventfd: %s", strerror(errno));
+	iwe_prog_call(g_prog, watch, NULL);
+	if (g_err)
+		BAIL("watch: %d", g_err);
+	poll(NULL, 0, 10);
+
+	/* Control: no hint, the thread sleeps between (every try). */
+	for (i = 0; i < TRIES && d != 0; i++) {
+		poll(NULL, 0, 5);
+		d = sleeps_between(0);
+	}
+	CHECK(d > 0, "no hint: the thread sleeps between two inputs "
+	      "50 us apart (%ld sleeps)", d);
+
+	/* The hint: caught by the spin (a try may lose its CPU under
+	 * load, and the thread then sleeps: tried again). */
+	for (i = 0, d = -1; i < TRIES && d != 0; i++) {
+		poll(NULL, 0, 5);
+		d = sleeps_between(1);
+	}
+	CHECK(d == 0, "after the hint the next input 50 us later is read "
+	      "without a sleep (%ld sleeps, %d tries)", d, i);
+
+	/* Bounded: the last callback hinted; nothing more comes, and the
+	 * thread goes to sleep within a few spins. */
+	at = atomic_load(&g_vcs);
+	poll(NULL, 0, 8 * SPIN_US / 1000 + 50);
+	after = sleeps_of(atomic_load(&g_tid));
+	CHECK(after > at, "the spin ends: the idle thread sleeps again "
+	      "(%ld -> %ld)", at, after);
+
+	iwe_prog_call(g_prog, unwatch, NULL);
+	close(g_fd);
+	iwe_device_close(dev);
+	return tap_done();
+}
