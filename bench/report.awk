@@ -205,11 +205,13 @@ function mem_row(op, label,    k) {
 }
 
 # The paired bandwidth runs (run.sh's paired()): MB/s of each, and the
-# ratios to the TCP run between them, median [min-max] over the rounds.
+# ratios to the TCP run between them, median [min-max] over all trios
+# (BENCH_PAIR_REPS a round).
 function pair_table(    i, s, k0, k1, kt, r0, r1) {
 	if (!(key("ratio", 0, "pair", "write", 65536) in have))
 		return
-	printf "\nRDMA Write bandwidth, paired (iwdapl CRC off, plain TCP, iwdapl CRC on back to back), MB/s: median [min-max] of %d round(s)\n", rounds
+	printf "\nRDMA Write bandwidth, paired (iwdapl CRC off, plain TCP, iwdapl CRC on back to back), MB/s: median [min-max] of %d trio(s)\n",
+		S[key("ratio", 0, "pair", "write", 65536), "rounds"]
 	printf "%-8s %-22s %-22s %-22s %-18s %-18s\n", "size", "iwdapl CRC off", "plain TCP", "iwdapl CRC on", "off/TCP", "on/TCP"
 	for (i = 1; i <= 2; i++) {
 		s = i == 1 ? 65536 : 1048576
@@ -221,7 +223,7 @@ function pair_table(    i, s, k0, k1, kt, r0, r1) {
 		printf "%-8s %-22s %-22s %-22s %-18s %-18s\n", human(s), cell(k0, "MBps"), cell(kt, "MBps"),
 			cell(k1, "MBps"), cell(r0, "MBps"), cell(r1, "MBps")
 	}
-	printf "(ratios: each round's iwdapl run over the TCP run between them; the targets take their median)\n"
+	printf "(ratios: each trio's iwdapl run over the TCP run between them; the targets take their median)\n"
 }
 
 # bench/stall_probe: a thread spinning on each CPU, once a round.
@@ -299,7 +301,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 		target("64 B RDMA Write rate, " cs ": >= 400,000 /s (in 1000/s)",
 			v == "" ? "" : sprintf("%.1f", v / 1000), 400, 0, fmt(v) "/s")
 	}
-	# Bandwidth: the median of the rounds' paired ratios (pair_table);
+	# Bandwidth: the median of the trios' paired ratios (pair_table);
 	# without them, the ratio of the sweeps' medians.
 	for (i = 1; i <= 2; i++) {
 		s = i == 1 ? 65536 : 1048576
@@ -310,7 +312,7 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 			if (kr in have)
 				target("RDMA Write bandwidth " human(s) ", CRC " (c ? "on: >= 0.85" : "off: >= 0.95") " x plain TCP, paired",
 					sprintf("%.2f", med(kr, "MBps")), c ? 0.85 : 0.95, 0,
-					"rounds " fmt(S[kr, "MBps_min"]) "-" fmt(S[kr, "MBps_max"]) "; sweeps " \
+					"trios " fmt(S[kr, "MBps_min"]) "-" fmt(S[kr, "MBps_max"]) "; sweeps " \
 					ratio(med(k, "MBps"), med(kt, "MBps")))
 			else
 				target("RDMA Write bandwidth " human(s) ", CRC " (c ? "on: >= 0.85" : "off: >= 0.95") " x plain TCP",

@@ -27,9 +27,10 @@
 #     only; BENCH_NETNS=0: not).  Under loss between two namespaces:
 #     bench/udp_loss.sh;
 #   - RDMA Write bandwidth at 64 KiB and 1 MiB, iwdapl CRC off, plain
-#     TCP and iwdapl CRC on back to back: the bandwidth targets take the
-#     median over the rounds of these paired ratios (BENCH_PAIR_SECONDS
-#     per point, default twice --seconds);
+#     TCP and iwdapl CRC on back to back, BENCH_PAIR_REPS times a round
+#     (3; --quick: 1): the bandwidth targets take the median of all these
+#     paired ratios (BENCH_PAIR_SECONDS per point, default twice
+#     --seconds);
 #   - the machine's own stalls: a thread spinning on each CPU for 1 s
 #     (bench/stall_probe), the time taken from a thread that never
 #     sleeps -- the floor under any polling ping-pong's worst round trip.
@@ -48,6 +49,7 @@
 # --lat-sizes LIST, --seconds S (budget per bandwidth point).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
 # BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_PAIR_SECONDS (twice --seconds),
+# BENCH_PAIR_REPS (paired trios a round, 3; --quick: 1),
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
@@ -115,6 +117,8 @@ wait0_size=${lat_bytes%%,*}
 wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
 # The bandwidth targets' sizes, measured paired (see paired()).
 pair_secs=${BENCH_PAIR_SECONDS:-$(awk -v s="$secs" 'BEGIN { print 2 * s }')}
+pair_reps=${BENCH_PAIR_REPS:-$([ $quick -eq 1 ] && echo 1 || echo 3)}
+log_tag=
 
 out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/logs" || exit 1
@@ -150,7 +154,7 @@ iw() {
 	poll_wait0) pf=--poll-wait0 ;;
 	*) pf= ;;
 	esac
-	l=$(log "iw-crc$1-$2-$(echo "$3" | awk '{ print $2 }')")
+	l=$(log "iw-crc$1-$2-$(echo "$3" | awk '{ print $2 }')$log_tag")
 	pair_env="IWDAPL_CRC=$1"
 	iw_pair "$pf -w 20 $verify" "$pf -w 20 --csv $verify $3" "$l" || failed "iwdtest ($3, CRC $1, $2)" "$l.err"
 	to_raw iwdapl "$1" "$2" <"$l"
@@ -279,7 +283,7 @@ dtest_w() {
 tcp() {	# tcp MODE "TCP_BASELINE ARGS"
 	pf=
 	[ "$1" = poll ] && pf=-p
-	l=$(log "tcp-$1-$(echo "$2" | awk '{ print $2 }')")
+	l=$(log "tcp-$1-$(echo "$2" | awk '{ print $2 }')$log_tag")
 	# shellcheck disable=SC2086
 	timeout -k 5 "$limit" "$tcpb" $pf --csv $verify $2 >"$l" 2>"$l.err" ||
 		failed "tcp_baseline ($2, $1)" "$l.err"
@@ -339,32 +343,42 @@ mem() {
 
 # paired: RDMA Write bandwidth at the targets' sizes (64 KiB, 1 MiB),
 # iwdapl CRC off, plain TCP, iwdapl CRC on, back to back in a few
-# seconds.  This machine has slow phases of several seconds in which
-# everything -- plain TCP too -- takes 2-3 times the CPU per byte; the
-# sweeps, a minute apart, could land one column in such a phase and
-# not the other (a round of 64 KiB Writes at 1300 MB/s beside TCP at
-# 4100).  Each round adds the ratio of each iwdapl run to the TCP run
-# between them as a row of transport "ratio" (MBps = the ratio); the
-# targets take the median of these per-round ratios.
+# seconds, pair_reps times a round.  This machine has slow phases of
+# several seconds in which everything -- plain TCP too -- takes 2-3
+# times the CPU per byte; the sweeps, a minute apart, could land one
+# column in such a phase and not the other (a round of 64 KiB Writes at
+# 1300 MB/s beside TCP at 4100), and one trio of runs can still straddle
+# a phase's edge (3 of 5 single trios did in one noisy run).  Each trio
+# adds the ratio of each iwdapl run to the TCP run between them as a row
+# of transport "ratio" (MBps = the ratio); the targets take the median
+# of all these ratios.
 paired() {
 	steps="iw0 tcp iw1"
 	# Neither CRC setting always goes first.
 	[ $((round % 2)) -eq 0 ] && steps="iw1 tcp iw0"
-	for step in $steps; do
-		case $step in
-		tcp) tcp pair "-m stream -S 64K,1M -t $pair_secs --window $window" ;;
-		*) iw "${step#iw}" pair "-m write -S 64K,1M -t $pair_secs --window $window" ;;
-		esac
-	done
-	awk -F, -v r="$round" '$1 == r && $4 == "pair" && $11 > 0 { mb[$2 SUBSEP $3 SUBSEP $6] = $10 }
-	END {
-		for (k in mb) {
-			split(k, a, SUBSEP)
-			t = mb["tcp", "-", a[3]]
-			if (a[1] == "iwdapl" && t > 0)
-				printf "%s,ratio,%s,pair,write,%s,,,,%.4f,,,,,,,,1\n", r, a[2], a[3], mb[k] / t
+	for rep in $(seq "$pair_reps"); do
+		from=$(wc -l <"$raw")
+		log_tag=-$rep
+		for step in $steps; do
+			case $step in
+			tcp) tcp pair "-m stream -S 64K,1M -t $pair_secs --window $window" ;;
+			*) iw "${step#iw}" pair "-m write -S 64K,1M -t $pair_secs --window $window" ;;
+			esac
+		done
+		log_tag=
+		steps=$(echo "$steps" | awk '{ print $3, $2, $1 }')
+		awk -F, -v r="$round" -v from="$from" 'NR > from && $1 == r && $4 == "pair" && $11 > 0 {
+			mb[$2 SUBSEP $3 SUBSEP $6] = $10
 		}
-	}' "$raw" >>"$raw"
+		END {
+			for (k in mb) {
+				split(k, a, SUBSEP)
+				t = mb["tcp", "-", a[3]]
+				if (a[1] == "iwdapl" && t > 0)
+					printf "%s,ratio,%s,pair,write,%s,,,,%.4f,,,,,,,,1\n", r, a[2], a[3], mb[k] / t
+			}
+		}' "$raw" >>"$raw"
+	done
 }
 
 # The machine's own stalls of a spinning thread (bench/stall_probe, 1 s),
