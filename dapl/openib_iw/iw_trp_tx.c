@@ -1028,8 +1028,12 @@ static void trp_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 	struct trp_txp *p = trp_slot(t, t->snd_nxt);
 	uint8_t *b;
 
-	if (tx_buf(t, p))
-		abort();	/* a few KiB, reused; nothing to undo */
+	if (tx_buf(t, p)) {
+		/* Out of memory for the packet: it is not queued and the QP
+		 * fails (iw_qp.c, run_tx); the process goes on. */
+		t->fault = ENOMEM;
+		return;
+	}
 	b = p->buf + IW_TRP_HDR_LEN;
 	iw_trp_put(p->buf, t->snd_nxt, 0, 0, 0);
 	memcpy(b, s->hdr, s->hdr_len);
