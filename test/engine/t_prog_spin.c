@@ -26,7 +26,7 @@
 #include "iw_progress.h"
 
 #define SPIN_US 1000		/* the longest allowed: outlasts most delays under load */
-#define TRIES 5
+#define TRIES 10
 
 static struct iwe_prog *g_prog;
 static struct iwe_prog_watch g_w;
