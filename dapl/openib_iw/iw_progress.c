@@ -588,7 +588,9 @@ void iwe_prog_expect_input(struct iwe_prog *p)
 }
 
 /* run let go: epoll without sleeping until events come, or the spin or
- * the loop's timeout (ts, NULL: none) ends. */
+ * the loop's timeout (ts, NULL: none) ends.  Each empty look yields the
+ * CPU: a thread woken onto it (a consumer the input completed work for)
+ * otherwise waited out the whole spin (t_prog_spin). */
 static int prog_spin(struct iwe_prog *p, struct epoll_event *ev,
 		     const struct timespec *ts)
 {
@@ -598,9 +600,11 @@ static int prog_spin(struct iwe_prog *p, struct epoll_event *ev,
 	if (ts && iwe_ts_ns(ts) < spin)
 		spin = iwe_ts_ns(ts);
 	end = iwe_now_ns() + spin;
-	do
+	do {
 		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
-	while (n == 0 && iwe_now_ns() < end);
+		if (n == 0)
+			sched_yield();
+	} while (n == 0 && iwe_now_ns() < end);
 	return n;
 }
 
