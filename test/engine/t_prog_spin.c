@@ -39,6 +39,7 @@ static atomic_int g_hint;		/* the callback calls the hint */
 static atomic_int g_n;			/* callbacks run */
 static atomic_long g_vcs;		/* its thread's sleeps at the last */
 static atomic_int g_tid;
+
 /* Voluntary context switches of thread tid (-1 if unreadable): the
  * counter getrusage(RUSAGE_THREAD) gives that thread itself. */
 static long sleeps_of(int tid)
@@ -60,9 +61,9 @@ static long sleeps_of(int tid)
 
 /* The test's thread and the progress thread share one CPU (the thread
  * inherits the mask it is created with): the second input can then only
- * be sent while the spin yields that CPU.  A spin that did not kept the
- * poker off it for the whole spin (1 ms), and the thread went to sleep
- * before the input came. */
+ * be sent while the spin yields that CPU.  A spin that did not yield
+ * kept the poker off it for the whole spin (1 ms), and the thread went
+ * to sleep before the input came. */
 static void pin_one_cpu(void)
 {
 	cpu_set_t set;
