@@ -587,19 +587,15 @@ void iwe_prog_expect_input(struct iwe_prog *p)
 	p->expect_input = 1;
 }
 
-/* run let go: epoll without sleeping until events come, or the spin or
- * the loop's timeout (ts, NULL: none) ends.  Each empty look yields the
- * CPU: a thread woken onto it (a consumer the input completed work for)
- * otherwise waited out the whole spin (t_prog_spin). */
+/* run let go: epoll without sleeping until events come or `end` (ns).
+ * Each empty look yields the CPU: a thread woken onto it (a consumer the
+ * input completed work for) otherwise waited out the whole spin
+ * (t_prog_spin). */
 static int prog_spin(struct iwe_prog *p, struct epoll_event *ev,
-		     const struct timespec *ts)
+		     uint64_t end)
 {
-	uint64_t spin = input_spin_ns(), end;
 	int n;
 
-	if (ts && iwe_ts_ns(ts) < spin)
-		spin = iwe_ts_ns(ts);
-	end = iwe_now_ns() + spin;
 	do {
 		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
 		if (n == 0)
@@ -937,7 +933,8 @@ static void *prog_main(void *arg)
 	struct iwe_prog *p = arg;
 	struct epoll_event ev[PROG_MAX_EVENTS];
 	struct timespec ts, *timeout;
-	int n, spin, stop = 0;
+	uint64_t spin, now;
+	int n, stop = 0;
 
 	pthread_mutex_lock(&p->run);
 	for (;;) {
@@ -954,17 +951,20 @@ static void *prog_main(void *arg)
 			run_timers(p);
 			continue;
 		}
-		/* After bulk input: poll a while, then round the loop (its
-		 * timeout is then shorter by the spin) to sleep. */
-		spin = p->expect_input && input_spin_ns() &&
-		       (!timeout || timeout->tv_sec || timeout->tv_nsec);
+		/* After bulk input: poll a while (never past the timeout),
+		 * then round the loop (its timeout is then shorter by the
+		 * spin) to sleep. */
+		spin = p->expect_input ? input_spin_ns() : 0;
+		if (timeout && iwe_ts_ns(timeout) < spin)
+			spin = iwe_ts_ns(timeout);
 		p->expect_input = 0;
-		atomic_store(&p->wait_until, spin ?
-			     iwe_now_ns() + input_spin_ns() : !timeout ? ~0ull :
-			     iwe_now_ns() + iwe_ts_ns(timeout));
+		now = iwe_now_ns();
+		atomic_store(&p->wait_until, spin ? now + spin :
+			     !timeout ? ~0ull : now + iwe_ts_ns(timeout));
 		p->in_epoll = 1;
 		pthread_mutex_unlock(&p->run);
-		n = spin ? prog_spin(p, ev, timeout) : prog_wait(p, ev, timeout);
+		n = spin ? prog_spin(p, ev, now + spin) :
+			   prog_wait(p, ev, timeout);
 		pthread_mutex_lock(&p->run);
 		p->in_epoll = 0;
 		if (n < 0 && errno != EINTR)
