@@ -29,10 +29,8 @@
 #include <sys/resource.h>
 #include <sys/eventfd.h>
 
-#include "../tap.h"
-#include "iw_engine.h"
 #include "iw_priv.h"
-#include "iw_progress.h"
+#include "prog_harness.h"
 
 #define LEASE_MS 100
 #define MS 1000000ull
@@ -44,14 +42,6 @@ static int g_src = -1, g_wake = -1;	/* watched fd; the waiter's fd */
 static pthread_t g_ran_on;
 static atomic_int g_runs;
 static atomic_int g_self_woken;
-
-static void poke(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) != sizeof(one))
-		BAIL("eventfd write: %s", strerror(errno));
-}
 
 static void drain(int fd)
 {
@@ -85,7 +75,7 @@ static void src_cb(struct iwe_prog_watch *w, uint32_t revents)
 	(void)revents;
 	drain(w->fd);
 	ran();
-	poke(g_wake);	/* as the CM posting the waiter's event */
+	prog_poke(g_wake);	/* as the CM posting the waiter's event */
 }
 
 static struct iwe_prog_watch g_watch = { .fd = -1, .cb = src_cb };
@@ -130,7 +120,7 @@ static void later_start(struct later *l, int delay_ms, void (*fn)(void))
 
 static void poke_src(void)
 {
-	poke(g_src);
+	prog_poke(g_src);
 }
 
 static int wait_fd(int fd, int ms)
@@ -163,7 +153,7 @@ static int drive_parked(uint64_t for_ns)
 	for (int i = 0; i < 50 && rc != 0; i++) {
 		rc = drive(never_woken, for_ns, &ms);
 		if (rc != 0) {
-			poke(g_src);
+			prog_poke(g_src);
 			(void)wait_fd(g_wake, 3000);
 			drain(g_wake);
 			usleep(1000);	/* while the thread goes to park */
@@ -272,12 +262,12 @@ static void test_sleeper_served(void)
 		BAIL("pthread_create");
 	usleep(10000);		/* b sleeps */
 	atomic_store(&a.stop, 1);
-	poke(a.wake_fd);
+	prog_poke(a.wake_fd);
 	pthread_join(a.t, NULL);
 	usleep(5000);
 	runs = atomic_load(&g_runs);
 	t0 = iwe_now_ns();
-	poke(g_src);
+	prog_poke(g_src);
 	pthread_join(b.t, NULL);
 	CHECK(a.rc == 0 && atomic_load(&g_runs) == runs + 1 &&
 	      !pthread_equal(g_ran_on, a.t) && !pthread_equal(g_ran_on, b.t),
@@ -338,7 +328,7 @@ static void call_fn(void *arg)
 {
 	(void)arg;
 	ran();
-	poke(g_wake);
+	prog_poke(g_wake);
 }
 
 static void call_from_other(void)
@@ -503,7 +493,7 @@ static void test_lease_end(int stop)
 			iwe_prog_drive_stop(g_prog);
 		runs = atomic_load(&g_runs);
 		t0 = iwe_now_ns();
-		poke(g_src);
+		prog_poke(g_src);
 		woke = wait_fd(g_wake, 3000);
 		ms = (iwe_now_ns() - t0) / MS;
 		if (stop || !woke || ms >= LEASE_MS / 2 || try == 2)
@@ -544,14 +534,11 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	setenv("IWDAPL_CM_LEASE_US", "100000", 1);
 	setenv("IWDAPL_CM_SPIN_US", "1000", 1);
-	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
-	if (!dev)
-		BAIL("open lo: %s", strerror(errno));
-	g_prog = iwe_prog_get(dev);
+	g_prog = prog_on_lo(&dev);
 	g_src = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	g_wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (!g_prog || g_src < 0 || g_wake < 0)
-		BAIL("setup: %s", strerror(errno));
+	if (g_src < 0 || g_wake < 0)
+		BAIL("eventfd: %s", strerror(errno));
 	iwe_prog_call(g_prog, watch_add, NULL);
 	test_waiter_drives();
 	test_sleeper_served();

@@ -24,10 +24,8 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 
-#include "../tap.h"
-#include "iw_engine.h"
 #include "iw_priv.h"
-#include "iw_progress.h"
+#include "prog_harness.h"
 
 #define SPIN_US 1000		/* the longest allowed: outlasts most delays under load */
 #define TRIES 10
@@ -109,14 +107,6 @@ static void unwatch(void *arg)
 	iwe_prog_watch_del(g_prog, &g_w);
 }
 
-static void poke(void)
-{
-	uint64_t one = 1;
-
-	if (write(g_fd, &one, sizeof(one)) != sizeof(one))
-		BAIL("eventfd write: %s", strerror(errno));
-}
-
 /* Spins, giving the shared CPU to the progress thread: a sleep here
  * (1 ms at least) would outlast the spin under test. */
 static int wait_count(int n)
@@ -137,14 +127,14 @@ static long sleeps_between(int hint)
 	uint64_t end;
 
 	atomic_store(&g_hint, hint);
-	poke();
+	prog_poke(g_fd);
 	if (!wait_count(n + 1))
 		return -1;
 	before = atomic_load(&g_vcs);
 	end = iwe_now_ns() + 50000;
 	while (iwe_now_ns() < end)
 		;
-	poke();
+	prog_poke(g_fd);
 	if (!wait_count(n + 2))
 		return -1;
 	return atomic_load(&g_vcs) - before;
@@ -159,12 +149,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	pin_one_cpu();
 	setenv("IWDAPL_RX_SPIN_US", "1000", 1);	/* SPIN_US */
-	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
-	if (!dev)
-		BAIL("open lo: %s", strerror(errno));
-	g_prog = iwe_prog_get(dev);
-	if (!g_prog)
-		BAIL("progress thread: %s", strerror(errno));
+	g_prog = prog_on_lo(&dev);
 	g_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (g_fd < 0)
 		BAIL("eventfd: %s", strerror(errno));

@@ -18,10 +18,8 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "../tap.h"
-#include "iw_engine.h"
 #include "iw_priv.h"
-#include "iw_progress.h"
+#include "prog_harness.h"
 
 static struct iwe_prog *g_prog;
 static int g_a = -1, g_b = -1;		/* two sources; a is handed over */
@@ -65,14 +63,6 @@ static void other_cb(struct iwe_prog_watch *w, uint32_t ev)
 	note(FROM_OTHER, w->fd);
 }
 
-static void poke(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) != sizeof(one))
-		BAIL("eventfd write: %s", strerror(errno));
-}
-
 static void watch_both(void *arg)
 {
 	(void)arg;
@@ -91,10 +81,10 @@ static void watch_both(void *arg)
 static void arrive_then_hand_over(void *arg)
 {
 	(void)arg;
-	poke(g_a);
+	prog_poke(g_a);
 	if (g_move == 2)
 		poll(NULL, 0, 20);
-	poke(g_b);
+	prog_poke(g_b);
 	if (g_move) {
 		g_err = iwe_prog_watch_move(g_prog, &g_old, &g_new,
 					    EPOLLIN | EPOLLET);
@@ -167,12 +157,7 @@ int main(void)
 	struct iwe_device *dev;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
-	if (!dev)
-		BAIL("open lo: %s", strerror(errno));
-	g_prog = iwe_prog_get(dev);
-	if (!g_prog)
-		BAIL("progress thread: %s", strerror(errno));
+	g_prog = prog_on_lo(&dev);
 	run(1);
 	run(2);
 	run(0);
