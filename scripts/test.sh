@@ -84,8 +84,7 @@ run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "$SAN_TESTS" --enable-
 unset IW_DAPLTEST_ITER IW_SKIP_SOAK
 # Races the tests provoke on purpose (t_crc_scribble) are not run here.
 run_suite "ThreadSanitizer" "$top/build-tsan" "" \
-	"test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_drive
-	test/engine/t_prog_spin" \
+	"test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call" \
 	--enable-sanitizers=thread
 # valgrind runs the programs that own memory in every DAT and engine object
 # once; the timing-driven ones (faults, limits, cycles, floods, the fast

@@ -57,17 +57,8 @@ struct dapl_evd {
 	int cq_overflow_reported;
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
-	/* Since the waiter's last drain, under lock: wake_fd was written;
-	 * the waiter was woken by its own thread (which runs the engine
-	 * while it waits: no system call then). */
-	atomic_int fd_woken, self_woken;
-	uint32_t spin_us;		/* current spin before sleeping (evd.c) */
-	uint64_t spin_failed_us;	/* when this wait's spin began, if it
-					 * ended without the events; 0: none */
-	int bulk;			/* the last completion taken was a
-					 * large transfer: waits do not spin */
-	int spin_reads;			/* ... a moderate one that came in:
-					 * they do, reading (evd.c) */
+	/* wake_fd was written since the waiter's last drain (under lock). */
+	atomic_int fd_woken;
 	uint64_t empty_since_us;	/* polls found it empty since then
 					 * (or the last yield); 0: not */
 	struct dapl_cno *cno;
@@ -217,8 +208,6 @@ void dapl_dto_event(struct dapl_ia *ia, const struct ibv_wc *wc,
 
 /* evd->lock held: wake the EVD's waiter (dat_evd_wait). */
 void dapl_evd_wake_locked(struct dapl_evd *evd);
-/* The EVD this thread waits on while it runs the engine, or NULL. */
-void dapl_evd_set_driving(struct dapl_evd *evd);
 
 /* ---- eventfd helpers: wake sleepers / reset after waking ---- */
 

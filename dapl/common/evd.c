@@ -73,24 +73,6 @@ static int qlen_valid(const struct dapl_ia *ia, DAT_COUNT qlen)
 
 /* ------------------------------------------------------------ taking */
 
-/* A completion of more bytes than this marks a bulk stream (see the
- * spin below). */
-#define WAIT_SPIN_BULK_BYTES (16u << 10)
-/* Data that came in, in a message of this many bytes (more than the
- * first, at most the second): the next one is likely as large -- the
- * answer of a request-response exchange -- and comes within a spin,
- * which reads it (IWE_DRIVE_SPIN_READ) rather than leave it to the
- * progress thread, two thread wake-ups (doc/semantics.md: a blocking
- * 16 KiB ping-pong on 2 CPUs 47-53 us one way, 15-16 us reading). */
-#define WAIT_SPIN_READ_MIN (4u << 10)
-#define WAIT_SPIN_READ_MAX (64u << 10)
-
-/* A Receive or an RDMA Read: data that came in. */
-static int wc_data_in(const struct ibv_wc *wc)
-{
-	return (wc->opcode & IBV_WC_RECV) || wc->opcode == IBV_WC_RDMA_READ;
-}
-
 /* Software queue first, then the engine's completions, oldest first. */
 static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 				 struct ibv_wc *wc)
@@ -100,14 +82,8 @@ static enum evd_take take_locked(struct dapl_evd *evd, DAT_EVENT *event,
 		dapl_evd_ring_get_locked(evd, event);
 		return TAKE_EVENT;
 	}
-	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1) {
-		evd->bulk = wc->byte_len > WAIT_SPIN_BULK_BYTES;
-		/* A Send's own completion leaves what its answer will be. */
-		if (wc_data_in(wc))
-			evd->spin_reads = wc->byte_len > WAIT_SPIN_READ_MIN &&
-					  wc->byte_len <= WAIT_SPIN_READ_MAX;
+	if (evd->cq && iwe_poll_cq(evd->cq, 1, wc) == 1)
 		return TAKE_WC;
-	}
 	return TAKE_NONE;
 }
 
@@ -374,28 +350,13 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 
 /* ---------------------------------------------------------- wait */
 
-/* Blocking waits spin before they sleep, driving the engine from this
- * thread, so a reply that comes within the spin costs no thread wake-up
- * (the progress thread's, then ours).  The spin adapts per EVD: it
- * doubles (up to the maximum) when a spin ended the wait and halves (down
- * to a sixteenth of it) when the wait had to sleep anyway -- unless the
- * events came within one and a half maximum spins: a full spin would
- * (nearly) have caught them, and two peers that both sleep make each
- * other's replies slow enough that a halving spin never catches one
- * again (a ping-pong stuck at two thread wake-ups per trip).  It stops as
- * soon as a QP of the EVD waits for room in its socket (what completes
- * next waits for the peer to read) or receives bulk data (what comes next
- * is behind it): a spin cannot hasten either.  Nor does
- * it spin after a bulk completion: large transfers take longer than any
- * spin, and on few CPUs the spinning thread takes the time the progress
- * threads need to move them.  Both but for a moderate message that came
- * in last (WAIT_SPIN_READ_MIN/MAX): its answer is read by the spin.  The
- * maximum
- * is IWDAPL_WAIT_SPIN_US microseconds (default 100; 0: never spin).  At
- * 50, half the waits of an 8-byte blocking ping-pong on 2 CPUs slept (a
- * round trip with a peer just gone to sleep outlasts 1.5 x 50 us, so the
- * halved spin was seldom reset) and the one-way median was 9-27 us over
- * 8 runs (plain TCP: 14 us); at 100, 5 % slept and it was 7-10 us. */
+/* A blocking wait first spins, driving the EVD's connections from this
+ * thread (iwe_cq_drive: what a poll does), for up to
+ * IWDAPL_WAIT_SPIN_US microseconds (default 100; 0: never), yielding its
+ * CPU between looks: an answer that comes within the spin costs no
+ * sleep and no wake-up.  It stops early when a connection of the EVD
+ * waits for room in its socket: what completes next waits for the peer
+ * to read, and the spin would only take the CPU the peer needs. */
 #define WAIT_SPIN_DEFAULT_US 100
 
 static uint32_t spin_max_us(void)
@@ -414,44 +375,31 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-static enum iwe_drive spin_how(const struct dapl_evd *evd)
-{
-	return evd->spin_reads ? IWE_DRIVE_SPIN_READ : IWE_DRIVE_SPIN;
-}
-
 /* evd->lock held; dropped while spinning.  1 when enough events came. */
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 {
-	uint32_t max = spin_max_us(), budget = evd->spin_us;
-	enum iwe_drive how = spin_how(evd);	/* read under the lock */
-	uint64_t start, end;
+	uint32_t max = spin_max_us();
+	uint64_t end;
 	int got = 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
-	evd->spin_failed_us = 0;
-	if (!evd->cq || !max || (evd->bulk && !evd->spin_reads))
+	if (!evd->cq || !max)
 		return 0;
-	if (!budget || budget > max)
-		budget = max;
 	dapl_unlock(&evd->lock);
-	start = mono_us();
-	end = start + budget;
+	end = mono_us() + max;
 	do {
-		int blocked = iwe_cq_drive(evd->cq, how);
+		int blocked = iwe_cq_drive(evd->cq);
 
 		if (iwe_cq_count(evd->cq) >= threshold) {
 			got = 1;
 			break;
 		}
 		if (blocked)
-			break;	/* the peer must read first: leave it the CPU */
-		sched_yield();	/* on 2 CPUs the peer may need ours */
+			break;
+		sched_yield();	/* the peer, or our progress thread, may
+				 * need this CPU */
 	} while (mono_us() < end);
 	dapl_lock(&evd->lock);
-	evd->spin_us = got ? (budget * 2 < max ? budget * 2 : max)
-			   : (budget / 2 > max / 16 ? budget / 2 : max / 16);
-	if (!got)
-		evd->spin_failed_us = start;
 	return got && dapl_evd_count_locked(evd) >= threshold;
 }
 
@@ -459,11 +407,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
  * thread first (a wait with timeout 0 is a poll), a blocking wait spins,
  * and for a CQ the count is checked again after arming, so a completion
  * that slipped in before the arm is seen now rather than missed by the
- * channel.  A wait with timeout 0 does not arm: it will not sleep, and
- * arming hands the QPs back to the progress thread (iwe_req_notify_cq),
- * so a consumer spinning on dat_evd_wait(0) would have its input read
- * by that thread and its every completion signalled through the wake
- * fd: 12 us one way where spinning on dat_evd_dequeue took 7.4. */
+ * channel.  A wait with timeout 0 does not arm: it will not sleep. */
 static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 			int may_spin, int may_sleep)
 {
@@ -472,8 +416,7 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		return 1;
 	if (!evd->cq)
 		return 0;
-	/* timeout 0: a poll */
-	iwe_cq_drive(evd->cq, may_spin ? spin_how(evd) : IWE_DRIVE_POLL);
+	iwe_cq_drive(evd->cq);
 	if (dapl_evd_count_locked(evd) >= threshold)
 		return 1;
 	if (may_spin && spin_locked(evd, threshold))
@@ -484,25 +427,6 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	return dapl_evd_count_locked(evd) >= threshold;
 }
 
-static int self_woken(void *evd)
-{
-	return atomic_load(&((struct dapl_evd *)evd)->self_woken);
-}
-
-/* Sleep for connection events running the engine's connection manager
- * on this thread, when it lets us: 1 once woken or past the deadline, 0
- * when it did not (sleep as usual). */
-static int cm_wait(struct dapl_evd *evd, struct iwe_device *dev,
-		   const struct timespec *deadline)
-{
-	int rc;
-
-	dapl_evd_set_driving(evd);
-	rc = iwe_device_wait_cm(dev, evd->wake_fd, deadline, self_woken, evd);
-	dapl_evd_set_driving(NULL);
-	return rc == 0;
-}
-
 /* evd->lock held; dropped while asleep.  Returns 0 once past deadline. */
 static int sleep_locked(struct dapl_evd *evd, int bounded,
 			const struct timespec *deadline)
@@ -511,50 +435,24 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
 	};
-	struct iwe_device *dev;
 	struct timespec left;
-	int more, has_cq, cm;
+	int more, has_cq;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
-	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	has_cq = evd->cq != NULL;
-	cm = !has_cq && (evd->flags & EVD_CM_FLAGS);
 	dapl_unlock(&evd->lock);
-	/* Connection events: this thread runs the connection manager while
-	 * it waits, when it may.  Completions: the progress thread serves
-	 * the sockets while we sleep -- at once, not at its lease's end. */
-	if (dev && cm && cm_wait(evd, dev, bounded ? deadline : NULL)) {
-		more = 1;
-	} else {
-		if (dev && has_cq)
-			iwe_device_wait_other(dev);
-		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
-				     deadline);
-	}
+	more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded, deadline);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
 	 * readable, so the next sleep returns at once.  Without a CQ every
 	 * write of the fd is under the lock, flagged. */
-	atomic_store(&evd->self_woken, 0);
 	if (atomic_exchange(&evd->fd_woken, 0) || has_cq)
 		dapl_efd_drain(evd->wake_fd);
 	if (evd->channel)
 		dapl_evd_channel_drain(evd);
 	return more;
-}
-
-/* After a wait that slept: were the events nearly in reach of a full
- * spin? */
-static void spin_review_locked(struct dapl_evd *evd)
-{
-	uint32_t max = spin_max_us();
-
-	if (evd->spin_failed_us &&
-	    mono_us() - evd->spin_failed_us <= max + max / 2)
-		evd->spin_us = max;
-	evd->spin_failed_us = 0;
 }
 
 static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
@@ -571,11 +469,8 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 			return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE;
 		/* Spin once per wait, and only when it may block. */
 		if (ready_locked(evd, threshold, first && timeout != 0,
-				 timeout != 0)) {
-			if (!first)
-				spin_review_locked(evd);
+				 timeout != 0))
 			return DAT_SUCCESS;
-		}
 		first = 0;
 		if (!sleep_locked(evd, bounded, &deadline))
 			return DAT_TIMEOUT_EXPIRED;
@@ -632,9 +527,6 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		ret = wait_loop_locked(evd, timeout, threshold);
 		if (ret == DAT_SUCCESS)
 			t = take_locked(evd, event, &wc);
-		/* A wait that may sleep is no poller, whatever it found. */
-		if (evd->cq && timeout != 0)
-			iwe_cq_note_poll(evd->cq, 0);
 		/* Only a wait of 0 polls; any other's event ends a
 		 * stretch of empty polls too. */
 		yield = poll_yield_due_locked(evd, timeout == 0 &&

@@ -73,20 +73,9 @@ void dapl_evd_ring_move_locked(struct dapl_evd *evd, DAT_EVENT *ring,
 
 /* -------------------------------------------------------- posting */
 
-static __thread const struct dapl_evd *evd_driving;
-
-void dapl_evd_set_driving(struct dapl_evd *evd)
-{
-	evd_driving = evd;
-}
-
 void dapl_evd_wake_locked(struct dapl_evd *evd)
 {
 	DAPL_ASSERT_LOCKED(&evd->lock);
-	if (evd == evd_driving) {
-		atomic_store(&evd->self_woken, 1);
-		return;
-	}
 	dapl_efd_poke(evd->wake_fd);
 	atomic_store(&evd->fd_woken, 1);
 }
@@ -258,7 +247,6 @@ struct dapl_evd *dapl_evd_ring_alloc(struct dapl_ia *ia, DAT_COUNT qlen,
 	atomic_init(&evd->enabled, 1);
 	atomic_init(&evd->waiting, 0);
 	atomic_init(&evd->fd_woken, 0);
-	atomic_init(&evd->self_woken, 0);
 	evd->waitable = 1;
 	evd->qlen = qlen;
 	evd->threshold = 1;

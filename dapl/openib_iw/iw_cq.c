@@ -365,7 +365,7 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
  * QP that completed something, so the completion goes back at once
  * (driving the others costs a recv each); the next poll starts after
  * that QP, so every QP gets its turn. */
-static int cq_run_poll_hooks(struct iwe_cq_priv *q, enum iwe_drive how)
+static int cq_run_poll_hooks(struct iwe_cq_priv *q)
 {
 	int blocked = 0;
 
@@ -374,7 +374,7 @@ static int cq_run_poll_hooks(struct iwe_cq_priv *q, enum iwe_drive how)
 	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
 		uint32_t i = (q->hook_next + k) % n;
 
-		blocked |= q->hooks[i]->poll(q->hooks[i], how);
+		blocked |= q->hooks[i]->poll(q->hooks[i]);
 		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
 			q->hook_next = (i + 1) % n;
 			break;
@@ -384,9 +384,9 @@ static int cq_run_poll_hooks(struct iwe_cq_priv *q, enum iwe_drive how)
 	return blocked;
 }
 
-int iwe_cq_drive(struct iwe_cq *cq, enum iwe_drive how)
+int iwe_cq_drive(struct iwe_cq *cq)
 {
-	return cq ? cq_run_poll_hooks(cq_priv(cq), how) : 0;
+	return cq ? cq_run_poll_hooks(cq_priv(cq)) : 0;
 }
 
 static void cq_run_arm_hooks(struct iwe_cq_priv *q)
@@ -444,9 +444,8 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
 	q = cq_priv(cq);
-	iwe_cq_note_poll(cq, 1);
 	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
-		cq_run_poll_hooks(q, IWE_DRIVE_POLL);
+		cq_run_poll_hooks(q);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];
@@ -472,9 +471,8 @@ int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only)
 	if (want > q->armed)
 		q->armed = want;
 	pthread_mutex_unlock(&q->lock);
-	iwe_cq_note_poll(cq, 0);
-	/* Whoever arms is about to sleep: the progress thread takes over
-	 * the QPs a poller may have been driving. */
+	/* Whoever arms is about to sleep: what the QPs held for its next
+	 * look goes now. */
 	cq_run_arm_hooks(q);
 	return 0;
 }
@@ -549,22 +547,6 @@ int iwe_cq_overflowed(const struct iwe_cq *cq)
 
 	cq_fill(cq, &count, &overflow);
 	return overflow;
-}
-
-void iwe_cq_note_poll(struct iwe_cq *cq, int polling)
-{
-	struct iwe_cq_priv *q = cq_priv(cq);
-
-	/* Written only when it changes: pollers share the line. */
-	if (atomic_load_explicit(&q->polling, memory_order_relaxed) != polling)
-		atomic_store_explicit(&q->polling, polling,
-				      memory_order_relaxed);
-}
-
-int iwe_cq_polling(const struct iwe_cq *cq)
-{
-	return atomic_load_explicit(&cq_priv(cq)->polling,
-				    memory_order_relaxed);
 }
 
 int iwe_cq_count(const struct iwe_cq *cq)

@@ -294,32 +294,6 @@ void iwe_device_close(struct iwe_device *dev)
 	free(dev);
 }
 
-/* The progress thread, if started (connections and QPs start it). */
-static struct iwe_prog *dev_prog(struct iwe_device *dev)
-{
-	return atomic_load_explicit(&dev->prog, memory_order_acquire);
-}
-
-int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
-		       const struct timespec *deadline,
-		       int (*woken)(void *arg), void *arg)
-{
-	struct iwe_prog *p = dev_prog(dev);
-
-	if (!p)
-		return -1;
-	return iwe_prog_drive_sleep(p, wake_fd, !deadline ? ~0ull :
-				    iwe_ts_ns(deadline), woken, arg);
-}
-
-void iwe_device_wait_other(struct iwe_device *dev)
-{
-	struct iwe_prog *p = dev_prog(dev);
-
-	if (p)
-		iwe_prog_drive_stop(p);
-}
-
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr)
 {

@@ -77,19 +77,6 @@ void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);
 
-/* A thread about to sleep for connection events (a CR or connection
- * EVD): sleep until wake_fd is readable, woken(arg) is true (checked
- * after each round of work: a wake this thread gave itself) or past the
- * CLOCK_MONOTONIC deadline (NULL: none), running the device's
- * connection manager on this thread meanwhile when the progress thread
- * lets it -- the events then come with no thread hop.  0 once woken or
- * past the deadline; -1 when it could not (the caller sleeps as usual). */
-int iwe_device_wait_cm(struct iwe_device *dev, int wake_fd,
-		       const struct timespec *deadline,
-		       int (*woken)(void *arg), void *arg);
-/* The caller is about to sleep for anything else: give the progress
- * thread its loop back now rather than at the end of the lease. */
-void iwe_device_wait_other(struct iwe_device *dev);
 
 /* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram
  * (IPv4, UDP and TRP headers included), TRP's 576..65535; by default the
@@ -205,25 +192,12 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
-/* The consumer's looks at cq are polls (1: iwe_poll_cq says so too) or
- * waits that sleep when nothing is there (0: arming says so too). */
-void iwe_cq_note_poll(struct iwe_cq *cq, int polling);
-int iwe_cq_polling(const struct iwe_cq *cq);
-/* Drive the QPs completing into cq from the calling thread.
- * IWE_DRIVE_POLL: a poll (what iwe_poll_cq does on an empty CQ), which
- * reads all input, bulk too: a poller keeps its CPU, and on a small
- * machine the progress thread may wait a time slice for one.
- * IWE_DRIVE_SPIN: a waiter that spins before sleeping, between looks at
- * iwe_cq_count; its spin leaves bulk input to the progress thread.
- * IWE_DRIVE_SPIN_READ: the same, but it reads bulk input as a poll does
- * (the waiter expects one message of moderate size: reading it costs
- * less than the two thread wake-ups of handing it over).  Nonzero when
- * one of those QPs has data waiting for room in its socket (what
- * completes next waits on the peer), or -- but for SPIN_READ -- is
- * receiving bulk data (what comes next is behind it): a spinning waiter
- * would only take CPU time the transfer needs. */
-enum iwe_drive { IWE_DRIVE_POLL, IWE_DRIVE_SPIN, IWE_DRIVE_SPIN_READ };
-int iwe_cq_drive(struct iwe_cq *cq, enum iwe_drive how);
+/* Drive the QPs completing into cq from the calling thread (what
+ * iwe_poll_cq does on an empty CQ): read what their sockets have, send
+ * what is queued.  Nonzero when one of those QPs has data waiting for
+ * room in its socket: what completes next waits for the peer, and a
+ * spinning waiter would only take CPU time the transfer needs. */
+int iwe_cq_drive(struct iwe_cq *cq);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.
@@ -494,11 +468,7 @@ struct iwe_qp_stats {
 	uint64_t tx_segments, rx_segments;
 	uint64_t tx_syscalls, rx_syscalls;	/* sendmsg / recvmsg calls */
 	uint64_t input_wakeups;		/* the progress thread woken for
-					 * input (a poller keeps it low) */
-	uint64_t lease_looks;		/* ... to see whether a poller
-					 * still polls */
-	uint64_t wc_held;		/* Write completions held for the
-					 * peer's answer (tcp) */
+					 * input */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
 	uint64_t rx_moved;		/* bytes of a partly read FPDU moved

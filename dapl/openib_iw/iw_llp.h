@@ -46,10 +46,6 @@ struct iwe_llp_seg {
 
 struct iwe_llp_ops {
 	const char *name;
-	/* A segment is done once it is in the socket (MPA), not once the
-	 * peer acknowledged it (TRP): a Write completes before any answer
-	 * can come (iw_wc_hold.c). */
-	int done_when_sent;
 	/* Set up (and free) the transport's state of a QP: 0 or ENOMEM. */
 	int (*attach)(struct iwe_qp_priv *q);
 	/* Optional: attach with the transport's own start state (TRP: the
@@ -80,20 +76,9 @@ struct iwe_llp_ops {
 	/* Take what the socket has.  0 (would block, or held), or the
 	 * stream's errno / EPROTO (rx state tells why). */
 	int (*rx_progress)(struct iwe_qp_priv *q);
-	/* Optional: the consumer stopped polling and may sleep, so it is
-	 * not answering what came (TRP: send an ack held for the answer). */
+	/* Optional: the consumer armed its CQ and may sleep, so it is not
+	 * answering what came (TRP: send an ack held for the answer). */
 	void (*rx_idle)(struct iwe_qp_priv *q);
-	/* Optional: the input is bulk (the last message read was large):
-	 * what a waiter expects next comes behind it, and a spin cannot
-	 * hasten it. */
-	int (*rx_bulk)(const struct iwe_qp_priv *q);
-	/* After bulk input the progress loop polls a moment before it
-	 * sleeps (iwe_prog_expect_input).  TCP: yes, a receiver asleep
-	 * between segments is woken by the sender's CPU for each one.
-	 * UDP: no; a stream there keeps both CPUs busy already, and 1 MiB
-	 * Writes at MTU 1500 did not run faster with it (alternating runs:
-	 * 1530-2830 vs 1870-3360 MB/s in one set, mixed in another). */
-	int rx_spin;
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
@@ -111,6 +96,5 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q);
 void iwe_mpa_rx_detach(struct iwe_qp_priv *q);
 int iwe_mpa_rx_progress(struct iwe_qp_priv *q);
-int iwe_mpa_rx_bulk(const struct iwe_qp_priv *q);
 
 #endif

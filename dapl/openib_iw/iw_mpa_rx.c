@@ -432,10 +432,3 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 		}
 	}
 }
-
-int iwe_mpa_rx_bulk(const struct iwe_qp_priv *q)
-{
-	const struct mpa_rx *m = mrx(q);
-
-	return m && m->bulk;
-}

@@ -400,7 +400,6 @@ static void mpa_detach(struct iwe_qp_priv *q)
 
 const struct iwe_llp_ops iwe_llp_mpa = {
 	.name = "MPA/TCP",
-	.done_when_sent = 1,
 	.attach = mpa_attach,
 	.detach = mpa_detach,
 	.max_ulpdu = mpa_max_ulpdu,
@@ -411,6 +410,4 @@ const struct iwe_llp_ops iwe_llp_mpa = {
 	.tx_blocked = mpa_tx_blocked,
 	.tx_detach = mpa_tx_detach,
 	.rx_progress = iwe_mpa_rx_progress,
-	.rx_bulk = iwe_mpa_rx_bulk,
-	.rx_spin = 1,
 };

@@ -129,7 +129,6 @@ int iwe_post_send(struct iwe_qp *qp, struct ibv_send_wr *wr,
 
 	if (!q)
 		return EINVAL;
-	iwe_wq_sq_release_held(q);	/* none held behind a new WR */
 	/* ERROR takes posts too: they complete flushed. */
 	err = q->state == IWE_QPS_RTS || q->state == IWE_QPS_SQD ||
 	      q->state == IWE_QPS_ERROR ? 0 : EINVAL;

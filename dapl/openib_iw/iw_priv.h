@@ -315,10 +315,6 @@ struct iwe_cq_priv {
 	uint32_t head, count;
 	int overflow;			/* sticky */
 	int armed;			/* enum iwe_cq_arm */
-	/* The consumer's last look was a poll, not a wait that sleeps
-	 * (iwe_cq_note_poll): a held Write completion (iw_wc_hold.c) is
-	 * then polled for, and the polls read the answer. */
-	atomic_int polling;
 	uint32_t users;			/* QPs using it; under lock */
 	/* Hooks of the QPs completing into it (iwe_cq_add_hook), under
 	 * hooks_lock, which comes before any QP lock. */
@@ -337,12 +333,13 @@ struct iwe_cq_priv {
 void iwe_cq_get(struct iwe_cq *cq);
 void iwe_cq_put(struct iwe_cq *cq);
 /* What a CQ lets the QPs completing into it know: a consumer polled it
- * empty (poll: the consumer drives their receive side itself, so it does
- * not wait for the progress thread) or armed it before sleeping (arm: the
- * progress thread must take over).  The CQ knows no QP. */
+ * empty (poll: the consumer, inside its call, drives them itself) or
+ * armed it before sleeping (arm: what they held for the consumer's next
+ * look -- a burst of posts, an acknowledgement -- goes now).  The CQ
+ * knows no QP. */
 struct iwe_cq_hook {
-	/* how: as for iwe_cq_drive; 1: spinning is futile */
-	int (*poll)(struct iwe_cq_hook *h, enum iwe_drive how);
+	/* 1: spinning is futile (iwe_cq_drive) */
+	int (*poll)(struct iwe_cq_hook *h);
 	void (*arm)(struct iwe_cq_hook *h);
 };
 /* Add / remove a hook; removing waits for a poller running it. */

@@ -22,9 +22,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +31,6 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
-#include "iw_env.h"
 #include "iw_progress.h"
 
 #define PROG_MAX_EVENTS 64
@@ -67,28 +64,11 @@ struct iwe_prog {
 	atomic_int evfd_armed;
 	int stop;				/* under lock */
 	pthread_mutex_t run;			/* running the loop's work */
-	atomic_uint_least64_t wait_until;	/* the loop's wait or park
-						 * ends then (ns; ~0: never) */
-	pthread_mutex_t lock;			/* calls, tasks, stop, kicked */
+	/* When the loop's epoll wait ends (ns; ~0: never); a call lent the
+	 * loop wakes it when it arms a timer due before. */
+	atomic_uint_least64_t wait_until;
+	pthread_mutex_t lock;			/* calls, tasks, stop */
 	pthread_cond_t done_cv;
-	pthread_cond_t park_cv;			/* the thread, parked */
-	int kicked;				/* under lock: wake from park */
-	int in_epoll;				/* under run: the thread waits
-						 * in epoll (run let go) */
-	/* A consumer thread runs the loop while it waits for connection
-	 * events (iwe_prog_drive_sleep), letting run go while it polls;
-	 * the thread parks meanwhile, out of epoll, and until the lease
-	 * that each such wait renews runs out (ns). */
-	atomic_int driving;			/* set and cleared under run */
-	atomic_uint drive_gen;			/* drives begun */
-	atomic_uint_least64_t lease_until;
-	/* Consumers asleep for connection events without driving (another
-	 * one drove, or the loop was not to be had): the thread must not
-	 * park while nobody drives, or their events would wait for the
-	 * lease's end. */
-	atomic_int sleepers;
-	uint64_t park_until;			/* under lock: the parked
-						 * thread looks again then */
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
@@ -96,20 +76,11 @@ struct iwe_prog {
 	size_t nheap, heap_cap;
 	struct watch_slot *slots;		/* the registered watches */
 	uint32_t nslots, slots_cap, free_slot;	/* free_slot: index + 1 */
-	int expect_input;			/* poll before the next sleep */
 };
 
-static void prog_unpark(struct iwe_prog *p)
-{
-	pthread_mutex_lock(&p->lock);
-	p->kicked = 1;
-	pthread_cond_signal(&p->park_cv);
-	pthread_mutex_unlock(&p->lock);
-}
-
-/* Out of epoll, not out of a park.  EAGAIN means the counter is
- * already non-zero: awake enough. */
-static void prog_kick_epoll(struct iwe_prog *p)
+/* Out of epoll.  EAGAIN means the counter is already non-zero: awake
+ * enough. */
+static void prog_wake(struct iwe_prog *p)
 {
 	uint64_t one = 1;
 
@@ -117,15 +88,6 @@ static void prog_kick_epoll(struct iwe_prog *p)
 		return;
 	if (write(p->evfd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		abort();
-}
-
-static void prog_wake(struct iwe_prog *p)
-{
-	prog_kick_epoll(p);
-	/* A parked thread does not see the eventfd; a driving consumer
-	 * does (it polls the epoll fd), and leaves the thread asleep. */
-	if (!atomic_load(&p->driving))
-		prog_unpark(p);
 }
 
 /* The prog whose loop this thread runs a call of, holding its run. */
@@ -462,7 +424,7 @@ static int prog_work_queued(struct iwe_prog *p)
 }
 
 /* Runs fn(arg) holding p->run, which the caller took; wakes the loop
- * when the call left it work before its wait would end. */
+ * when the call left it work, or a timer due before its wait ends. */
 static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 {
 	int wake;
@@ -470,12 +432,8 @@ static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 	prog_borrowed = p;
 	fn(arg);
 	prog_borrowed = NULL;
-	/* Tasks left while the thread is parked for a lease are for the
-	 * consumer's next wait (or the thread, at the lease's end). */
-	wake = !p->in_epoll && !atomic_load(&p->driving) &&
-	       atomic_load(&p->lease_until) > iwe_now_ns() ?
-	       0 : prog_work_queued(p);
-	wake |= p->nheap && p->heap[0]->when < atomic_load(&p->wait_until);
+	wake = prog_work_queued(p) ||
+	       (p->nheap && p->heap[0]->when < atomic_load(&p->wait_until));
 	pthread_mutex_unlock(&p->run);
 	if (wake)
 		prog_wake(p);
@@ -554,7 +512,7 @@ static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 	}
 }
 
-/* Nanosecond deadlines (a poller's lease is microseconds); kernels
+/* Nanosecond deadlines (TRP's timers are microseconds); kernels
  * before 5.11 lack epoll_pwait2 and get millisecond ones. */
 static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
 		     const struct timespec *ts)
@@ -568,364 +526,6 @@ static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
 	return n;
 }
 
-/* How long the loop polls before it sleeps after a watch read bulk
- * input (IWDAPL_RX_SPIN_US, default 50, 0: never).  The next segment of
- * a stream comes within tens of microseconds; a loop asleep for it has
- * the sender's CPU wake it for every one (on loopback the kernel does
- * that in the sending thread: 64 KiB Writes 3290-3390 MB/s with the
- * receiver asleep between segments, 3530-3710 with it polling). */
-static uint64_t input_spin_ns(void)
-{
-	static long v = -1;
-
-	return (uint64_t)iw_env_long_once(&v, "IWDAPL_RX_SPIN_US", 50, 0,
-					  1000) * 1000u;
-}
-
-void iwe_prog_expect_input(struct iwe_prog *p)
-{
-	p->expect_input = 1;
-}
-
-/* run let go: epoll without sleeping until events come or `end` (ns).
- * Each empty look yields the CPU: a thread woken onto it (a consumer the
- * input completed work for) otherwise waited out the whole spin
- * (t_prog_spin). */
-static int prog_spin(struct iwe_prog *p, struct epoll_event *ev,
-		     uint64_t end)
-{
-	int n;
-
-	do {
-		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
-		if (n == 0)
-			sched_yield();
-	} while (n == 0 && iwe_now_ns() < end);
-	return n;
-}
-
-/* ------------------------------------------------- parking, driving */
-
-/* How long a consumer that drove the loop keeps it after its wait: the
- * thread stays parked that long, and what comes meanwhile for nobody's
- * wait waits as long at most (IWDAPL_CM_LEASE_US). */
-static uint64_t prog_lease_ns(void)
-{
-	static long v = -1;
-
-	return (uint64_t)iw_env_long_once(&v, "IWDAPL_CM_LEASE_US", 500, 0,
-					  100000) * 1000u;
-}
-
-/* While a consumer drives, the parked thread looks again after a lease,
- * then (the same drive going on) twice as long each time, up to this:
- * a consumer asleep for connection requests all day does not wake it
- * 2000 times a second, and one that waits again and again does not
- * have to tell it (a wake-up) that each wait ended. */
-#define PARK_STEP_MAX_NS (1000ull * 1000u * 1000u)
-/* A consumer that waits again and again (a new drive each time the
- * thread looks) also makes it look less and less often, up to this many
- * leases: looking every lease, each process's thread woke every 500 us
- * and took the CPU of a consumer in the middle of a connection's setup
- * (0.4 preemptions per PSP cycle of the two processes, each one 10-30
- * us on the cycle's path).  The price: input nobody waits for, once such
- * a consumer stops waiting, waits up to this many leases. */
-#define PARK_RENEWED_STEPS_MAX 8u
-
-/* p->lock held, the thread parked: until when it sleeps.  *step and
- * *seen (the drive generation of the last look) carry the back-off. */
-static uint64_t park_end_locked(struct iwe_prog *p, uint64_t timer,
-				uint64_t *step, unsigned *seen)
-{
-	uint64_t now = iwe_now_ns(), lease = atomic_load(&p->lease_until);
-	uint64_t cap, end;
-	unsigned gen = atomic_load(&p->drive_gen);
-	int driving = atomic_load(&p->driving);
-	/* Waited again and again since the last look (one new drive may
-	 * just be the one that began as the thread parked). */
-	int renewed = *seen && gen - *seen >= 2;
-
-	*seen = gen;
-	if (!driving && (lease <= now || !renewed)) {
-		/* Not waited again since the last look: the lease ends
-		 * (ended: the park ends). */
-		return lease < timer ? lease : timer;
-	}
-	cap = renewed ? PARK_RENEWED_STEPS_MAX * prog_lease_ns()
-		      : PARK_STEP_MAX_NS;
-	*step = !*step ? prog_lease_ns() : *step * 2 < cap ? *step * 2 : cap;
-	end = now + *step;
-	if (driving)
-		return end;	/* the driver runs the timers */
-	if (lease > end)
-		end = lease;
-	return end < timer ? end : timer;
-}
-
-/* run held, nothing queued, a consumer keeps the loop: sleep out of
- * epoll until it is given back (the lease's end, a kick) or a timer is
- * due; back with run held.  While a consumer drives, the loop is its:
- * the thread does not touch it. */
-static void prog_park(struct iwe_prog *p, const struct timespec *timeout)
-{
-	uint64_t timer = timeout ? iwe_now_ns() + iwe_ts_ns(timeout) : ~0ull;
-	uint64_t step = 0;
-	unsigned seen = 0;
-	struct timespec until;
-	int stop;
-
-	pthread_mutex_unlock(&p->run);
-	for (;;) {
-		pthread_mutex_lock(&p->lock);
-		while (!p->kicked && !p->stop) {
-			uint64_t end;
-
-			if (!atomic_load(&p->driving) &&
-			    atomic_load(&p->sleepers))
-				break;	/* the loop is nobody's: serve it */
-			end = park_end_locked(p, timer, &step, &seen);
-			if (iwe_now_ns() >= end)
-				break;
-			p->park_until = end;
-			if (!atomic_load(&p->driving))
-				atomic_store(&p->wait_until, end);
-			until = iwe_ns_ts(end);
-			pthread_cond_timedwait(&p->park_cv, &p->lock, &until);
-		}
-		p->park_until = 0;
-		p->kicked = 0;
-		stop = p->stop;
-		pthread_mutex_unlock(&p->lock);
-		if (stop)
-			break;
-		if (!atomic_load(&p->driving) &&
-		    pthread_mutex_trylock(&p->run) == 0) {
-			if (!atomic_load(&p->driving))
-				return;
-			pthread_mutex_unlock(&p->run);
-		}
-		/* Lease over, a call holds run: it is short. */
-		if (!atomic_load(&p->driving) &&
-		    atomic_load(&p->lease_until) <= iwe_now_ns())
-			break;
-	}
-	pthread_mutex_lock(&p->run);
-}
-
-/* A driving consumer's work between its polls: what is queued and the
- * timers due.  The poll timeout (ms) to the next timer or `deadline`
- * (ns), 0 when work is queued, -1 when there is neither. */
-static int drive_work(struct iwe_prog *p, uint64_t deadline)
-{
-	uint64_t now, end = deadline;
-
-	run_calls(p);
-	run_tasks(p);
-	run_timers(p);
-	if (prog_work_queued(p))
-		return 0;
-	if (p->nheap && p->heap[0]->when < end)
-		end = p->heap[0]->when;
-	if (end == ~0ull)
-		return -1;
-	now = iwe_now_ns();
-	if (end <= now)
-		return 0;
-	/* Round up: a poll that ends before the deadline only loops. */
-	return (int)((end - now + 999999) / 1000000 > 60000 ? 60000 :
-		     (end - now + 999999) / 1000000);
-}
-
-/* How long a consumer driving the loop for connection events polls
- * before it sleeps (IWDAPL_CM_SPIN_US, default 50, 0: never).  A
- * connection's setup is a chain of messages each side answers at once
- * (request, reply, RTR; and the close), so the next one mostly comes
- * within tens of microseconds: caught by the spin it costs no sleep and
- * wake-up (some 10-20 us each on a VM), on both sides of every step. */
-static uint64_t drive_spin_ns(void)
-{
-	static long v = -1;
-
-	return (uint64_t)iw_env_long_once(&v, "IWDAPL_CM_SPIN_US", 50, 0,
-					  1000) * 1000u;
-}
-
-/* Unlocked: polls fds without sleeping until one is ready or `spin` ns
- * have passed (not beyond ms).  1 when one is. */
-static int drive_spin(struct pollfd *fds, int ms)
-{
-	uint64_t spin = drive_spin_ns(), end;
-
-	if (!spin || ms == 0)
-		return 0;
-	if (ms > 0 && (uint64_t)ms * 1000000u < spin)
-		spin = (uint64_t)ms * 1000000u;
-	end = iwe_now_ns() + spin;
-	do {
-		if (poll(fds, 2, 0) != 0)
-			return 1;	/* ready, or an error for the caller */
-	} while (iwe_now_ns() < end);
-	return 0;
-}
-
-/* run held, driving: the consumer's poll.  run is let go meanwhile, so
- * other threads' calls borrow the loop as they would from the idle
- * thread.  1 when the epoll fd has events. */
-static int drive_poll(struct iwe_prog *p, struct pollfd *fds, int ms)
-{
-	atomic_store(&p->wait_until, ms < 0 ? ~0ull :
-		     iwe_now_ns() + (uint64_t)ms * 1000000u);
-	prog_borrowed = NULL;
-	pthread_mutex_unlock(&p->run);
-	fds[0].revents = fds[1].revents = 0;
-	if (!drive_spin(fds, ms) && poll(fds, 2, ms) < 0 && errno != EINTR)
-		fds[0].revents = POLLERR;	/* give up the drive */
-	pthread_mutex_lock(&p->run);
-	prog_borrowed = p;
-	return fds[1].revents != 0;
-}
-
-enum take { TAKE_OK, TAKE_WOKEN, TAKE_REFUSED };
-
-/* A consumer about to drive, the lease renewed: get the loop, run held
- * and the thread out of it.  The thread waits in epoll (it would take
- * the events) or runs the loop: ask it out of epoll and give it up to
- * the spin's length to park, which the lease makes it do at its next
- * round.  Without this a wait that came while the thread was in epoll
- * slept undriven -- and one woken by anything but its own event (the
- * eventfd of a timer armed just before the wait) then parked for the
- * lease, the event left unread: 1 to 2 % of connection cycles took an
- * extra 300-500 us.  Another consumer driving: refused, it serves our
- * events too. */
-static enum take take_loop(struct iwe_prog *p, int (*woken)(void *arg),
-			   void *arg)
-{
-	uint64_t end = iwe_now_ns() + drive_spin_ns();
-	int kicked = 0;
-
-	for (;;) {
-		if (atomic_load(&p->driving))
-			return TAKE_REFUSED;
-		if (pthread_mutex_trylock(&p->run) == 0) {
-			int in_epoll = p->in_epoll;
-
-			if (!in_epoll && !atomic_load(&p->driving))
-				return TAKE_OK;
-			pthread_mutex_unlock(&p->run);
-			if (in_epoll && !kicked) {
-				prog_kick_epoll(p);
-				kicked = 1;
-			}
-		}
-		if (woken(arg))
-			return TAKE_WOKEN;
-		if (iwe_now_ns() >= end)
-			return TAKE_REFUSED;
-		sched_yield();	/* on 2 CPUs the thread may need ours */
-	}
-}
-
-/* The loop is not ours: sleep until wake_fd is readable or the
- * deadline (ns, ~0: none), counted among the sleepers so that the
- * thread serves the loop meanwhile instead of parking.  0. */
-static int sleep_undriven(struct iwe_prog *p, int wake_fd, uint64_t deadline)
-{
-	struct pollfd fd = { .fd = wake_fd, .events = POLLIN };
-	struct timespec left, *tmo = NULL;
-	uint64_t now;
-
-	atomic_fetch_add(&p->sleepers, 1);
-	prog_unpark(p);		/* a thread parked without a driver */
-	if (deadline != ~0ull) {
-		now = iwe_now_ns();
-		left = iwe_ns_ts(deadline > now ? deadline - now : 0);
-		tmo = &left;
-	}
-	(void)ppoll(&fd, 1, tmo, NULL);
-	atomic_fetch_sub(&p->sleepers, 1);
-	return 0;
-}
-
-int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
-			 int (*woken)(void *arg), void *arg)
-{
-	struct pollfd fds[2] = {
-		{ .fd = wake_fd, .events = POLLIN },
-		{ .fd = p->epfd, .events = POLLIN },
-	};
-	struct epoll_event ev[PROG_MAX_EVENTS];
-	uint64_t lease, timer;
-	int kick;
-
-	if (!prog_lease_ns() || prog_borrowed)
-		return -1;
-	/* The thread parks at its next round if it cannot now. */
-	atomic_store(&p->lease_until, iwe_now_ns() + prog_lease_ns());
-	switch (take_loop(p, woken, arg)) {
-	case TAKE_WOKEN:
-		return 0;
-	case TAKE_REFUSED:
-		return sleep_undriven(p, wake_fd, deadline);
-	case TAKE_OK:
-		break;
-	}
-	atomic_store(&p->driving, 1);
-	atomic_fetch_add(&p->drive_gen, 1);
-	prog_borrowed = p;
-	for (;;) {
-		int ms = drive_work(p, deadline);
-
-		if (woken(arg))
-			break;
-		if (drive_poll(p, fds, ms)) {
-			int n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
-
-			if (n > 0)
-				dispatch(p, ev, n);
-		}
-		if (fds[0].revents || woken(arg) || iwe_now_ns() >= deadline)
-			break;
-	}
-	/* What the last round left (the event's aftermath) is ours too;
-	 * what that leaves waits for the next wait or the lease's end. */
-	run_calls(p);
-	run_tasks(p);
-	prog_borrowed = NULL;
-	lease = iwe_now_ns() + prog_lease_ns();
-	atomic_store(&p->lease_until, lease);
-	atomic_store(&p->driving, 0);
-	/* A thread parked during the drive looks again at its own pace:
-	 * wake it when that is past what a consumer waiting again and again
-	 * makes it wait (PARK_RENEWED_STEPS_MAX), or past a timer. */
-	timer = p->nheap ? p->heap[0]->when : ~0ull;
-	pthread_mutex_unlock(&p->run);
-	pthread_mutex_lock(&p->lock);
-	/* Work queued by others while we drove woke only the eventfd
-	 * (prog_wake): it is the thread's now. */
-	kick = p->park_until > lease + (PARK_RENEWED_STEPS_MAX - 1) *
-				       prog_lease_ns() ||
-	       p->park_until > timer || p->calls || p->tasks ||
-	       atomic_load(&p->sleepers);
-	/* Until then the timers are the thread's (call_borrowed wakes it
-	 * for an earlier one); 0: it recomputes before it sleeps. */
-	atomic_store(&p->wait_until, kick || !p->park_until ? 0 :
-		     p->park_until);
-	pthread_mutex_unlock(&p->lock);
-	if (kick)
-		prog_unpark(p);
-	return 0;
-}
-
-void iwe_prog_drive_stop(struct iwe_prog *p)
-{
-	uint64_t z = 0;
-
-	if (atomic_load(&p->lease_until) == 0)
-		return;
-	atomic_store(&p->lease_until, z);
-	prog_unpark(p);
-}
-
 /* -------------------------------------------------------------- loop */
 
 static void *prog_main(void *arg)
@@ -933,7 +533,6 @@ static void *prog_main(void *arg)
 	struct iwe_prog *p = arg;
 	struct epoll_event ev[PROG_MAX_EVENTS];
 	struct timespec ts, *timeout;
-	uint64_t spin, now;
 	int n, stop = 0;
 
 	pthread_mutex_lock(&p->run);
@@ -943,30 +542,11 @@ static void *prog_main(void *arg)
 		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
-		if ((atomic_load(&p->driving) ||
-		     (atomic_load(&p->lease_until) > iwe_now_ns() &&
-		      !atomic_load(&p->sleepers))) &&
-		    (!timeout || timeout->tv_sec || timeout->tv_nsec)) {
-			prog_park(p, timeout);
-			run_timers(p);
-			continue;
-		}
-		/* After bulk input: poll a while (never past the timeout),
-		 * then round the loop (its timeout is then shorter by the
-		 * spin) to sleep. */
-		spin = p->expect_input ? input_spin_ns() : 0;
-		if (timeout && iwe_ts_ns(timeout) < spin)
-			spin = iwe_ts_ns(timeout);
-		p->expect_input = 0;
-		now = iwe_now_ns();
-		atomic_store(&p->wait_until, spin ? now + spin :
-			     !timeout ? ~0ull : now + iwe_ts_ns(timeout));
-		p->in_epoll = 1;
+		atomic_store(&p->wait_until, !timeout ? ~0ull :
+			     iwe_now_ns() + iwe_ts_ns(timeout));
 		pthread_mutex_unlock(&p->run);
-		n = spin ? prog_spin(p, ev, now + spin) :
-			   prog_wait(p, ev, timeout);
+		n = prog_wait(p, ev, timeout);
 		pthread_mutex_lock(&p->run);
-		p->in_epoll = 0;
 		if (n < 0 && errno != EINTR)
 			abort();
 		if (n > 0)
@@ -980,16 +560,6 @@ static void *prog_main(void *arg)
 }
 
 /* ------------------------------------------------------ start / stop */
-
-static void prog_cond_init_monotonic(pthread_cond_t *cv)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(cv, &a);
-	pthread_condattr_destroy(&a);
-}
 
 static struct iwe_prog *prog_create(void)
 {
@@ -1006,13 +576,11 @@ static struct iwe_prog *prog_create(void)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
-	prog_cond_init_monotonic(&p->park_cv);
 	if (pthread_create(&p->thread, NULL, prog_main, p) == 0)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
-	pthread_cond_destroy(&p->park_cv);
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
@@ -1047,7 +615,6 @@ void iwe_prog_stop(struct iwe_prog *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
-	pthread_cond_signal(&p->park_cv);
 	pthread_mutex_unlock(&p->lock);
 	prog_wake(p);
 	pthread_join(p->thread, NULL);
@@ -1056,7 +623,6 @@ void iwe_prog_stop(struct iwe_prog *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
-	pthread_cond_destroy(&p->park_cv);
 	free(p->heap);
 	free(p->slots);
 	free(p);

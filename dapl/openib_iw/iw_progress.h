@@ -62,26 +62,6 @@ int iwe_prog_on_thread(const struct iwe_prog *p);
  * iwe_prog_on_thread is true inside it. */
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
-/* A consumer thread about to sleep for connection events: sleep until
- * wake_fd is readable, woken(arg) (after each round) or CLOCK_MONOTONIC
- * deadline (ns; ~0: none) while
- * running the loop on this thread, so what it waits for costs no
- * wake-up of the thread and of the consumer.  The thread parks, out of
- * epoll, for a lease renewed at each such wait (IWDAPL_CM_LEASE_US);
- * wakes from other threads (posts, calls) end its park.  -1 when the
- * loop is busy (the thread waits in epoll: it would take the events):
- * the caller sleeps as usual, and the thread parks at its next round.
- * 0 once woken or past the deadline. */
-int iwe_prog_drive_sleep(struct iwe_prog *p, int wake_fd, uint64_t deadline,
-			 int (*woken)(void *arg), void *arg);
-/* The caller sleeps elsewhere now: end the lease, unpark the thread. */
-void iwe_prog_drive_stop(struct iwe_prog *p);
-
-/* Loop only (its thread, or a call it lent the loop): a watch read bulk
- * input and more is likely to follow at once; the loop polls a short
- * while before it sleeps next (IWDAPL_RX_SPIN_US). */
-void iwe_prog_expect_input(struct iwe_prog *p);
-
 /* Queue a task for the next loop iteration (after the current epoll
  * batch); any thread.  A task already queued stays queued once. */
 void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);

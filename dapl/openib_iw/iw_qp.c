@@ -5,17 +5,15 @@
  * errors, and -- for a QP attached by the connection manager -- the watch
  * of its socket on the device's progress thread.
  *
- * Who drives a connected QP:
- *  - the progress thread, when the socket is readable (or writable while
- *    a segment waits for room).  It never blocks on the QP lock: it
- *    try-locks and, when busy, leaves a kick that the holder runs before
- *    letting go (iwe_qp_unlock);
- *  - a consumer that polls an empty CQ (the CQ's poll hook): it drives the
- *    receive side itself and for a lease of QP_POLL_LEASE_NS the progress
- *    thread stops watching for input, so the two do not fight over the
- *    CPUs; arming the CQ before sleeping ends the lease at once;
- *  - a posting thread, which transmits inline when the transport is not
- *    blocked.
+ * Who drives a connected QP (doc/architecture.md, "The progress model"):
+ *  - the progress thread, whenever the socket is readable (or writable
+ *    while a segment waits for room): input is read and placed as soon
+ *    as it arrives, whatever the consumer does.  It never blocks on the
+ *    QP lock: it try-locks and, when a consumer holds it, leaves a kick
+ *    that the holder runs before letting go (iwe_qp_unlock);
+ *  - a consumer thread inside a call: a post transmits inline; a poll of
+ *    an empty CQ, or a blocking wait's spin, reads the QP's input itself
+ *    (the CQ's poll hook).  Nothing of it outlives the call.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -23,73 +21,21 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "iw_env.h"
 #include "iw_llp.h"
 #include "iw_qp.h"
 #include "iw_trp.h"
 
-/* How long after its last poll a consumer counts as polling: the most a
- * segment waits when a poller stops polling without arming its CQ.  At
- * 20 us a poller that lost its CPU for a moment (2 CPUs, two pollers and
- * two progress threads) lost the lease; the progress thread then woke
- * for its input and took a CPU from a poller in turn, and a polling
- * 8-byte ping-pong could stay in that state (one run in five: 42000
- * context switches instead of 2000, a mean of 20 us instead of 9).  At
- * 100 us: p99 34-43 us over 3 runs, 68-97 us at 20. */
-static uint64_t qp_poll_lease_ns(void)
-{
-	static long v = -1;	/* read by every polling thread */
-
-	return (uint64_t)iw_env_long_once(&v, "IWDAPL_POLL_LEASE_US", 100, 0,
-					  1000000) * 1000u;
-}
-#define QP_POLL_LEASE_NS qp_poll_lease_ns()
-/* While the polls go on, the progress thread looks again less and less
- * often, up to this (IWDAPL_POLL_LEASE_MAX_US): the most input and a
- * held burst wait when a poller stops without arming its CQ.  Each look
- * is a wake-up that takes a CPU from a poller on a 2-CPU machine: at
- * 1 ms, an 8-byte polling ping-pong had a p99 of 16-17 us against a
- * median of 5.3 (a look every 1 ms in each process hit 2 % of the round
- * trips); at 4 ms, 7.5-8.3; at 8 ms, 6.3-6.9.  Over 10 alternating runs
- * of 10^4 round trips, p99/median was 1.31-2.41 at 4 ms (over 2 in 8
- * runs) and 1.20-1.80 at 8 ms. */
-static uint64_t qp_lease_max_ns(void)
-{
-	static long v = -1;
-
-	return (uint64_t)iw_env_long_once(&v, "IWDAPL_POLL_LEASE_MAX_US", 8000,
-					  1, 1000000) * 1000u;
-}
-#define QP_LEASE_MAX_NS qp_lease_max_ns()
-/* Polls that went on this long are a poller's (as long as a blocking
- * wait's default spin, IWDAPL_WAIT_SPIN_US: a wait that spins it all
- * arms and sleeps right after, and the arm ends the lease): it takes
- * the lease itself.  With 200 us, a poller that read 1000 messages
- * (t_cm) woke the progress thread 207 times in one run; with 100, 12. */
-#define QP_TAKE_LEASE_NS (100u * 1000u)
-
 /* Posts closer together than this are a burst: they are sent together
- * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments, when the
- * consumer polls or arms a CQ of the QP, or at the latest QP_DEFER_NS
- * after the first one (the progress thread's safety net).  A consumer
- * that holds the poll lease has a net already: the lease timer, which
- * sends the burst when the polls stop (QP_LEASE_MAX_NS and the lease at
- * most); waking the progress thread to time each burst cost a 64-byte
- * Write stream (bursts of 16 and a poll) 60 % of its rate on 2 CPUs:
- * 165-245k messages/s, 420-570k without.  A post after a
- * pause goes out at once: a ping-pong never waits.  Only small messages
- * wait: once a burst holds QP_DEFER_BYTES of payload it goes, as a bulk
- * message does at once (it fills a sendmsg alone; holding it back only
- * leaves the link idle).  Bulk is 64 KiB: at 16, each 4 or 16 KiB Write
- * of a stream left alone, one system call each, and they ran at 1.0-1.5
- * and 1.6-1.8 GB/s against 1.9-2.4 and 2.9-3.1 in 4 and 16 KiB bursts
- * (3 alternating runs, window 32; 64 KiB Writes unchanged).  A small
- * post right after a bulk one goes at once too: nothing is gained by
- * holding it, and the safety net would cost a progress-thread wake-up
- * per bulk round (a window of Writes and then a small Send that says
- * they are done). */
+ * (one sendmsg) when the burst ends -- at QP_DEFER_MAX segments or
+ * QP_DEFER_BYTES of payload, when the consumer polls or arms a CQ of the
+ * QP, or when the progress thread, woken by the burst's first post, gets
+ * to them, whichever comes first.  No timer: the burst waits for nothing
+ * but a thread that is already on its way.  A post after a pause goes
+ * out at once (a ping-pong never waits), and so does a bulk message (it
+ * fills a sendmsg alone) and a small post right after a bulk one.  One
+ * sendmsg per 64-byte Write cost a stream of them three quarters of its
+ * rate on 2 CPUs (bench/run.sh, "64 B Write rate"). */
 #define QP_BURST_NS  (5u * 1000u)
-#define QP_DEFER_NS  (20u * 1000u)
 #define QP_DEFER_MAX 16
 #define QP_DEFER_BYTES (64u << 10)
 
@@ -103,21 +49,17 @@ static void qp_notify(struct iwe_qp_priv *q)
 		q->notify(q->notify_arg);
 }
 
-/* What the progress thread should watch the socket for.  Input is
- * watched for but while a poller holds the lease (it arrives often
- * then, and the poller reads it).  A receive hold or a failed QP leave
- * the interest as it is: input that comes then wakes the progress
- * thread once (edge-triggered) and is left in the socket -- the hold's
- * release reads it -- where stopping and restarting the watch cost two
- * epoll_ctl calls per connection on each side, hold or not.  A failed
- * QP over UDP stops, though: no window bounds what the peer sends to a
- * socket nobody reads, and each datagram would be a wake-up. */
+/* What the progress thread watches the socket for: input always (a
+ * receive hold or a failed QP leave it in the socket: it wakes the
+ * thread once, edge-triggered, and the hold's release reads it), room
+ * while a segment waits for it.  A failed QP over UDP stops: no window
+ * bounds what the peer sends to a socket nobody reads, and each
+ * datagram would be a wake-up. */
 static uint32_t watch_interest(struct iwe_qp_priv *q)
 {
 	uint32_t ev = EPOLLET;
 
-	if (!atomic_load(&q->lease_off) &&
-	    !(q->state == IWE_QPS_ERROR && q->llp == &iwe_llp_trp))
+	if (!(q->state == IWE_QPS_ERROR && q->llp == &iwe_llp_trp))
 		ev |= EPOLLIN | EPOLLRDHUP;
 	if (q->llp && q->llp->tx_blocked(q))
 		ev |= EPOLLOUT;
@@ -242,7 +184,6 @@ static int run_io(struct iwe_qp_priv *q)
 {
 	int err = run_rx(q), terr;
 
-	iwe_wc_hold_check(q);
 	terr = run_tx(q);
 	update_watch(q);
 	return err ? err : terr;
@@ -256,29 +197,10 @@ static void qp_kicked(struct iwe_qp_priv *q)
 	run_io(q);
 }
 
-/* The input is bulk (the last message read was large): the progress
- * thread reads it while the consumer uses what came.  A consumer reading
- * it too, from its polls, did both in turn (doc/semantics.md). */
-static int rx_bulk(const struct iwe_qp_priv *q)
-{
-	return q->llp && q->llp->rx_bulk && q->llp->rx_bulk(q);
-}
-
-/* A poller may be left the input (the poll lease): not while the
- * transmit side waits for room (the watch must stay for EPOLLOUT), nor
- * while the input is bulk -- unless the consumer polls, or spins in a
- * way that reads bulk input itself (poll_hook). */
-static int lease_allowed(const struct iwe_qp_priv *q)
-{
-	return q->llp && !q->llp->tx_blocked(q) &&
-	       (!rx_bulk(q) || atomic_load(&q->polled));
-}
-
 /* Progress thread: the socket is readable or writable. */
 static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(w, struct iwe_qp_priv, watch);
-	uint64_t until = atomic_load(&q->poll_until), now = iwe_now_ns();
 
 	/* Edge-triggered: a FIN that came with data shows only here; the
 	 * receive side then reads on to the end of the stream. */
@@ -294,163 +216,52 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		iwe_qp_release(q, 0);
 		return;
 	}
-	if (until > now && lease_allowed(q)) {
-		/* A consumer is polling: leave the input to it until its
-		 * lease ends, and stop being woken for it. */
-		atomic_store(&q->kick, 0);
-		atomic_store(&q->lease_off, 1);
-		update_watch(q);
-		iwe_prog_timer_arm_ns(q->prog, &q->lease_timer, until - now);
-		iwe_qp_release(q, 0);
-		return;
-	}
 	qp_kicked(q);
-	if (revents & EPOLLIN && q->llp && q->llp->rx_spin && rx_bulk(q))
-		iwe_prog_expect_input(q->prog);
 	iwe_qp_release(q, 0);
 }
 
-/* Progress thread: a poller's lease may have run out. */
-static void lease_cb(struct iwe_prog_timer *t)
+/* A consumer polled a CQ of this QP empty, or spins in a blocking wait:
+ * drive the QP from its thread.  A QP busy on another thread is left to
+ * it (the poll looks again; what the progress thread reads completes
+ * into the CQ).  1 when spinning is futile: the transmit side waits for
+ * room in the socket, so what completes next waits for the peer. */
+static int poll_hook(struct iwe_qp_priv *q)
 {
-	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
-						 lease_timer);
-	uint64_t until = atomic_load(&q->poll_until), now = iwe_now_ns();
-
-	atomic_fetch_add(&q->lease_looks, 1);
-	if (until > now) {
-		/* Still polling: look again later, less often the longer it
-		 * goes on (a poller that stops waits at most QP_LEASE_MAX_NS
-		 * for the progress thread). */
-		q->lease_backoff = q->lease_backoff ? q->lease_backoff * 2 :
-				   QP_POLL_LEASE_NS;
-		if (q->lease_backoff > QP_LEASE_MAX_NS)
-			q->lease_backoff = QP_LEASE_MAX_NS;
-		iwe_prog_timer_arm_ns(q->prog, &q->lease_timer,
-				      q->lease_backoff);
-		return;
-	}
-	/* Lapsed: a poller that comes back at once (it was only
-	 * descheduled or busy) starts where it was, not at the shortest
-	 * look; each lapse halves it. */
-	q->lease_backoff /= 2;
-	atomic_store(&q->lease_off, 0);
-	atomic_store(&q->kick, 1);
-	if (!iwe_qp_trylock(q))
-		return;
-	qp_kicked(q);		/* watches for input again */
-	iwe_qp_release(q, 0);
-}
-
-/* Progress thread: a poller took the lease (take_lease); time it. */
-static void lease_task(struct iwe_prog_task *t)
-{
-	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
-						 lease_task);
-
-	iwe_prog_timer_arm_ns(q->prog, &q->lease_timer,
-			      q->lease_backoff > QP_POLL_LEASE_NS ?
-			      q->lease_backoff : QP_POLL_LEASE_NS);
-}
-
-/* QP lock held by a poller: stop the progress thread from being woken
- * by every datagram or segment the poller reads anyway.  watch_cb does
- * the same when it wins the lock, but a busy poller nearly always holds
- * it then, and each arrival woke the progress thread onto a CPU the
- * pollers need (on 2 cores: a preempted poller per message). */
-static void take_lease(struct iwe_qp_priv *q)
-{
-	if (atomic_load(&q->lease_off) || !lease_allowed(q))
-		return;
-	atomic_store(&q->lease_off, 1);
-	update_watch(q);
-	iwe_prog_post(q->prog, &q->lease_task);
-}
-
-/* A consumer polled a CQ of this QP empty: drive the QP from its thread.
- * A blocking wait's spin (IWE_DRIVE_SPIN) reads bulk input only when it
- * holds the lease (nobody else watches then): the progress thread reads
- * it while the consumer uses what came.  A poll reads it, and may take
- * the lease on it (lease_allowed): a poller keeps its CPU, and with two
- * pollers on 2 CPUs the progress thread waited for a time slice (64 KiB
- * polling ping-pong: p99 0.4-2 ms, now 57-75 us); so does a spin that
- * expects one message of moderate size (IWE_DRIVE_SPIN_READ).  1 when
- * spinning on is futile: the transmit side waits for room in the
- * socket, or the input is bulk (but for SPIN_READ). */
-static int poll_hook(struct iwe_qp_priv *q, enum iwe_drive how)
-{
-	uint64_t now = iwe_now_ns(), since;
 	int blocked;
 
-	/* A streak of polls starts after an arm, or after a pause longer
-	 * than a poller's descheduling. */
-	if (atomic_exchange(&q->poll_until, now + QP_POLL_LEASE_NS) +
-	    QP_TAKE_LEASE_NS <= now)
-		atomic_store(&q->poll_since, now);
-	atomic_store(&q->polled, how != IWE_DRIVE_SPIN);
 	if (!q->prog || !iwe_qp_trylock(q))
 		return 0;
-	if (q->watch.fd < 0) {
-		atomic_store(&q->kick, 0);
-	} else if (how == IWE_DRIVE_SPIN && rx_bulk(q) &&
-		   !atomic_load(&q->lease_off)) {
-		/* A kick the progress thread left stays: the release runs
-		 * it, so no input it was told of waits. */
-		run_tx(q);
-		update_watch(q);
-	} else {
-		atomic_store(&q->kick, 0);
+	atomic_store(&q->kick, 0);
+	if (q->watch.fd >= 0)
 		run_io(q);
-		/* Not in a blocking wait's short spin: it arms and sleeps
-		 * soon, and the lease would only cost the progress thread
-		 * wake-ups to time it.  (A poller of the QP's other CQ may
-		 * have begun a streak after our now.) */
-		since = atomic_load(&q->poll_since);
-		if (since <= now && now - since >= QP_TAKE_LEASE_NS)
-			take_lease(q);
-	}
-	blocked = q->llp && (q->llp->tx_blocked(q) ||
-			     (how != IWE_DRIVE_SPIN_READ && rx_bulk(q)));
+	blocked = q->llp && q->llp->tx_blocked(q);
 	iwe_qp_release(q, 1);
 	return blocked;
 }
 
-/* A consumer armed a CQ of this QP and may sleep: a burst of posts goes
- * out, and the progress thread takes over at once. */
+/* A consumer armed a CQ of this QP and may sleep: what waited for its
+ * next look goes now (a burst of posts; over TRP, an ack held for the
+ * consumer's answer). */
 static void arm_hook(struct iwe_qp_priv *q)
 {
-	if (!q->prog || (!atomic_load(&q->poll_until) &&
-			 !atomic_load(&q->tx_deferred) &&
-			 !atomic_load(&q->wc_hold_until)))
+	if (!q->prog ||
+	    (!atomic_load(&q->tx_deferred) && q->llp != &iwe_llp_trp))
 		return;
-	atomic_store(&q->poll_until, 0);
 	iwe_qp_lock(q);
-	iwe_wq_sq_release_held(q);
 	if (atomic_load(&q->tx_deferred))
 		run_tx(q);
 	if (q->llp && q->llp->rx_idle && q->fd >= 0)
 		q->llp->rx_idle(q);
-	atomic_store(&q->lease_off, 0);
 	update_watch(q);
 	iwe_qp_release(q, 1);
 }
 
-/* Progress thread: the safety net of a burst of posts. */
+/* Progress thread: the safety net of a burst of posts -- it goes now,
+ * unless the consumer's poll, arm or a full burst sent it already. */
 static void defer_task(struct iwe_prog_task *t)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
 						 defer_task);
-
-	/* The burst may be out already (its poll or arm came first): no
-	 * timer, so no second wake-up for nothing. */
-	if (atomic_load(&q->tx_deferred))
-		iwe_prog_timer_arm_ns(q->prog, &q->defer_timer, QP_DEFER_NS);
-}
-
-static void defer_timer_cb(struct iwe_prog_timer *t)
-{
-	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
-						 defer_timer);
 
 	if (!atomic_load(&q->tx_deferred))
 		return;
@@ -461,16 +272,14 @@ static void defer_timer_cb(struct iwe_prog_timer *t)
 	iwe_qp_release(q, 0);
 }
 
-static int send_poll_hook(struct iwe_cq_hook *h, enum iwe_drive how)
+static int send_poll_hook(struct iwe_cq_hook *h)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook),
-			 how);
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
 }
 
-static int recv_poll_hook(struct iwe_cq_hook *h, enum iwe_drive how)
+static int recv_poll_hook(struct iwe_cq_hook *h)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook),
-			 how);
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
 }
 
 static void send_arm_hook(struct iwe_cq_hook *h)
@@ -597,10 +406,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->on_kick = qp_kicked;
 	q->watch.fd = -1;
 	q->watch.cb = watch_cb;
-	q->lease_timer.cb = lease_cb;
-	q->lease_task.fn = lease_task;
 	q->defer_task.fn = defer_task;
-	q->defer_timer.cb = defer_timer_cb;
 	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
 	q->recv_hook = (struct iwe_cq_hook){ recv_poll_hook, recv_arm_hook };
 	q->state = IWE_QPS_RESET;
@@ -623,17 +429,14 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	return &q->pub;
 }
 
-/* Progress thread: stop watching the socket and timing the lease. */
+/* Progress thread: stop watching the socket. */
 static void unwatch(void *arg)
 {
 	struct iwe_qp_priv *q = arg;
 
 	iwe_qp_lock(q);
 	iwe_prog_watch_del(q->prog, &q->watch);
-	iwe_prog_unpost(q->prog, &q->lease_task);
-	iwe_prog_timer_cancel(q->prog, &q->lease_timer);
 	iwe_prog_unpost(q->prog, &q->defer_task);
-	iwe_prog_timer_cancel(q->prog, &q->defer_timer);
 	q->notify = NULL;
 	q->notify_arg = NULL;
 	iwe_qp_unlock(q);
@@ -771,8 +574,7 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
 	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
 		q->tx_deferred_bytes += bytes;
-		if (atomic_fetch_add(&q->tx_deferred, 1) == 0 &&
-		    !atomic_load(&q->lease_off))
+		if (atomic_fetch_add(&q->tx_deferred, 1) == 0)
 			iwe_prog_post(q->prog, &q->defer_task);
 	} else {
 		run_tx(q);
@@ -1082,7 +884,6 @@ void iwe_qp_query_stats(struct iwe_qp *qp, struct iwe_qp_stats *st)
 	iwe_qp_lock(q);
 	*st = q->stats;
 	st->input_wakeups = atomic_load(&q->input_wakeups);
-	st->lease_looks = atomic_load(&q->lease_looks);
 	iwe_qp_unlock(q);
 }
 

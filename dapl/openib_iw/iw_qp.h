@@ -285,22 +285,9 @@ struct iwe_qp_priv {
 	struct iwe_prog *prog;
 	struct iwe_prog_watch watch;	/* EPOLLET; its interest changes
 					 * under the QP lock, any thread */
-	struct iwe_prog_timer lease_timer;
-	struct iwe_prog_task lease_task;	/* a poller took the lease */
 	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
-	atomic_uint_fast64_t lease_looks;	/* iwe_qp_stats' */
 	void (*notify)(void *arg);
 	void *notify_arg;
-	/* Polling: until this CLOCK_MONOTONIC time (ns) a consumer drives
-	 * the receive side itself and the progress thread stays out. */
-	_Atomic uint64_t poll_until;
-	_Atomic uint64_t poll_since;	/* the streak of polls began */
-	atomic_int polled;		/* the last look reads bulk input: a
-					 * poll, not a blocking wait's plain
-					 * spin (iw_qp.c) */
-	atomic_int lease_off;		/* EPOLLIN off the watch for a poller
-					 * (only with the lease timer armed) */
-	uint64_t lease_backoff;		/* progress thread: next look, ns */
 	atomic_int kick;		/* progress asked for while locked */
 	void (*on_kick)(struct iwe_qp_priv *q);	/* runs it (iw_qp.c) */
 	/* Posts of a burst not sent yet (iwe_qp_post_kick). */
@@ -309,15 +296,8 @@ struct iwe_qp_priv {
 	uint64_t tx_last_ns;		/* the last post's time */
 	int tx_last_small;		/* ... and it was a small one */
 	struct iwe_prog_task defer_task;
-	struct iwe_prog_timer defer_timer;
 	atomic_int rx_hup;		/* the peer closed (or the socket
 					 * failed): read up to the end */
-	/* A lone Write's completion held for its answer (iw_wc_hold.c). */
-	_Atomic uint64_t wc_hold_until;	/* ns; 0: none held (arm_hook
-					 * looks without the lock) */
-	uint64_t wc_write_ns;		/* the last lone Write was done */
-	uint64_t wc_rx_seen;		/* stats.rx_segments then */
-	int wc_answered;		/* holds left to run out unanswered */
 	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
 	struct iwe_cq_hook send_hook, recv_hook;
 };
@@ -418,23 +398,10 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes);
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
 
-/* ---- iw_wc_hold.c (all with q->lock held) */
-
-/* WR w, an RDMA Write, is done in the transport (before it retires):
- * its completion may be held for the peer's answer. */
-void iwe_wc_hold_write_done(struct iwe_qp_priv *q, const struct iwe_swqe *w);
-/* After reading input: release the held completion if anything came
- * or the hold ran out. */
-void iwe_wc_hold_check(struct iwe_qp_priv *q);
-
 /* ---- iw_wq.c (all with q->lock held) */
 
-/* Complete, in order, the send WRs at the head that are finished
- * (none while a completion is held: iw_wc_hold.c). */
+/* Complete, in order, the send WRs at the head that are finished. */
 void iwe_wq_sq_retire(struct iwe_qp_priv *q);
-/* Release a held completion now (the consumer arms, posts again; a
- * flush). */
-void iwe_wq_sq_release_held(struct iwe_qp_priv *q);
 /* Complete the head receive WR with byte_len bytes received. */
 void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 			int solicited, uint32_t inv_stag);

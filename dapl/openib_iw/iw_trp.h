@@ -178,7 +178,6 @@ struct trp {
 					 * (told once, by tx_write) */
 	int gso;			/* UDP GSO in use */
 	int gro;			/* UDP GRO asked of the socket */
-	int rx_idle;			/* the last read found nothing */
 	int ending;			/* the QP failed: no retransmission */
 	int quiet;			/* a fatal Terminate went out */
 	int refused;			/* ICMP port unreachable read: the
@@ -208,26 +207,18 @@ struct trp {
 	uint32_t credit_cap;		/* what the socket buffer holds */
 	int ack_due;
 	/* Delayed ack: in-order packets since our last ack, whether
-	 * something needs an ack at once, whether the last delivered
-	 * packet ended a Send, and until when a pure ack is held. */
+	 * something needs an ack at once, and until when a pure ack is
+	 * held. */
 	uint32_t rcv_unacked;
 	int ack_urgent;
-	int rcv_send_end;
 	uint64_t ack_hold_ns;
 	uint64_t ack_delay_ns;		/* how long, 0: never held */
-	int ack_hold_timed;		/* the timer ends the hold (read by
-					 * no poller: a poller's next round
-					 * or lease end does else) */
 	int rcv_mid_msg;		/* the last delivered packet was not
 					 * its message's last segment */
-	uint32_t rcv_msg_bytes;		/* DDP bytes of the message being
-					 * delivered (so far, or all of the
-					 * last one) */
 	int ack_hold_mid;		/* the hold is a mid-message one */
-	/* The peer's lone packets other than Sends get answers: one of
-	 * ours went out within ack_delay_ns of the last one, and no hold of
-	 * one has run out since.  Their acks are held wherever they are
-	 * read. */
+	/* The peer's lone packets get answers: one of ours went out
+	 * within ack_delay_ns of the last one, and no hold has run out
+	 * since (iw_trp_rx.c, ack_hold). */
 	int ack_answered;
 	uint64_t rcv_heard_ns;		/* when the last one came */
 	struct trp_bufs rx_pool;	/* spare packet buffers */
@@ -304,8 +295,6 @@ void trp_rx_detach(struct trp *t, int fd);
 int trp_rx_progress(struct iwe_qp_priv *q);
 /* llp rx_idle: a held ack goes now. */
 void trp_rx_idle(struct iwe_qp_priv *q);
-/* llp rx_bulk: the message being delivered ran past 16 KiB. */
-int trp_rx_bulk(const struct iwe_qp_priv *q);
 /* Selective-ack blocks into body (IW_TRP_SACK_MAX at most): bytes. */
 uint32_t trp_sack_blocks(const struct trp *t, uint8_t *body);
 

@@ -154,19 +154,6 @@ static int deliver_body(struct trp *t, struct iwe_qp_priv *q,
 	return iwe_rx_end(q);
 }
 
-/* The last segment of a Send: the consumer gets a receive completion
- * and may answer. */
-static int ends_send(const uint8_t *u, uint32_t len)
-{
-	uint16_t ctrl;
-
-	if (len < IW_UNTAGGED_HDR_LEN)
-		return 0;
-	ctrl = be16_at(u);
-	return !iw_ctrl_tagged(ctrl) && iw_ctrl_last(ctrl) &&
-	       iwe_rdmap_ops[iw_ctrl_opcode(ctrl)].qn == IW_QN_SEND;
-}
-
 /* The packet at rcv_dlv - 1, in sequence, to DDP. */
 static int deliver_packet(struct trp *t, struct iwe_qp_priv *q,
 			  const uint8_t *b, uint32_t len)
@@ -175,13 +162,6 @@ static int deliver_packet(struct trp *t, struct iwe_qp_priv *q,
 	int err = 0;
 
 	iw_trp_get(b, &f);
-	t->rcv_send_end = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
-		ends_send(b + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
-	/* A message's count starts at its first packet: the one after
-	 * a last segment. */
-	if (!t->rcv_mid_msg)
-		t->rcv_msg_bytes = 0;
-	t->rcv_msg_bytes += len - IW_TRP_HDR_LEN;
 	t->rcv_mid_msg = !(f.flags & (IW_TRP_F | IW_TRP_I)) &&
 		len >= IW_TRP_HDR_LEN + 2 &&
 		!iw_ctrl_last(be16_at(b + IW_TRP_HDR_LEN));
@@ -500,38 +480,24 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, unsigned n,
 	return r;
 }
 
-/* Delayed ack (doc/trp.md, "Acknowledging"): a lone in-order packet is
- * likely answered soon, and the answer carries the ack -- no datagram
- * for the ack alone, and no wake-up of the peer's progress thread to
- * read it.  Held when it ended a Send read by a consumer that polls (it
- * holds the QP's poll lease: it gets a receive completion and answers
- * from the same thread); a blocking waiter or the progress thread
- * holding one would only make its sender wait longer (the waiter's
- * answer comes after a wake-up, and the hold's timer costs the progress
- * thread one more).  Any other packet -- an RDMA Write, which its target
- * sees only by spinning on its memory, as an RDMA Write ping-pong or
- * MPI's eager fast path does -- is held wherever it was read once such
- * packets have been answered within the delay (ack_answered): a pure ack
- * each way woke the other side's progress thread while both consumers
- * spun, and it waited for a CPU (dtest -W over udp: 200 us a round trip
- * on 2 CPUs, 10 us with the hold).  A pure ack waits ack_delay_ns at
- * most: checked by the poller's next rounds (when the poller stops, the
- * lease ends and the progress thread's round sends it; arming the CQ
- * sends it at once, trp_rx_idle), else by the progress thread's timer.
- * A Write's hold that runs out unanswered clears ack_answered.
+/* Delayed ack (doc/trp.md, "Acknowledging"): the ack of a lone in-order
+ * packet is held for ack_delay_ns at most, for the answer that carries
+ * it -- no datagram for the ack alone, and no wake-up of the peer's
+ * progress thread to read it.  Only where the progress thread read the
+ * packet: its timer bounds the hold at no cost (it is on its thread).
+ * A consumer thread that read it inside a call acknowledges at once:
+ * its call returns before any answer, and a hold would outlive the call
+ * or cost the progress thread a wake-up to time it.  Held only while
+ * such packets get answers (ack_answered: one of ours went out within
+ * the delay of the last one; a hold that runs out unanswered clears
+ * it), so a receiver that does not answer is acknowledged at once.
  * Anything else -- a second packet, a hole, a duplicate, the F,
  * reopened credits, held data -- is acknowledged at once. */
-static int read_for_poller(const struct trp *t, struct iwe_qp_priv *q)
+static int read_by_thread(const struct trp *t, const struct iwe_qp_priv *q)
 {
-	return !q->prog || (atomic_load(&q->lease_off) &&
-			    !iwe_prog_on_thread(t->prog));
-}
-
-/* A consumer holding the QP's poll lease reads: its next polls come
- * back to the QP (no progress thread needs to). */
-static int leased_reader(const struct trp *t, struct iwe_qp_priv *q)
-{
-	return q->prog && read_for_poller(t, q);
+	/* A QP without a socket watch is driven by its owner alone (tests,
+	 * fuzzers): TRP's timer bounds its holds all the same. */
+	return !q->prog || iwe_prog_on_thread(t->prog);
 }
 
 /* A stream whose last packet read is in the middle of a message: its
@@ -539,29 +505,22 @@ static int leased_reader(const struct trp *t, struct iwe_qp_priv *q)
  * pure ack per read woke the sender's progress thread about every 90
  * packets of 1 MiB Writes at a path MTU of 1500.  Held while in
  * sequence, for a quarter of the credits at most (the sender keeps
- * three quarters), and ack_delay_ns at most: timed by the progress
- * thread (the rest of the message may be lost) unless a poller read
- * it, whose next rounds look (a timer armed from its thread would wake
- * the progress thread twice a hold).  Returns 1 while it holds. */
+ * three quarters), and ack_delay_ns at most (the rest of the message
+ * may be lost), by the progress thread only.  Returns 1 while it
+ * holds. */
 static int mid_msg_hold(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 {
-	int poller;
-
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    !t->rcv_mid_msg || t->rcv_dlv != t->rcv_nxt ||
-	    t->rcv_unacked >= t->rx_cap / 4)
+	    t->rcv_unacked >= t->rx_cap / 4 || !read_by_thread(t, q))
 		goto release;
-	/* The lease only now: every round passes here. */
-	poller = leased_reader(t, q);
 	if (!t->ack_hold_ns) {
 		t->ack_hold_ns = now + t->ack_delay_ns;
-		t->ack_hold_timed = !poller;
 		t->ack_hold_mid = 1;
 		t->st.acks_held++;
 		return 1;
 	}
-	if (t->ack_hold_mid && now < t->ack_hold_ns &&
-	    (t->ack_hold_timed || poller))
+	if (t->ack_hold_mid && now < t->ack_hold_ns)
 		return 1;
 release:
 	if (t->ack_hold_mid) {
@@ -574,33 +533,26 @@ release:
 static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 		     uint64_t now)
 {
-	int poller;
-
-	if (heard && t->ack_due && !t->ack_urgent && !t->rcv_send_end)
+	if (heard && t->ack_due && !t->ack_urgent)
 		t->rcv_heard_ns = now;
 	if (mid_msg_hold(t, q, now))
 		return;
-	/* The lease only when a hold is otherwise possible (every round
-	 * passes here). */
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
 	    t->rcv_unacked != 1 || t->rcv_dlv != t->rcv_nxt ||
 	    (!t->ack_hold_ns && !heard)) {
 		t->ack_hold_ns = 0;
 		return;
 	}
-	poller = read_for_poller(t, q);
 	if (t->ack_hold_ns) {
-		if (now >= t->ack_hold_ns && !t->rcv_send_end)
+		if (now >= t->ack_hold_ns) {
 			t->ack_answered = 0;	/* no answer came */
-		/* Past due, or a poller's hold the poller left: ack now. */
-		if (now >= t->ack_hold_ns || (!t->ack_hold_timed && !poller))
 			t->ack_hold_ns = 0;
+		}
 		return;
 	}
-	if (t->rcv_send_end ? !poller : !t->ack_answered)
+	if (!t->ack_answered || !read_by_thread(t, q))
 		return;
 	t->ack_hold_ns = now + t->ack_delay_ns;
-	t->ack_hold_timed = !poller || !q->prog;
 	t->st.acks_held++;
 }
 
@@ -617,34 +569,6 @@ void trp_rx_idle(struct iwe_qp_priv *q)
 		trp_send_ack(t, q);
 }
 
-/* The input is bulk: the message being delivered (or the last one)
- * already ran past this many bytes.  A blocking wait's spin then leaves
- * the reading to the progress thread (iw_qp.c): on 2 CPUs a server
- * woken by a small Send between 1 MiB Writes read on beside that
- * thread, 14 % of both CPUs, for nothing it waited for. */
-#define TRP_RX_BULK_BYTES (16u << 10)
-
-int trp_rx_bulk(const struct iwe_qp_priv *q)
-{
-	const struct trp *t = trp_of(q);
-
-	return t && t->rcv_msg_bytes > TRP_RX_BULK_BYTES;
-}
-
-/* How many datagrams to read at once.  A poller that found the socket
- * empty last round reads one: its next datagram most likely comes
- * alone (a request-response), and a batch read would look for a
- * second in vain, a socket lookup more on the latency path (0.1-0.2 us
- * here).  The poller reads on next round, so it need not drain the
- * socket as an edge-triggered watch needs; its lease's end brings a
- * progress round that does (iw_qp.c). */
-static unsigned rx_want(const struct trp *t, struct iwe_qp_priv *q)
-{
-	if (!t->gro)
-		return TRP_BATCH;
-	return t->rx_idle && leased_reader(t, q) ? 1 : TRP_GRO_BUFS;
-}
-
 int trp_rx_progress(struct iwe_qp_priv *q)
 {
 	struct trp *t = trp_of(q);
@@ -656,12 +580,11 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 		return 0;
 	err = deliver(t, q);
 	while (!err) {
-		unsigned want = rx_want(t, q);
+		unsigned want = t->gro ? TRP_GRO_BUFS : TRP_BATCH;
 
 		n = t->gro ? rx_batch_gro(t, q, want, &err) :
 			     rx_batch(t, q, &err);
 		heard |= n > 0;
-		t->rx_idle = n == 0;
 		if (!err)
 			err = deliver(t, q);
 		if (n < (int)want || want == 1)

@@ -26,7 +26,7 @@
  *
  * The timer lives on the device's progress thread, which never blocks on
  * the QP lock: it try-locks and otherwise leaves a kick for the holder
- * (as iw_qp.c's lease timer does); the deadline is checked by the receive
+ * (as iw_qp.c's socket watch does); the deadline is checked by the receive
  * side (trp_check_rto), which every kick runs.
  */
 #include <errno.h>
@@ -749,8 +749,7 @@ void trp_timer_sync(struct trp *t)
 
 	if (t->idle_ns && (!d || t->idle_ns < d))
 		d = t->idle_ns;
-	if (t->ack_hold_ns && t->ack_hold_timed &&
-	    (!d || t->ack_hold_ns < d))
+	if (t->ack_hold_ns && (!d || t->ack_hold_ns < d))
 		d = t->ack_hold_ns;
 
 	atomic_store(&t->want_ns, d);
@@ -1131,7 +1130,6 @@ const struct iwe_llp_ops iwe_llp_trp = {
 	.tx_detach = trp_tx_detach,
 	.rx_progress = trp_rx_progress,
 	.rx_idle = trp_rx_idle,
-	.rx_bulk = trp_rx_bulk,
 };
 
 /* ------------------------------------------------ for the CM and tests */

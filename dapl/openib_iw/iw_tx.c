@@ -92,7 +92,6 @@ static void sq_tok_done(struct iwe_qp_priv *q, uint32_t idx)
 			return;
 	}
 	w->tx_done = 1;
-	iwe_wc_hold_write_done(q, w);
 	iwe_wq_sq_retire(q);
 }
 

@@ -77,8 +77,6 @@ static int swqe_finished(const struct iwe_swqe *w)
 void iwe_wq_sq_retire(struct iwe_qp_priv *q)
 {
 	IWE_QP_ASSERT_LOCKED(q);
-	if (atomic_load_explicit(&q->wc_hold_until, memory_order_relaxed))
-		return;		/* iw_wc_hold.c releases it */
 	while (q->sq_head != q->sq_tx) {
 		struct iwe_swqe *w = iwe_sq_slot(q, q->sq_head);
 
@@ -87,15 +85,6 @@ void iwe_wq_sq_retire(struct iwe_qp_priv *q)
 		iwe_wq_push_send_wc(q, w, IBV_WC_SUCCESS);
 		q->sq_head++;
 	}
-}
-
-void iwe_wq_sq_release_held(struct iwe_qp_priv *q)
-{
-	IWE_QP_ASSERT_LOCKED(q);
-	if (!atomic_load(&q->wc_hold_until))
-		return;
-	atomic_store(&q->wc_hold_until, 0);
-	iwe_wq_sq_retire(q);
 }
 
 void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
@@ -173,8 +162,6 @@ void iwe_wq_flush_rq(struct iwe_qp_priv *q)
 void iwe_wq_flush_sq(struct iwe_qp_priv *q)
 {
 	IWE_QP_ASSERT_LOCKED(q);
-	/* A held completion (of the lone WR) is a success: it goes first. */
-	iwe_wq_sq_release_held(q);
 	while (q->sq_head != q->sq_tail)
 		iwe_wq_push_send_wc(q, iwe_sq_slot(q, q->sq_head++),
 				    IBV_WC_WR_FLUSH_ERR);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* Shared by the progress-loop tests (t_prog_drive.c, t_prog_watch.c,
- * t_prog_spin.c): the loopback device's progress thread, and input made
+/* Shared by the progress-loop tests (t_prog_call.c, t_prog_watch.c):
+ * the loopback device's progress thread, and input made
  * with an eventfd.  Header-only (static inline), like qp_harness.h. */
 #ifndef IW_TEST_PROG_HARNESS_H
 #define IW_TEST_PROG_HARNESS_H

@@ -560,19 +560,6 @@ static void test_peer_timeout(void)
 	cpair_close(&p);
 }
 
-/* What iwe_cq_drive tells a spinning waiter on cq, read when the
- * progress thread does not hold the QP (it then says 0 for lack of a
- * look): 1, spinning is futile. */
-static int cq_says_futile(struct iwe_cq *cq)
-{
-	for (int i = 0; i < 100; i++) {
-		if (iwe_cq_drive(cq, IWE_DRIVE_SPIN))
-			return 1;
-		sleep_ms(1);
-	}
-	return 0;
-}
-
 /* A 64 KiB Write, then right behind it a Write of second bytes: neither
  * is held back as part of a burst.  Posts close together are held only
  * while they are small: a bulk post goes from the posting thread at once
@@ -580,14 +567,11 @@ static int cq_says_futile(struct iwe_cq *cq)
  * so does a small post right behind a bulk one (its safety net woke the
  * progress thread once per round of a window of Writes and the small
  * Send that ends it).  A Write completes once its last byte is in the
- * socket, so both completions are there when the second post returns.
- * Then the receiver's waiter is told whether a spin is futile: it is
- * after bulk input (what it waits for comes behind it, and the spin took
- * the CPU time the progress thread needed to read it), not after small. */
+ * socket, so both completions are there when the second post returns. */
 static void bulk_then(const char *tag, uint16_t port, uint32_t second)
 {
 	struct cpair p;
-	int other, bulk_last = second > 8192;
+	int other;
 
 	cpair_open(&p);
 	CHECK(cpair_std_connect(&p, port, tag), "%s: connected", tag);
@@ -605,15 +589,6 @@ static void bulk_then(const char *tag, uint16_t port, uint32_t second)
 	CHECK(wait_cq(p.a.scq, 2) &&
 	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 2 && !other,
 	      "%s: both complete with success", tag);
-	CHECK(wait_bytes(p.b.buf + 131072, p.a.buf, 65536 + second) &&
-	      cq_says_futile(p.b.rcq) == bulk_last,
-	      "%s: once the data came in, a spinning waiter on the receiver's "
-	      "CQ is told the spin is %s", tag,
-	      bulk_last ? "futile" : "worth it");
-	CHECK(!iwe_cq_drive(p.b.rcq, IWE_DRIVE_SPIN_READ) &&
-	      !iwe_cq_drive(p.b.rcq, IWE_DRIVE_SPIN_READ),
-	      "%s: a spin that reads bulk input (its EVD's last message came "
-	      "in, of moderate size) is told it is worth it", tag);
 	CHECK(iwe_cm_disconnect(p.ca, 1) == 0 &&
 	      wait_type(&p.lb, 1, IWE_CM_DISCONNECTED) &&
 	      !memcmp(p.b.buf + 131072, p.a.buf, 65536 + second),
@@ -660,13 +635,9 @@ static void prog_stall_set(struct prog_stall *s, int hold)
 	pthread_mutex_unlock(&s->mx);
 }
 
-/* A poll reads bulk input itself (a blocking wait's spin leaves it to the
- * progress thread): a poller keeps its CPU, and with two pollers on 2
- * CPUs the progress thread waited a time slice for one in a 64 KiB
- * polling ping-pong (p99 0.4-2 ms).  With the progress thread
- * held, a 32 KiB Write (after it the input is bulk) and then a small
- * Send (into the first of cpair_connect's receives) arrive by polls
- * alone. */
+/* A consumer inside a poll reads the input itself, bulk too: with the
+ * progress thread held, a 32 KiB Write and then a small Send (into the
+ * first of cpair_connect's receives) arrive by polls alone. */
 static void test_poll_reads_bulk(void)
 {
 	struct prog_stall st = { .task.fn = prog_stall_fn,
@@ -710,127 +681,42 @@ static void test_poll_reads_bulk(void)
 	cpair_close(&p);
 }
 
-/* A consumer spinning on its receive CQ reads the input itself: the
- * progress thread must not be woken for each message as well (it took a
- * CPU from the pollers, one preemption per message on 2 cores). */
-#define POLLED_MSGS 1000
+/* The progress model's promise: input is placed as soon as it arrives,
+ * whatever the consumer does.  Here the receiver polls its CQ for a
+ * while, then stops calling anything (as a consumer that goes on to spin
+ * on memory, compute or sleep does): a 512 KiB Write and a Send that come
+ * afterwards are placed and completed with nobody calling in, the
+ * data intact.  (The engine once left a poller's input to its polls for
+ * up to 8 ms after the last one.) */
+#define BIG_WRITE (BIG / 2)
 
-static struct cpair pl_pair;
-
-struct cq_poller {
-	struct side *s;
-	int want;
-	atomic_int got, stop;
-};
-
-static void *cq_poller_run(void *arg)
+static void test_placed_without_calls(void)
 {
-	struct cq_poller *pl = arg;
-	struct ibv_wc wc;
-
-	while (!atomic_load(&pl->stop) && atomic_load(&pl->got) < pl->want) {
-		if (iwe_poll_cq(pl->s->rcq, 1, &wc) != 1)
-			continue;
-		post_recv1(pl->s, wc.wr_id, 0, 4096);
-		atomic_fetch_add(&pl->got, 1);
-	}
-	return NULL;
-}
-
-static void test_poller_keeps_input(void)
-{
-	struct cq_poller pl = { 0 };
-	struct iwe_qp_stats st;
-	struct ibv_wc wc;
-	pthread_t th;
-	int i, sent = 0;
-
-	cpair_open(&pl_pair);
-	CHECK(cpair_std_connect(&pl_pair, 31172, "poller"),
-	      "poller: connected");
-	pl.s = &pl_pair.b;
-	/* valgrind switches threads slowly and times nothing: a few. */
-	pl.want = under_valgrind() ? 20 : POLLED_MSGS;
-	pthread_create(&th, NULL, cq_poller_run, &pl);
-	for (i = 0; i < pl.want; i++) {
-		if (post_send1(&pl_pair.a, 100 + i, IBV_WR_SEND, 8192, 8, 0, 0,
-			       IBV_SEND_SIGNALED) ||
-		    !wait_cq(pl_pair.a.scq, 1) || !poll1(pl_pair.a.scq, &wc))
-			break;
-		sent++;
-		/* One at a time: the poller reposts each receive. */
-		for (long t = 0; t < 100L * WAIT_MS &&
-		     atomic_load(&pl.got) < sent; t++)
-			usleep(10);
-		if (atomic_load(&pl.got) < sent)
-			break;
-	}
-	atomic_store(&pl.stop, 1);
-	pthread_join(th, NULL);
-	iwe_qp_query_stats(pl_pair.b.qp, &st);
-	CHECK(sent == pl.want && atomic_load(&pl.got) == sent,
-	      "poller: %d of %d Sends received by the polling thread",
-	      atomic_load(&pl.got), sent);
-	CHECK(under_valgrind() || under_sanitizer() ||
-	      st.input_wakeups < POLLED_MSGS / 20,
-	      "poller: the progress thread was woken for input %llu times "
-	      "for %d messages read by a poller (at most %d)",
-	      (unsigned long long)st.input_wakeups, sent, POLLED_MSGS / 20);
-	CHECK(iwe_cm_disconnect(pl_pair.ca, 1) == 0 &&
-	      wait_type(&pl_pair.lb, 1, IWE_CM_DISCONNECTED),
-	      "poller: disconnected");
-	cpair_close(&pl_pair);
-}
-
-/* A consumer that polls on and on keeps the lease; the progress thread
- * looks whether it still polls less and less often, at most every
- * IWDAPL_POLL_LEASE_MAX_US (8 ms).  Each look is a wake-up that took a
- * CPU from a poller on 2 CPUs: looking every 1 ms raised a polling
- * ping-pong's p99 threefold.  300 ms of polls: some 45 looks at 8 ms,
- * 80 at 4 ms, 300 at 1 ms. */
-static void test_poller_few_looks(void)
-{
-	struct iwe_qp_stats st0, st;
 	struct ibv_wc wc;
 	struct cpair p;
-	long end;
+	long end, t0, waited;
 
 	cpair_open(&p);
-	CHECK(cpair_std_connect(&p, 31179, "few looks"),
-	      "few looks: connected");
-	iwe_qp_query_stats(p.b.qp, &st0);
-	for (end = now_ms() + 300; now_ms() < end;)
+	CHECK(cpair_std_connect(&p, 31179, "no calls"), "no calls: connected");
+	for (end = now_ms() + 20; now_ms() < end;)
 		iwe_poll_cq(p.b.rcq, 1, &wc);
-	iwe_qp_query_stats(p.b.qp, &st);
-	CHECK(under_valgrind() || st.lease_looks - st0.lease_looks >= 10,
-	      "few looks: the progress thread looked whether the poller "
-	      "still polls (%llu times in 300 ms)",
-	      (unsigned long long)(st.lease_looks - st0.lease_looks));
-	CHECK(st.lease_looks - st0.lease_looks < 150,
-	      "few looks: %llu looks in 300 ms of polls (at most 150)",
-	      (unsigned long long)(st.lease_looks - st0.lease_looks));
-	/* The polls stop without an arm: the lease lapses, and a Send that
-	 * comes then is read by the progress thread (counted, not polled). */
-	fill(p.a.buf, 64, 31179);
-	CHECK(post_send1(&p.a, 51, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0,
-	      "few looks: a Send posted once the polls stopped");
-	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
-	     iwe_cq_count(p.b.rcq) < 1;)
-		usleep(200);
-	CHECK(iwe_cq_count(p.b.rcq) == 1 && !memcmp(p.b.buf, p.a.buf, 64),
-	      "few looks: the Send arrived with nobody polling, data intact");
-	cpair_disconnect_close(&p, "few looks");
-}
-
-/* Polls the empty CQ for us microseconds (the poller takes the lease:
- * the progress thread leaves the input to the polls). */
-static void poll_empty_for(struct iwe_cq *cq, long us)
-{
-	struct ibv_wc wc;
-	long end = now_us() + us;
-
-	while (now_us() < end)
-		iwe_poll_cq(cq, 1, &wc);
+	fill(p.a.buf, BIG_WRITE, 31179);
+	t0 = now_ms();
+	CHECK(post_send1(&p.a, 51, IBV_WR_RDMA_WRITE, 0, BIG_WRITE,
+			 (uintptr_t)(p.b.buf + BIG_WRITE), p.b.mr->rkey, 0) == 0 &&
+	      post_send1(&p.a, 52, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0,
+	      "no calls: a 512 KiB Write and a Send posted after the polls stopped");
+	/* Nothing of b is called from here on: memory and the count only. */
+	while (now_ms() - t0 < WAIT_MS &&
+	       (iwe_cq_count(p.b.rcq) < 1 ||
+		memcmp(p.b.buf + BIG_WRITE, p.a.buf, BIG_WRITE)))
+		sleep_ms(1);
+	waited = now_ms() - t0;
+	CHECK(!memcmp(p.b.buf + BIG_WRITE, p.a.buf, BIG_WRITE) &&
+	      iwe_cq_count(p.b.rcq) == 1 && !memcmp(p.b.buf, p.a.buf, 64),
+	      "no calls: the Write placed and the Send completed with nobody "
+	      "calling in (%ld ms), data intact", waited);
+	cpair_disconnect_close(&p, "no calls");
 }
 
 /* Each poll of an empty CQ drives each QP feeding it once: one recv per
@@ -841,10 +727,14 @@ static void poll_empty_for(struct iwe_cq *cq, long us)
 static void test_shared_cq(void)
 {
 	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
+	struct prog_stall st = { .task.fn = prog_stall_fn,
+				 .mx = PTHREAD_MUTEX_INITIALIZER,
+				 .cv = PTHREAD_COND_INITIALIZER };
+	struct iwe_prog *prog = iwe_prog_get(g_dev);
 	struct cpair p[2];
 	struct ibv_wc wc[2];
 	uint64_t r0[2], r1[2];
-	int got, first = -1, polls = 200, ok = 0;
+	int got, first = -1, polls = 200;
 
 	for (int i = 0; i < 2; i++) {
 		/* The passive QP completes both queues into cq. */
@@ -861,50 +751,40 @@ static void test_shared_cq(void)
 		iwe_poll_cq(cq, 1, wc);
 	for (int i = 0; i < 2; i++)
 		r1[i] = rx_calls(p[i].b.qp) - r0[i];
-	/* The old fault read twice a poll; a few more reads than polls are
-	 * the progress thread's, when a slow machine (valgrind) lets the
-	 * lease lapse between two polls. */
+	/* The old fault read twice a poll (nothing arrives meanwhile, so
+	 * the progress thread reads nothing). */
 	CHECK(r1[0] >= 1 && r1[0] <= (uint64_t)polls + 4 && r1[1] >= 1 &&
 	      r1[1] <= (uint64_t)polls + 4,
 	      "shared CQ: %d empty polls read each socket at most once a poll "
 	      "(%llu and %llu recv calls)", polls, (unsigned long long)r1[0],
 	      (unsigned long long)r1[1]);
-	/* Both peers send while the polls hold the lease, so nobody reads
-	 * the two messages before the next poll; a few tries, as a loaded
-	 * machine may end the lease meanwhile. */
-	for (int t = 0; t < 5 && !ok; t++) {
-		poll_empty_for(cq, 2000);
-		fill(p[0].a.buf, 32, 1);
-		fill(p[1].a.buf, 32, 2);
-		post_send1(&p[0].a, 60, IBV_WR_SEND, 0, 32, 0, 0, 0);
-		post_send1(&p[1].a, 61, IBV_WR_SEND, 0, 32, 0, 0, 0);
-		for (long end = now_us() + 50; now_us() < end;)
-			;	/* under the lease: the data crosses loopback */
-		got = iwe_poll_cq(cq, 2, wc);
-		if (got == 1) {
-			first = wc[0].qp_num == p[0].b.qp->qp_num ? 0 : 1;
-			ok = wait_cq(cq, 1) && poll1(cq, &wc[1]) &&
-			     wc[1].qp_num == p[!first].b.qp->qp_num;
-		} else if (got < 2 && wait_cq(cq, 2 - got)) {
-			iwe_poll_cq(cq, 2 - got, wc);	/* a slow try */
-		}
-		for (int i = 0; i < 2; i++)
-			post_recv1(&p[i].b, 70 + (uint64_t)t, 8192, 4096);
+	/* Both peers send while the progress thread is held, so nobody
+	 * reads the two messages before the next poll. */
+	iwe_prog_post(prog, &st.task);
+	prog_stall_set(&st, 1);
+	fill(p[0].a.buf, 32, 1);
+	fill(p[1].a.buf, 32, 2);
+	post_send1(&p[0].a, 60, IBV_WR_SEND, 0, 32, 0, 0, 0);
+	post_send1(&p[1].a, 61, IBV_WR_SEND, 0, 32, 0, 0, 0);
+	sleep_ms(20);		/* both cross loopback */
+	got = iwe_poll_cq(cq, 2, wc);
+	if (got == 1) {
+		first = wc[0].qp_num == p[0].b.qp->qp_num ? 0 : 1;
+		got += iwe_poll_cq(cq, 1, &wc[1]);
 	}
-	CHECK(under_valgrind() || ok,
+	prog_stall_set(&st, 0);
+	CHECK(got == 2 && first >= 0 &&
+	      wc[1].qp_num == p[!first].b.qp->qp_num,
 	      "shared CQ: a poll that found one QP's message returned it "
-	      "alone, and the next poll the other QP's");
+	      "alone, and the next poll the other QP's (%d)", got);
 	for (int i = 0; i < 2; i++)
 		cpair_close(&p[i]);
 	iwe_destroy_cq(cq);
 }
 
 /* Debian's dtest -W over tcp: each side RDMA-writes, polls its send CQ
- * for the Write's completion, then spins on the memory the peer writes.
- * Once the Writes are answered quickly, a lone Write's completion is held
- * (iw_wc_hold.c) and the polls that wait for it read the answer: the
- * progress thread is not woken for each message (on 2 CPUs with both
- * consumers spinning, that wake-up waited 20-30 us for a CPU). */
+ * for the Write's completion, then spins on the memory the peer writes,
+ * calling nothing: only the progress thread places the answer. */
 #define PP_WRITES 200
 
 struct wpp {
@@ -989,122 +869,66 @@ static int wpp_pingpong(struct wpp *a, struct wpp *b, int n, int base)
 	return a->ok && b->ok;
 }
 
-static void test_write_completion_held(void)
+/* Writes answered by Writes, each consumer spinning on its memory in
+ * between (dtest -W): every Write lands and completes with success, the
+ * completion of each as soon as it is in the socket (nothing waits for
+ * an answer); and one more that nobody answers completes at once. */
+static void test_write_pingpong(void)
 {
 	struct wpp wa = { 0 }, wb = { 0 };
-	struct iwe_qp_stats sa0, sb0, sa, sb;
-	struct ibv_wc wc;
 	struct cpair p;
-	uint64_t held, wakes;
 	long t0;
-	int n, npp;
+	int npp;
 
 	cpair_open(&p);
-	CHECK(cpair_std_connect(&p, 31181, "held wc"), "held wc: connected");
-	iwe_qp_query_stats(p.a.qp, &sa0);
-	iwe_qp_query_stats(p.b.qp, &sb0);
+	CHECK(cpair_std_connect(&p, 31181, "write pp"), "write pp: connected");
 	wa = (struct wpp){ .s = &p.a, .d = &p.b };
 	wb = (struct wpp){ .s = &p.b, .d = &p.a };
 	npp = under_valgrind() ? 20 : PP_WRITES;
-	wpp_pingpong(&wa, &wb, npp, 0);
-	iwe_qp_query_stats(p.a.qp, &sa);
-	iwe_qp_query_stats(p.b.qp, &sb);
-	held = sa.wc_held - sa0.wc_held + sb.wc_held - sb0.wc_held;
-	wakes = sa.input_wakeups - sa0.input_wakeups + sb.input_wakeups -
-		sb0.input_wakeups;
-	CHECK(wa.ok && wb.ok, "held wc: %d Writes each way, each answered, "
-	      "every completion a success", npp);
-	/* Valgrind and the sanitizers stretch a round trip past the 50 us
-	 * hold: there the holds are not counted. */
-	CHECK(under_valgrind() || under_sanitizer() ||
-	      (held >= PP_WRITES && wakes <= PP_WRITES / 4),
-	      "held wc: completions held for their answers %llu times of %d, "
-	      "the progress thread woken for input %llu times",
-	      (unsigned long long)held, 2 * npp,
-	      (unsigned long long)wakes);
-	/* A lone Write nobody answers: its completion comes when the hold
-	 * runs out (50 us), to a consumer that keeps polling. */
+	CHECK(wpp_pingpong(&wa, &wb, npp, 0),
+	      "write pp: %d Writes each way, each answered, every completion "
+	      "a success", npp);
 	t0 = now_ms();
-	CHECK(wpp_write_polled(&wa, 'z') && now_ms() - t0 < 1000,
-	      "held wc: an unanswered Write completes while polled "
-	      "(%ld ms)", now_ms() - t0);
-	/* Answered again, then a Write whose completion is held: a consumer
-	 * that arms its CQ to sleep gets it at once. */
-	CHECK(wpp_pingpong(&wa, &wb, 10, 10), "held wc: 10 more each way");
-	iwe_qp_query_stats(p.a.qp, &sa0);
-	CHECK(wpp_post(&wa, 76, 'r') == 0 &&
-	      iwe_req_notify_cq(p.a.scq, 0) == 0 &&
-	      iwe_cq_count(p.a.scq) == 1 && poll1(p.a.scq, &wc) &&
-	      wc.wr_id == 76 && wc.status == IBV_WC_SUCCESS,
-	      "held wc: arming the CQ releases a held completion at once "
-	      "(held: %s)", (iwe_qp_query_stats(p.a.qp, &sa),
-			     sa.wc_held > sa0.wc_held) ? "yes" : "no");
-	/* Then one whose completion is held when the QP is flushed: it
-	 * completes as the success it is, before any flush. */
-	CHECK(wpp_pingpong(&wa, &wb, 10, 30), "held wc: 10 more each way");
-	iwe_qp_query_stats(p.a.qp, &sa0);
-	CHECK(wpp_post(&wa, 77, 'q') == 0,
-	      "held wc: one more Write posted (its completion held: %s)",
-	      (iwe_qp_query_stats(p.a.qp, &sa), sa.wc_held > sa0.wc_held) ?
-	      "yes" : "no");
-	CHECK(iwe_modify_qp(p.a.qp, IWE_QPS_ERROR) == 0,
-	      "held wc: the QP moved to ERROR at once");
-	n = iwe_poll_cq(p.a.scq, 1, &wc);
-	CHECK(n == 1 && wc.wr_id == 77 && wc.status == IBV_WC_SUCCESS &&
-	      iwe_poll_cq(p.a.scq, 1, &wc) == 0,
-	      "held wc: that Write completes as the success it is, not "
-	      "flushed (%d, wr_id %llu, status %d)", n,
-	      (unsigned long long)wc.wr_id, (int)wc.status);
+	CHECK(wpp_write_polled(&wa, 'z') && now_ms() - t0 < WAIT_MS,
+	      "write pp: an unanswered Write completes while polled (%ld ms)",
+	      now_ms() - t0);
 	cpair_close(&p);
 }
 
 /* Posts close together are a burst, held back until the consumer polls
- * or arms -- or, as a safety net, until the progress thread sends them.
- * A consumer that holds the poll lease is not given a timer for each
- * burst (waking the progress thread to set one cost a 64-byte Write
- * stream 60 % of its rate): the lease timer sends the burst once the
- * polls stop.  Here the sender polls its empty CQ long enough to take the
- * lease, posts two small Sends back to back (the second is held), then
- * neither polls nor arms: both must arrive, within the lease's bound
- * (8.1 ms; the check allows far more for loaded or instrumented runs). */
-static void test_burst_under_lease(void)
+ * or arms -- or, as the safety net, until the progress thread, woken by
+ * the burst's first post, sends them.  Here the sender posts two small
+ * Sends back to back (the second may be held), then neither polls nor
+ * arms: both arrive. */
+static void test_burst_then_idle(void)
 {
 	struct ibv_wc wc;
 	struct cpair p;
-	struct timespec t0, t1;
-	long end, waited_us;
+	long end;
 
 	cpair_open(&p);
-	CHECK(cpair_std_connect(&p, 31178, "lease burst"),
-	      "lease burst: connected");
+	CHECK(cpair_std_connect(&p, 31178, "idle burst"),
+	      "idle burst: connected");
 	fill(p.a.buf, 128, 31178);
-	/* 3 ms of polls: past QP_TAKE_LEASE_NS, the poller's lease. */
 	for (end = now_ms() + 3; now_ms() < end;)
 		iwe_poll_cq(p.a.scq, 1, &wc);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	CHECK(post_send1(&p.a, 41, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0 &&
 	      post_send1(&p.a, 42, IBV_WR_SEND, 64, 64, 0, 0, 0) == 0,
-	      "lease burst: two 64-byte Sends posted back to back");
-	CHECK(wait_cq(p.b.rcq, 2), "lease burst: both arrived with the sender "
-	      "idle (%d of 2)", iwe_cq_count(p.b.rcq));
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	waited_us = (t1.tv_sec - t0.tv_sec) * 1000000L +
-		    (t1.tv_nsec - t0.tv_nsec) / 1000L;
-	CHECK(waited_us < 500000 && !memcmp(p.b.buf, p.a.buf, 64) &&
+	      "idle burst: two 64-byte Sends posted back to back");
+	CHECK(wait_cq(p.b.rcq, 2) && !memcmp(p.b.buf, p.a.buf, 64) &&
 	      !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
-	      "lease burst: the held Send left within %ld us of the post, "
-	      "data intact", waited_us);
-	cpair_disconnect_close(&p, "lease burst");
+	      "idle burst: both arrived with the sender idle, data intact "
+	      "(%d of 2)", iwe_cq_count(p.b.rcq));
+	cpair_disconnect_close(&p, "idle burst");
 }
 
-/* Mid-size posts close together leave together: four 16 KiB Writes
- * posted back to back go in two system calls (the first alone, after a
- * pause; the other three once the fourth brings the burst to 64 KiB).
- * With bulk at 16 KiB each went alone, and a stream of them ran at 0.6x
- * the rate of bursts. */
+/* Mid-size posts close together leave together (a burst reaches 64 KiB
+ * with the fourth): four 16 KiB Writes posted back to back complete,
+ * data intact.  (How many system calls they take depends on when the
+ * progress thread gets to the burst: bench/run.sh's Write rows show the
+ * rate.) */
 static void test_midsize_burst(void)
 {
-	struct iwe_qp_stats st0, st;
 	struct cpair p;
 	int ok = 1, other;
 
@@ -1113,7 +937,6 @@ static void test_midsize_burst(void)
 	      "mid-size burst: connected");
 	fill(p.a.buf, 65536, 31194);
 	sleep_ms(1);		/* a pause: the first post goes at once */
-	iwe_qp_query_stats(p.a.qp, &st0);
 	for (int i = 0; i < 4; i++)
 		ok &= post_send1(&p.a, 70 + (uint64_t)i, IBV_WR_RDMA_WRITE,
 				 (size_t)i * 16384, 16384,
@@ -1123,10 +946,6 @@ static void test_midsize_burst(void)
 	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 4 && !other &&
 	      wait_bytes(p.b.buf + 131072, p.a.buf, 65536),
 	      "mid-size burst: four 16 KiB Writes complete, data intact");
-	iwe_qp_query_stats(p.a.qp, &st);
-	CHECK(under_valgrind() || st.tx_syscalls - st0.tx_syscalls <= 2,
-	      "mid-size burst: sent in %llu system calls (at most 2)",
-	      (unsigned long long)(st.tx_syscalls - st0.tx_syscalls));
 	cpair_disconnect_close(&p, "mid-size burst");
 }
 
@@ -1366,11 +1185,10 @@ int main(void)
 	test_peer_timeout();
 	test_bulk_not_held();
 	test_poll_reads_bulk();
-	test_poller_keeps_input();
-	test_poller_few_looks();
+	test_placed_without_calls();
 	test_shared_cq();
-	test_write_completion_held();
-	test_burst_under_lease();
+	test_write_pingpong();
+	test_burst_then_idle();
 	test_midsize_burst();
 	test_crc_stage_grows();
 	test_peer_dies();

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The progress loop's promises (iw_progress.h): input on a watched fd
+ * is dispatched on the progress thread as soon as it comes, with nobody
+ * calling in; a synchronous call from another thread runs on that
+ * thread when the loop is idle in epoll (it borrows the loop), and on
+ * the progress thread when the loop is busy; a timer such a borrowed
+ * call arms before the loop's own deadline still fires on time; a task
+ * posted from another thread runs on the progress thread.  TAP output. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "iw_priv.h"
+#include "prog_harness.h"
+
+#define WAIT_MS 5000
+
+static struct iwe_prog *g_prog;
+static int g_src = -1;
+static pthread_t g_ran_on, g_thread;	/* the progress thread */
+static atomic_int g_runs;
+
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+static void ran(void)
+{
+	g_ran_on = pthread_self();
+	atomic_fetch_add(&g_runs, 1);
+}
+
+/* Until n callbacks ran in all, or WAIT_MS. */
+static int wait_runs(int n)
+{
+	long end = now_ms() + WAIT_MS;
+
+	while (atomic_load(&g_runs) < n) {
+		if (now_ms() > end)
+			return 0;
+		usleep(100);
+	}
+	return 1;
+}
+
+static void src_cb(struct iwe_prog_watch *w, uint32_t revents)
+{
+	uint64_t v;
+
+	(void)revents;
+	(void)!read(w->fd, &v, sizeof(v));
+	ran();
+}
+
+static struct iwe_prog_watch g_watch = { .fd = -1, .cb = src_cb };
+
+static void watch_add(void *arg)
+{
+	(void)arg;
+	if (iwe_prog_watch_add(g_prog, &g_watch, g_src, EPOLLIN | EPOLLET))
+		BAIL("watch_add");
+}
+
+static void watch_del(void *arg)
+{
+	(void)arg;
+	iwe_prog_watch_del(g_prog, &g_watch);
+}
+
+static void call_fn(void *arg)
+{
+	(void)arg;
+	ran();
+}
+
+/* Input comes while nobody calls in: the progress thread dispatches it. */
+static void test_input_dispatched(void)
+{
+	int runs = atomic_load(&g_runs);
+
+	iwe_prog_call(g_prog, watch_add, NULL);
+	usleep(20000);		/* the loop sleeps in epoll */
+	prog_poke(g_src);
+	CHECK(wait_runs(runs + 1) &&
+	      pthread_equal(g_ran_on, g_thread),
+	      "input with nobody calling in is dispatched on the progress "
+	      "thread");
+	iwe_prog_call(g_prog, watch_del, NULL);
+}
+
+/* Holds the progress thread in a task until released. */
+struct stall {
+	struct iwe_prog_task task;
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	int held, release;
+};
+
+static void stall_fn(struct iwe_prog_task *t)
+{
+	struct stall *s = IWE_CONTAINER_OF(t, struct stall, task);
+
+	pthread_mutex_lock(&s->mx);
+	s->held = 1;
+	pthread_cond_broadcast(&s->cv);
+	while (!s->release)
+		pthread_cond_wait(&s->cv, &s->mx);
+	pthread_mutex_unlock(&s->mx);
+}
+
+struct later_call {
+	pthread_t t;
+	int done;
+};
+
+static void *later_call_main(void *arg)
+{
+	struct later_call *l = arg;
+
+	iwe_prog_call(g_prog, call_fn, NULL);
+	l->done = 1;
+	return NULL;
+}
+
+/* An idle loop is borrowed; a busy one runs the call itself. */
+static void test_calls(void)
+{
+	struct stall st = { .task.fn = stall_fn,
+			    .mx = PTHREAD_MUTEX_INITIALIZER,
+			    .cv = PTHREAD_COND_INITIALIZER };
+	struct later_call l = { 0 };
+	int runs;
+
+	usleep(20000);
+	runs = atomic_load(&g_runs);
+	iwe_prog_call(g_prog, call_fn, NULL);
+	CHECK(atomic_load(&g_runs) == runs + 1 &&
+	      pthread_equal(g_ran_on, pthread_self()),
+	      "a call while the loop is idle runs on the caller's thread");
+	iwe_prog_post(g_prog, &st.task);
+	pthread_mutex_lock(&st.mx);
+	while (!st.held)
+		pthread_cond_wait(&st.cv, &st.mx);
+	pthread_mutex_unlock(&st.mx);
+	pthread_create(&l.t, NULL, later_call_main, &l);
+	usleep(20000);
+	CHECK(!l.done, "a call while the loop is busy waits for it");
+	pthread_mutex_lock(&st.mx);
+	st.release = 1;
+	pthread_cond_broadcast(&st.cv);
+	pthread_mutex_unlock(&st.mx);
+	pthread_join(l.t, NULL);
+	CHECK(l.done && pthread_equal(g_ran_on, g_thread),
+	      "... and then runs on the progress thread");
+}
+
+static atomic_long g_fired_ms;
+
+static void timer_cb(struct iwe_prog_timer *t)
+{
+	(void)t;
+	atomic_store(&g_fired_ms, now_ms());
+	ran();
+}
+
+static struct iwe_prog_timer g_timer = { .cb = timer_cb };
+static struct iwe_prog_timer g_far = { .cb = timer_cb };
+
+static void arm_far(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_arm(g_prog, &g_far, 60000);
+}
+
+static void arm_10ms(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_arm(g_prog, &g_timer, 10);
+}
+
+static void cancel_far(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_cancel(g_prog, &g_far);
+}
+
+/* The loop sleeps until a timer a minute away; a borrowed call arms one
+ * due in 10 ms: it fires then, not in a minute. */
+static void test_borrowed_timer(void)
+{
+	long t0;
+	int runs;
+
+	iwe_prog_call(g_prog, arm_far, NULL);
+	usleep(20000);
+	runs = atomic_load(&g_runs);
+	t0 = now_ms();
+	iwe_prog_call(g_prog, arm_10ms, NULL);
+	CHECK(wait_runs(runs + 1) && atomic_load(&g_fired_ms) - t0 >= 9 &&
+	      atomic_load(&g_fired_ms) - t0 < WAIT_MS,
+	      "a timer armed by a borrowed call fires on time (%ld ms)",
+	      atomic_load(&g_fired_ms) - t0);
+	iwe_prog_call(g_prog, cancel_far, NULL);
+}
+
+static void task_fn(struct iwe_prog_task *t)
+{
+	(void)t;
+	ran();
+}
+
+/* A task posted from another thread runs on a thread of its own, the
+ * progress thread (which the other tests then know by its id). */
+static void test_task(void)
+{
+	static struct iwe_prog_task task = { .fn = task_fn };
+	int runs = atomic_load(&g_runs);
+
+	usleep(20000);
+	iwe_prog_post(g_prog, &task);
+	CHECK(wait_runs(runs + 1) && !pthread_equal(g_ran_on, pthread_self()),
+	      "a task posted from another thread runs on the progress thread");
+	g_thread = g_ran_on;
+}
+
+int main(void)
+{
+	struct iwe_device *dev;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	g_prog = prog_on_lo(&dev);
+	g_src = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (g_src < 0)
+		BAIL("eventfd: %s", strerror(errno));
+	test_task();
+	test_input_dispatched();
+	test_calls();
+	test_borrowed_timer();
+	iwe_device_close(dev);
+	close(g_src);
+	return tap_done();
+}
