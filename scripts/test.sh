@@ -100,14 +100,16 @@ test/engine/t_cm test/engine/t_cm_ssp test/engine/t_srq test/engine/t_mw
 test/engine/t_trp_wire test/engine/t_cm_trp"
 run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" "$(echo $VG_TESTS)"
 
-# The tarball builds and its tests pass (a quick subset: the trees above
-# ran them all).
+# The tarball builds, every test passes in a tree built from it against a
+# read-only source tree, and make distclean leaves no file behind: the
+# full distcheck, as distributors run it (a subset of TESTS hid files that
+# other tests left).  It skips Debian's tools, which ran in build/
+# (distcheck-quick.stamp in Makefile.am).
 echo "== make distcheck"
-DC_TESTS="test/dapltest/t_ia test/dapltest/t_connect test/dapltest/t_ssp
-test/engine/t_crc32c test/engine/t_qp_loop test/layers.sh"
-if (cd "$top/build" && make -s distcheck TESTS="$(echo $DC_TESTS)") \
+if (cd "$top/build" && make -s distcheck) \
 	>"$top/build-distcheck.check.out" 2>&1; then
 	echo ":test-result: PASS" >"$top/build-distcheck.trs"
+	grep -E '^# TOTAL' "$top/build-distcheck.check.out" || true
 else
 	echo ":test-result: FAIL" >"$top/build-distcheck.trs"
 	echo "FAIL: make distcheck (build-distcheck.check.out)"
