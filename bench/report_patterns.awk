@@ -145,7 +145,7 @@ function pattern_tables(    pp, tb, m, modes, rv, bw) {
 			rdv_sizes, sprintf(pp, modes[m], "rdvw", modes[m], "rdvw") tb, rv, "mean:lat_mean_us")
 	}
 	for (m = 1; m <= 2; m++) {
-		pat_table("A stream of Read rendezvous (rdvstream), " modes[m] ", window as the column; MB/s",
+		pat_table("A stream of Read rendezvous (rdvstream), " modes[m] " (window: results.csv); MB/s",
 			rdv_sizes, sprintf(pp, modes[m], "rdvstream", modes[m], "rdvstream") \
 			"TCP stream|tcp|-|block|stream_sweep", "off/TCP|1|3;on/TCP|2|3", "MB/s:MBps")
 		pat_table("Bidirectional RDMA Write bandwidth (bibw), " modes[m] ", both directions summed; MB/s",

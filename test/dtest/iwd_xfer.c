@@ -360,10 +360,13 @@ static long window_for(const struct iwd_sess *s, int mode, size_t size)
 {
 	long w = win_for_size(size, s->o->window);
 
-	/* Every unacknowledged Send, and every RTS not yet FINned, may hold
-	 * a slot of the receiver's ring. */
-	if ((mode == M_SEND || mode == M_RDVSTREAM) && w > s->ring)
+	/* Every unacknowledged Send may hold a slot of the receiver's ring;
+	 * rdvstream's client may have a FIN for each RTS of its window and
+	 * then the final ACK in its ring. */
+	if (mode == M_SEND && w > s->ring)
 		w = s->ring;
+	if (mode == M_RDVSTREAM && w > s->ring - 1)
+		w = s->ring - 1;
 	/* bibw: each side may have up to 3 DONEs and 3 ACKs of the peer's
 	 * not yet taken from its ring; with a window of 2, 2 of each. */
 	if (mode == M_BIBW && s->ring < 8 && w > 2)
@@ -623,7 +626,9 @@ static int begin_ok(const struct iwd_sess *s, const struct iwd_msg *b)
 		return 0;
 	if (b->mode == M_WPP && sz % 8)		/* its last word is the sequence */
 		return 0;
-	return (b->mode != M_SEND && b->mode != M_RDVSTREAM) || w <= (uint64_t)s->ring;
+	if (b->mode == M_RDVSTREAM)
+		return w < (uint64_t)s->ring;
+	return b->mode != M_SEND || w <= (uint64_t)s->ring;
 }
 
 static int serve_one(struct iwd_sess *s, const struct iwd_msg *b)
