@@ -4,6 +4,9 @@
 #   DIR/bandwidth.png  MB/s against message size
 #   DIR/msgrate.png    messages/s against message size
 #   DIR/latency.png    one-way ping-pong latency (median) against size
+#   DIR/patterns.png   the consumer patterns' one-way latency (median)
+#                      against size: wpp, rdv, rdvw, iwdapl's Send
+#                      ping-pong and plain TCP over the same sweep
 # one curve per transport, operation, CRC setting and mode, each point the
 # median of the rounds with an error bar from their min to their max.  The
 # curves' data stay in DIR/plotdata/ (size median min max).
@@ -75,6 +78,24 @@ lat_curves() {
 		fi_tcp - poll pingpong lat_mean_us
 }
 
+pattern_curves() {
+	curves=
+	for crc in 0 1; do
+		add "wpp-poll-crc$crc" "wpp (RDMA Write, memory polling), CRC $(onoff $crc)" \
+			"$(style '#d62728' $crc)" iwdapl $crc poll wpp lat_median_us
+		add "rdv-block-crc$crc" "rdv (Read rendezvous) blocking, CRC $(onoff $crc)" \
+			"$(style '#2ca02c' $crc)" iwdapl $crc block rdv lat_median_us
+	done
+	add rdvw-block-crc0 "rdvw (Write rendezvous) blocking, CRC off" "$(style '#ff7f0e' 0)" \
+		iwdapl 0 block rdvw lat_median_us
+	add sendpp-poll-crc0 "iwdapl Send ping-pong, polling, CRC off" "$(style '#1f77b4' 0)" \
+		iwdapl 0 poll pingpong_sweep lat_median_us
+	add tcp-sweep-block "plain TCP blocking" "lc rgb 'black' lw 2" tcp - block pingpong_sweep \
+		lat_median_us
+	add tcp-sweep-poll "plain TCP busy-polling" "lc rgb 'black' lw 2 dt 3" \
+		tcp - poll pingpong_sweep lat_median_us
+}
+
 # draw PNG TITLE YLABEL: one chart of $curves (log-log).
 draw() {
 	cmd=$(plot_cmd)
@@ -102,4 +123,6 @@ xfer_curves msgs_per_s
 draw msgrate.png "Message rate on loopback (blocking; median of rounds, bars: min-max)" "messages per second" || exit 1
 lat_curves
 draw latency.png "Ping-pong latency, one way: median (median of rounds, bars: min-max)" "microseconds" || exit 1
+pattern_curves
+draw patterns.png "Consumer patterns, one way: median (median of rounds, bars: min-max)" "microseconds" || exit 1
 ls "$dir"/*.png 2>/dev/null | sed 's/^/plot: /'

@@ -1,7 +1,10 @@
 # report.awk: bench/run.sh's summary.csv -> the comparison tables and the
-# target lines.  Run with awk -F, and -v sizes=LIST -v lat_sizes=LIST
-# (bytes, comma-separated), -v udp_sizes=LIST (the udp transport's Write
-# sizes), -v rounds=N, -v strict=1 to exit 2 when a target is missed.
+# target lines.  Run with awk -F, -f report.awk -f report_patterns.awk
+# (the consumer patterns' tables and targets) and -v sizes=LIST
+# -v lat_sizes=LIST (bytes, comma-separated), -v udp_sizes=LIST (the udp
+# transport's Write sizes), -v rounds=N, -v base=0 (the base section did
+# not run: none of its tables and targets), report_patterns.awk's
+# variables, -v strict=1 to exit 2 when a target is missed.
 #
 # Every cell is "median [min-max]" over the rounds; a ratio divides the
 # medians.  Latencies are one way (half a round trip), in microseconds.
@@ -239,23 +242,26 @@ function stall_table(    k) {
 	printf "%-40s %s\n", "longest stall, us", cell(k, "lat_max_us")
 }
 
-# target TEXT VALUE LIMIT LOWER_IS_BETTER MEASURED: one target line.
+# target TEXT VALUE LIMIT LOWER_IS_BETTER MEASURED: one target line; a
+# VALUE that is a word (FAILED) misses.
 function target(text, v, limit, lower, measured,    verdict) {
 	if (v == "" || v == "n/a") {
 		verdict = "n/a"; nna++
+	} else if (v !~ /^[0-9.]+$/) {
+		verdict = "MISS"; nmiss++
 	} else if (lower ? v + 0 <= limit : v + 0 >= limit) {
 		verdict = "PASS"; npass++
 	} else {
 		verdict = "MISS"; nmiss++
 	}
 	printf "%-4s  %-68s %-16s %s\n", verdict, text,
-		v == "" || v == "n/a" ? "n/a" : sprintf("%s %s %s", v, lower ? "<=" : ">=", limit), measured
+		v == "" || v == "n/a" ? "n/a" : v !~ /^[0-9.]+$/ ? v : sprintf("%s %s %s", v, lower ? "<=" : ">=", limit),
+		measured
 }
 
 function us(v) { return v == "" ? "n/a" : v >= 10000 ? sprintf("%.1f ms", v / 1000) : fmt(v) " us" }
 
 function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
-	printf "\nTargets (ratios of medians over the rounds of this run)\n"
 	for (c = 0; c <= 1; c++) {
 		cs = c ? "CRC on" : "CRC off"
 		k = key("iwdapl", c, "poll", "pingpong", 8)
@@ -342,24 +348,33 @@ function mem_target(op, label,    k, v) {
 }
 
 END {
+	base = base == "" ? 1 : base + 0
 	nsz = split(sizes, sz, ",")
 	nlat = split(lat_sizes, lat, ",")
 	split("write read send", ops, " ")
 	split("RDMA Write|RDMA Read|Send", labels, "|")
-	for (m = 1; m <= 2; m++)	# poll: with BENCH_BW_POLL=1 only
+	for (m = 1; m <= 2 && base; m++)	# poll: with BENCH_BW_POLL=1 only
 		for (i = 1; i <= 3; i++) {
 			xfer_table(ops[i], labels[i] " bandwidth", m == 1 ? "block" : "poll", "MBps", "MB/s")
 			xfer_table(ops[i], labels[i] " message rate", m == 1 ? "block" : "poll",
 				"msgs_per_s", "messages/s")
 		}
 	nusz = split(udp_sizes, usz, ",")
-	lat_table()
-	udp_table()
-	cm_table()
-	mem_table()
-	pair_table()
-	stall_table()
-	targets()
+	if (base) {
+		lat_table()
+		udp_table()
+		cm_table()
+		mem_table()
+		pair_table()
+		stall_table()
+	}
+	if (patterns != "")
+		pattern_tables()
+	printf "\nTargets (ratios of medians over the rounds of this run)\n"
+	if (base)
+		targets()
+	if (patterns != "")
+		pattern_targets()
 	printf "\ntargets: %d passed, %d missed, %d n/a\n", npass, nmiss, nna
 	exit (strict && nmiss) ? 2 : 0
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# bench/run.sh [--out DIR] [--quick] [--rounds N] [BUILDDIR]
+# bench/run.sh [--out DIR] [--quick] [--rounds N] [--only LIST] [BUILDDIR]
 #
 # The provider (iw-lo through libdat2, IWDAPL_CRC=0 and 1 on both sides)
 # next to plain TCP and libfabric's TCP provider, on loopback, in one run:
@@ -33,7 +33,12 @@
 #     --seconds);
 #   - the machine's own stalls: a thread spinning on each CPU for 1 s
 #     (bench/stall_probe), the time taken from a thread that never
-#     sleeps -- the floor under any polling ping-pong's worst round trip.
+#     sleeps -- the floor under any polling ping-pong's worst round trip;
+#   - the consumer patterns (bench/patterns.sh): RDMA Write ping-pong
+#     polling memory, Read and Write rendezvous ping-pongs, a stream of
+#     Read rendezvous, bidirectional RDMA Write bandwidth, two ping-pong
+#     pairs at once, Debian's dtest -W -a; next to iwdapl's CQ-polling
+#     Send ping-pong and plain TCP over a dense size sweep.
 # Every figure is measured in each of N rounds (default 5); the table
 # shows the median of the rounds and their spread [min-max].
 #
@@ -45,13 +50,19 @@
 #   logs/        every tool's output
 #
 # Options: --quick (1 round, 3 sizes, short budgets: a smoke run of some
-# 20 s that also validates every transfer), --rounds N, --sizes LIST,
-# --lat-sizes LIST, --seconds S (budget per bandwidth point).
+# 35 s that also validates every transfer), --rounds N, --sizes LIST,
+# --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
+# (sections: base -- all of the above but the patterns --, patterns, or
+# parts of it: wpp, rdv, rdvstream, bibw, twopair, dtestwa; default
+# base,patterns), --pattern-sizes LIST, --rdv-sizes LIST (the patterns'
+# sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
 # BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_PAIR_SECONDS (twice --seconds),
 # BENCH_PAIR_REPS (paired trios a round, 3; --quick: 1),
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
-# (also measure bandwidth while polling), BENCH_STRICT=1 (exit 2 when a
+# (also measure bandwidth while polling), BENCH_PAT_SECONDS,
+# BENCH_TWOPAIR_SECONDS, BENCH_DTEST_WA_TIMEOUT (bench/patterns.sh),
+# BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
 # IWDTEST, TCP_BASELINE, IWCM, IWMEM, STALL_PROBE, FI_PINGPONG (tool
 # paths).
@@ -63,7 +74,7 @@ usage() {
 	exit 2
 }
 
-out= quick=0 rounds= sizes= lat_sizes= secs=
+out= quick=0 rounds= sizes= lat_sizes= secs= only=base,patterns pat_sizes= rdv_sizes=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -73,6 +84,9 @@ while [ $# -gt 0 ]; do
 	--sizes) sizes=$2; shift 2 ;;
 	--lat-sizes) lat_sizes=$2; shift 2 ;;
 	--seconds) secs=$2; shift 2 ;;
+	--only) only=$2; shift 2 ;;
+	--pattern-sizes) pat_sizes=$2; shift 2 ;;
+	--rdv-sizes) rdv_sizes=$2; shift 2 ;;
 	-h|--help) usage ;;
 	-*) echo "run.sh: unknown option $1" >&2; usage ;;
 	*) break ;;
@@ -102,6 +116,20 @@ fi
 # Writes at 2300 MB/s instead of 3300 on 2 CPUs, next to a plain TCP
 # that checked only the last).
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
+for s in $(echo "$only" | tr ',' ' '); do
+	case $s in
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | dtestwa) ;;
+	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
+	esac
+done
+# want SECTION: --only selected it (a part of the patterns: or all of them).
+want() {
+	case ,$only, in
+	*,"$1",*) return 0 ;;
+	*,patterns,*) [ "$1" != base ] ;;
+	*) return 1 ;;
+	esac
+}
 # Sizes in bytes, for the report and the plots.
 bytes() {
 	echo "$1" | tr ',' '\n' | awk '/[kK]$/ { print $0 * 1024; next }
@@ -119,6 +147,9 @@ wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
 pair_secs=${BENCH_PAIR_SECONDS:-$(awk -v s="$secs" 'BEGIN { print 2 * s }')}
 pair_reps=${BENCH_PAIR_REPS:-$([ $quick -eq 1 ] && echo 1 || echo 3)}
 log_tag=
+# The patterns' settings and steps (patterns_round).
+# shellcheck source=bench/patterns.sh
+. "$here/patterns.sh"
 
 out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/logs" || exit 1
@@ -129,11 +160,16 @@ fipp=${FI_PINGPONG:-$(command -v fi_pingpong)}
 status=0
 
 # to_raw TRANSPORT CRC MODE < tool CSV (iwdtest's columns): raw rows.
+# $op_renames ("FROM:TO ..."): ops that go into other rows than the
+# tool's mode names (the same measurement in another section).
+op_renames=
 to_raw() {
-	awk -F, -v r="$round" -v t="$1" -v c="$2" -v m="$3" '
+	awk -F, -v r="$round" -v t="$1" -v c="$2" -v m="$3" -v ren="$op_renames" '
+	BEGIN { n = split(ren, rr, " "); for (i = 1; i <= n; i++) { split(rr[i], ft, ":"); to[ft[1]] = ft[2] } }
 	$1 == "mode" || NF < 12 { next }
 	{ printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,,,%d\n",
-		r, t, c, m, $1, $2, $8, $3, $4, $5, $9, $6, $10, $11, $12, $7 == "OK" }' >>"$raw"
+		r, t, c, m, ($1 in to) ? to[$1] : $1, $2, $8, $3, $4, $5, $9, $6, $10, $11, $12,
+		$7 == "OK" }' >>"$raw"
 }
 
 # failed WHAT LOG: report a failed tool run.
@@ -213,20 +249,20 @@ udp() {
 	to_raw "$2" - "$3" <"$l"
 }
 
-# dtest_w IA TRANSPORT CRC [NETNS]: Debian's dtest -W (an 8 B RDMA Write
-# ping-pong; each side polls its Write's completion, then spins on the
-# memory the peer writes) over IA; its "latency" is the one-way mean.
-# A row tagged TRANSPORT, CRC, mode poll, op dtest_w; none without
-# dtest (Debian dapl2-utils).
+# dtest_run IA LOG LIMIT NETNS DTEST_ARGS...: Debian's dtest over IA,
+# server and client with DTEST_ARGS (in NETNS, if not empty), each
+# within LIMIT seconds; the client's output in LOG, the server's in
+# LOG.server.  Sets dtest_ok (1: PASSED on both sides) and dtest_secs
+# (the wall time of the last attempt, server start to both ended).
 dtestw=${DTEST:-$(command -v dtest)}
-dtest_w() {
-	[ -n "$dtestw" ] || return 0
-	# Not in --quick: make check's smoke run would share dtest's fixed
-	# qualifier with the Debian tool suites running beside it.
-	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
-	l=$(log "dtest_w-$2")
-	pre=
+# Line-buffered, so that a run cut short by the time limit keeps the
+# lines of the sizes it finished.
+linebuf=
+command -v stdbuf >/dev/null 2>&1 && linebuf="stdbuf -oL"
+dtest_run() {
+	ia=$1 l=$2 dlimit=$3 pre=
 	[ -n "$4" ] && pre="ip netns exec $4"
+	shift 4
 	try=0
 	while :; do
 		# The round's thousands of connections leave TIME_WAIT sockets
@@ -236,9 +272,10 @@ dtest_w() {
 		# shellcheck disable=SC2086
 		$pre ss -K -tan state time-wait \
 			'( sport = :45248 or sport = :15828 )' >/dev/null 2>&1
+		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086
-		DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre \
-			"$dtestw" -P "$1" -s -W -b 8 >"$l.server" 2>&1 &
+		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=0 timeout -k 5 "$dlimit" $pre \
+			$linebuf "$dtestw" -P "$ia" -s "$@" >"$l.server" 2>&1 &
 		spid=$!
 		# The client connects first to dtest's side channel (TCP
 		# 15828), which tells it the server's address; the server
@@ -246,8 +283,8 @@ dtest_w() {
 		# shellcheck disable=SC2086
 		wait_listen 15828 $pre
 		# shellcheck disable=SC2086
-		DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 timeout -k 5 "$limit" $pre \
-			"$dtestw" -P "$1" -h 127.0.0.1 -W -b 8 >"$l" 2>&1 ||
+		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=0 timeout -k 5 "$dlimit" $pre \
+			$linebuf "$dtestw" -P "$ia" -h 127.0.0.1 "$@" >"$l" 2>&1 ||
 			kill "$spid" 2>/dev/null
 		# dtest's server writes its address on the side channel before
 		# it creates its PSP, and a client whose IA opens fast (in a
@@ -259,25 +296,48 @@ dtest_w() {
 		grep -q 'unexpected conn event.*UNREACHABLE' "$l" && early=1
 		[ $early = 0 ] || kill "$spid" 2>/dev/null
 		wait "$spid"
+		dtest_secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
 		try=$((try + 1))
 		if [ $try -ge 4 ] || [ $early = 0 ]; then
 			break
 		fi
 	done
 	# dtest exits 0 when it fails: PASSED on both sides is the verdict.
-	ok=0
-	grep -q 'PASSED' "$l" && grep -q 'PASSED' "$l.server" && ok=1
-	[ $ok = 1 ] || failed "dtest -W over $1" "$l"
-	awk -v r="$round" -v t="$2" -v c="$3" -v ok="$ok" '
-	/RDMA write PingPong:/ {
+	dtest_ok=0
+	grep -q 'PASSED' "$l" && grep -q 'PASSED' "$l.server" && dtest_ok=1
+}
+
+# dtest_rows TRANSPORT CRC OP LOG: a row per "RDMA write PingPong: (N x
+# SIZE) Total T us: latency L us" line of LOG (L: one way, the mean),
+# valid = $dtest_ok.
+dtest_rows() {
+	awk -v r="$round" -v t="$1" -v c="$2" -v op="$3" -v ok="$dtest_ok" '
+	/RDMA write PingPong:/ && / latency / {
 		for (i = 1; i <= NF; i++) {
 			if ($i == "Total") tot = $(i + 1) + 0
 			if ($i == "latency") lat = $(i + 1) + 0
-			if ($i ~ /^\(/) n = substr($i, 2) + 0
+			if ($i ~ /^\(/) { n = substr($i, 2) + 0; sz = $(i + 2) + 0 }
 		}
-		printf "%s,%s,%s,poll,dtest_w,8,1,%d,%.6f,%.2f,%.0f,%s,,,,,,%d\n", r, t, c, n,
-			tot / 1e6, 8 * n / tot, n / (tot / 1e6), lat, ok
-	}' "$l" >>"$raw"
+		if (tot > 0)
+			printf "%s,%s,%s,poll,%s,%d,1,%d,%.6f,%.2f,%.0f,%s,,,,,,%d\n", r, t, c, op,
+				sz, n, tot / 1e6, sz * n / tot, n / (tot / 1e6), lat, ok
+	}' "$4" >>"$raw"
+}
+
+# dtest_w IA TRANSPORT CRC [NETNS]: Debian's dtest -W (an 8 B RDMA Write
+# ping-pong; each side polls its Write's completion, then spins on the
+# memory the peer writes) over IA; its "latency" is the one-way mean.
+# A row tagged TRANSPORT, CRC, mode poll, op dtest_w; none without
+# dtest (Debian dapl2-utils).
+dtest_w() {
+	[ -n "$dtestw" ] || return 0
+	# Not in --quick: make check's smoke run would share dtest's fixed
+	# qualifier with the Debian tool suites running beside it.
+	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
+	l=$(log "dtest_w-$2")
+	dtest_run "$1" "$l" "$limit" "$4" -W -b 8
+	[ $dtest_ok = 1 ] || failed "dtest -W over $1" "$l"
+	dtest_rows "$2" "$3" dtest_w "$l"
 }
 
 tcp() {	# tcp MODE "TCP_BASELINE ARGS"
@@ -399,14 +459,14 @@ stalls() {
 
 echo "== iwdapl vs plain TCP vs libfabric TCP on loopback"
 echo "   $rounds round(s); sizes $sizes, ${secs}s each, window $window; ping-pong $lat_iters iterations at $lat_sizes"
+echo "   sections: $only${pat_parts:+; patterns at $pat_sizes (rendezvous $rdv_sizes), ${pat_secs}s each}"
 echo "   provider: $(awk '$1 == "iw-lo" { print $5; exit }' "$DAT_OVERRIDE"); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$fipp" ] || echo "   fi_pingpong not installed (Debian libfabric-bin): libfabric TCP is n/a"
 echo "   results: $out"
 bw_modes=block
 [ "${BENCH_BW_POLL:-0}" = 1 ] && bw_modes="block poll"
-round=0
-while [ $round -lt "$rounds" ]; do
-	round=$((round + 1))
+# base_round: one round of everything but the patterns.
+base_round() {
 	for crc in 0 1; do
 		for m in $bw_modes; do
 			iw $crc "$m" "-m write,read,send -S $sizes -t $secs --window $window"
@@ -442,6 +502,15 @@ while [ $round -lt "$rounds" ]; do
 	mem
 	paired
 	stalls
+}
+
+round=0
+while [ $round -lt "$rounds" ]; do
+	round=$((round + 1))
+	if want base; then
+		base_round
+	fi
+	patterns_round
 	echo "   round $round of $rounds done"
 done
 
@@ -450,9 +519,12 @@ if awk -F, 'NR > 1 && $NF != 1 { bad = 1 } END { exit !bad }' "$raw"; then
 	status=1
 fi
 awk -F, -f "$here/summarize.awk" "$raw" >"$out/summary.csv"
+want base && base=1 || base=0
 awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
-	-v udp_sizes="$(bytes "$udp_sizes")" \
-	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" "$out/summary.csv" >"$out/report.txt"
+	-v udp_sizes="$(bytes "$udp_sizes")" -v base="$base" -v patterns="$pat_parts" \
+	-v pat_sizes="$pat_bytes" -v rdv_sizes="$rdv_bytes" \
+	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" -f "$here/report_patterns.awk" \
+	"$out/summary.csv" >"$out/report.txt"
 rs=$?
 cat "$out/report.txt"
 if command -v gnuplot >/dev/null 2>&1; then

@@ -7,7 +7,7 @@
 
 BEGIN {
 	# results.csv column -> summary name, for the columns summarised.
-	nm = split("MBps msgs_per_s lat_mean_us lat_median_us lat_p99_us lat_max_us rss_per_ep heap_per_ep", metric, " ")
+	nm = split("MBps msgs_per_s lat_mean_us lat_median_us lat_p99_us lat_max_us rss_per_ep heap_per_ep seconds", metric, " ")
 	OFS = ","
 }
 

@@ -9,14 +9,19 @@
  *             message rate;
  *   pingpong: n round trips of each size, each one timed: latency is half
  *             a round trip, as the mean, median, 99th percentile and max;
- * both with TCP_NODELAY.  Blocking by default: send()/recv() sleep in the
+ *   bidir:    stream both ways at once, each side sending n messages with
+ *             the stream's window while it receives and acknowledges the
+ *             other side's: one thread per direction, each direction on a
+ *             connection of its own (the client opens two), so each is a
+ *             plain stream; MB/s and iters count both directions;
+ * all with TCP_NODELAY.  Blocking by default: send()/recv() sleep in the
  * kernel, as dat_evd_wait does.  With -p both sides busy-poll instead
  * (MSG_DONTWAIT in a loop), as a consumer spinning on dat_evd_dequeue does.
  * Data is the same pattern stream as iwdtest's (test/dtest/pattern.h),
  * checked on receipt: every message by default, only the last one with
  * --no-verify, exactly as iwdtest does.
  *
- *   tcp_baseline [-m stream|pingpong|all] [-S sizes] [-n iters | -t secs]
+ *   tcp_baseline [-m stream,pingpong,bidir|all] [-S sizes] [-n iters | -t secs]
  *                [-p] [--window W] [--csv] [--no-verify]
  * Output rows (--csv), as iwdtest's: mode,size,iters,seconds,MBps,lat_us,
  * valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us */
@@ -25,6 +30,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,14 +49,14 @@
 #define WARMUP_MAX 1000
 #define PONG_SEED 0x5a5a5a5a00000000ull
 
-enum { T_STREAM, T_PINGPONG, T_QUIT };
+enum { T_STREAM, T_PINGPONG, T_BIDIR, T_QUIT };
 
 struct hdr {			/* client -> server, before each test */
 	uint64_t mode, size, iters, seed, verify_all, window;
 };
 
 struct opts {
-	int stream, pingpong, csv, verify_all;
+	int modes, csv, verify_all;		/* modes: bit per T_* */
 	size_t sizes[MAX_SIZES];
 	int nsizes;
 	long iters, window;
@@ -63,7 +69,8 @@ struct result {
 	struct lat_stats lat;
 };
 
-static unsigned char *src, *buf;	/* source pattern, receive buffer */
+static unsigned char *src, *buf;	/* source pattern, receive buffer; a
+					 * bidir test has one thread of each */
 static int spin;			/* -p: busy-poll instead of blocking */
 
 static int io_all(int fd, void *p, size_t len, int wr)
@@ -116,23 +123,6 @@ static long serve_test(int fd, const struct hdr *h)
 	return errs;
 }
 
-static int server(int lfd)
-{
-	int fd = accept(lfd, NULL, NULL), one = 1;
-	struct hdr h;
-
-	if (fd < 0)
-		return 1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-	while (!io_all(fd, &h, sizeof h, 0) && h.mode != T_QUIT) {
-		int64_t errs = serve_test(fd, &h);
-		if (errs < 0 || io_all(fd, &errs, sizeof errs, 1))
-			return 1;
-	}
-	close(fd);
-	return 0;
-}
-
 /* stream: message i as soon as fewer than w are unacknowledged. */
 static int client_stream(int fd, const struct hdr *h)
 {
@@ -148,6 +138,76 @@ static int client_stream(int fd, const struct hdr *h)
 		if (i < n && io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
 			return -1;
 	}
+	return 0;
+}
+
+/* One direction of a bidir test, on a thread of its own. */
+struct sender {
+	int fd;
+	const struct hdr *h;
+	int rc;
+};
+
+static void *sender_run(void *arg)
+{
+	struct sender *t = arg;
+
+	t->rc = client_stream(t->fd, t->h);
+	return NULL;
+}
+
+/* bidir, either side: send the source (filled by the caller) on send_fd
+ * from a thread while this one receives on recv_fd the peer's data of
+ * seed recv_seed.  Returns the receiver's error count, or -1. */
+static long both_ways(int send_fd, int recv_fd, const struct hdr *h, uint64_t recv_seed)
+{
+	struct hdr in = *h;
+	struct sender t = { send_fd, h, -1 };
+	pthread_t th;
+	long errs;
+
+	in.seed = recv_seed;
+	if (pthread_create(&th, NULL, sender_run, &t)) {
+		fprintf(stderr, "tcp_baseline: cannot start the sending thread\n");
+		return -1;
+	}
+	errs = serve_test(recv_fd, &in);
+	pthread_join(th, NULL);
+	return t.rc ? -1 : errs;
+}
+
+static void no_delay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Connection 0 carries the tests and the client's data, 1 the server's
+ * data of a bidir test. */
+static int server(int lfd)
+{
+	int fd[2] = { accept(lfd, NULL, NULL), accept(lfd, NULL, NULL) };
+	struct hdr h;
+
+	if (fd[0] < 0 || fd[1] < 0)
+		return 1;
+	no_delay(fd[0]);
+	no_delay(fd[1]);
+	while (!io_all(fd[0], &h, sizeof h, 0) && h.mode != T_QUIT) {
+		int64_t errs;
+
+		if (h.mode == T_BIDIR) {
+			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
+			errs = both_ways(fd[1], fd[0], &h, h.seed);
+		} else {
+			errs = serve_test(fd[0], &h);
+		}
+		if (errs < 0 || io_all(fd[0], &errs, sizeof errs, 1))
+			return 1;
+	}
+	close(fd[0]);
+	close(fd[1]);
 	return 0;
 }
 
@@ -170,7 +230,7 @@ static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap
 
 /* One test of n iterations, timed from the first byte to the server's
  * verdict.  Returns 0, or -1 on a transport error. */
-static int run_test(int fd, const struct opts *o, int mode, size_t size, long n,
+static int run_test(const int *fd, const struct opts *o, int mode, size_t size, long n,
 		    struct result *r)
 {
 	static uint64_t tests;
@@ -184,22 +244,24 @@ static int run_test(int fd, const struct opts *o, int mode, size_t size, long n,
 	if (cap && !lat)
 		return -1;
 	memset(r, 0, sizeof *r);
-	if (mode == T_STREAM)
+	if (mode != T_PINGPONG)
 		h.window = (uint64_t)win_for_size(size, o->window);
 	pat_fill(src, size + PAT_SLACK, h.seed, 0);
 	t0 = lat_now_ns();
-	if (io_all(fd, &h, sizeof h, 1))
+	if (io_all(fd[0], &h, sizeof h, 1))
 		errs = -1;
 	else if (mode == T_STREAM)
-		errs = client_stream(fd, &h);
+		errs = client_stream(fd[0], &h);
+	else if (mode == T_BIDIR)
+		errs = both_ways(fd[0], fd[1], &h, h.seed ^ PONG_SEED);
 	else
-		errs = client_pingpong(fd, &h, lat, cap);
-	if (errs < 0 || io_all(fd, &perrs, sizeof perrs, 0)) {
+		errs = client_pingpong(fd[0], &h, lat, cap);
+	if (errs < 0 || io_all(fd[0], &perrs, sizeof perrs, 0)) {
 		free(lat);
 		return -1;
 	}
 	r->secs = (double)(lat_now_ns() - t0) / 1e9;
-	r->n = n;
+	r->n = mode == T_BIDIR ? 2 * n : n;
 	r->errs = errs + (long)perrs;
 	r->window = (long)h.window;
 	lat_summarize(lat, cap, 0.5, &r->lat);
@@ -210,7 +272,8 @@ static int run_test(int fd, const struct opts *o, int mode, size_t size, long n,
 /* A fixed count runs a tenth of it first, unmeasured (as iwdtest does);
  * a time budget grows the count until a run takes a tenth of the budget,
  * then runs for the budget.  Errors of every run count. */
-static int run_budget(int fd, const struct opts *o, int mode, size_t size, struct result *r)
+static int run_budget(const int *fd, const struct opts *o, int mode, size_t size,
+		      struct result *r)
 {
 	long n = o->iters ? o->iters / 10 : 16, errs = 0;
 
@@ -232,11 +295,13 @@ static int run_budget(int fd, const struct opts *o, int mode, size_t size, struc
 	return 0;
 }
 
+static const char *const mode_names[T_QUIT] = { "stream", "pingpong", "bidir" };
+
 static void print_row(const struct opts *o, int mode, size_t size, const struct result *r)
 {
 	int pp = mode == T_PINGPONG;
 	struct result_row row = {
-		.mode = pp ? "pingpong" : "stream", .size = size, .iters = r->n,
+		.mode = mode_names[mode], .size = size, .iters = r->n,
 		.window = r->window, .secs = r->secs,
 		.mbps = (double)size * (double)r->n / r->secs / 1e6,
 		.rate = (double)r->n / r->secs,
@@ -247,35 +312,67 @@ static void print_row(const struct opts *o, int mode, size_t size, const struct 
 	row_print(o->csv, &row);
 }
 
-static int client(const struct opts *o, struct sockaddr_in *sin)
+static int dial(const struct sockaddr_in *sin)
 {
-	int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1, mode, k, fails = 0;
-	struct hdr quit = { .mode = T_QUIT };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
-	if (fd < 0 || connect(fd, (struct sockaddr *)sin, sizeof *sin)) {
+	if (fd < 0 || connect(fd, (const struct sockaddr *)sin, sizeof *sin)) {
 		perror("tcp_baseline: connect");
 		if (fd >= 0)
 			close(fd);
+		return -1;
+	}
+	no_delay(fd);
+	return fd;
+}
+
+static int client(const struct opts *o, struct sockaddr_in *sin)
+{
+	/* In order: the server accepts them in this order. */
+	int fd[2] = { dial(sin), -1 }, mode, k, fails = 0;
+	struct hdr quit = { .mode = T_QUIT };
+
+	if (fd[0] >= 0)
+		fd[1] = dial(sin);
+	if (fd[1] < 0) {
+		if (fd[0] >= 0)
+			close(fd[0]);
 		return 1;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 	row_header(o->csv);
-	for (mode = T_STREAM; mode <= T_PINGPONG; mode++) {
-		if (!(mode == T_STREAM ? o->stream : o->pingpong))
+	for (mode = T_STREAM; mode < T_QUIT; mode++) {
+		if (!(o->modes & (1 << mode)))
 			continue;
 		for (k = 0; k < o->nsizes; k++) {
 			struct result r;
 			if (run_budget(fd, o, mode, o->sizes[k], &r)) {
-				close(fd);
-				return 1;
+				fails = 1;
+				goto out;
 			}
 			print_row(o, mode, o->sizes[k], &r);
 			fails += r.errs != 0;
 		}
 	}
-	io_all(fd, &quit, sizeof quit, 1);
-	close(fd);
+	io_all(fd[0], &quit, sizeof quit, 1);
+out:
+	close(fd[0]);
+	close(fd[1]);
 	return fails != 0;
+}
+
+static int parse_modes(struct opts *o, char *list)
+{
+	char *tok, *save = NULL;
+	int m;
+
+	for (o->modes = 0, tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (m = 0; m < T_QUIT && strcmp(tok, mode_names[m]); m++)
+			;
+		if (m == T_QUIT && strcmp(tok, "all"))
+			return -1;
+		o->modes |= m == T_QUIT ? (1 << T_QUIT) - 1 : 1 << m;
+	}
+	return o->modes ? 0 : -1;
 }
 
 static int parse_sizes(struct opts *o, char *list)
@@ -305,18 +402,14 @@ static int parse(struct opts *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof *o);
-	o->stream = o->pingpong = o->verify_all = 1;
+	o->modes = (1 << T_QUIT) - 1;
+	o->verify_all = 1;
 	o->budget = 0.25;
 	memcpy(o->sizes, def, sizeof def);
 	o->nsizes = 4;
 	while ((c = getopt_long(argc, argv, "m:S:n:t:pW:", lo, NULL)) != -1) {
 		switch (c) {
-		case 'm':
-			o->stream = !strcmp(optarg, "stream") || !strcmp(optarg, "all");
-			o->pingpong = !strcmp(optarg, "pingpong") || !strcmp(optarg, "all");
-			if (!o->stream && !o->pingpong)
-				return -1;
-			break;
+		case 'm': if (parse_modes(o, optarg)) return -1; break;
 		case 'S': if (parse_sizes(o, optarg)) return -1; break;
 		case 'n': o->iters = strtol(optarg, NULL, 0); if (o->iters < 1) return -1; break;
 		case 't': o->budget = strtod(optarg, NULL); if (!(o->budget > 0)) return -1; break;
@@ -344,7 +437,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if (parse(&o, argc, argv)) {
-		fprintf(stderr, "usage: tcp_baseline [-m stream|pingpong|all] [-S sizes] "
+		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir|all] [-S sizes] "
 				"[-n iters | -t secs] [-p] [--window W] [--csv] [--no-verify]\n");
 		return 2;
 	}
@@ -356,7 +449,7 @@ int main(int argc, char **argv)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	if (!src || !buf || lfd < 0 || bind(lfd, (struct sockaddr *)&sin, sizeof sin) ||
-	    listen(lfd, 1) || getsockname(lfd, (struct sockaddr *)&sin, &sl)) {
+	    listen(lfd, 2) || getsockname(lfd, (struct sockaddr *)&sin, &sl)) {
 		perror("tcp_baseline: setup");
 		return 1;
 	}

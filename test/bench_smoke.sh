@@ -3,10 +3,12 @@
 # bench_smoke.sh [BUILDDIR]: a smoke test of the benchmark (TAP).  Runs
 # bench/run.sh --quick into a scratch directory and checks that it ran end
 # to end: every expected row is in results.csv with valid=1 (the quick run
-# checks every transferred byte), the figures are plausible (positive
+# checks every transferred byte), the consumer patterns' rows among them
+# (a small and a large size of each), the figures are plausible (positive
 # rates, median <= p99 <= max), the summary, the report with its target
 # lines and the plots exist; and that a corrupted transfer does show as
-# invalid (iwdtest --corrupt).  Some 20 s on an idle 2-CPU machine.
+# invalid (iwdtest --corrupt, a classic mode and a pattern).  Some 25 s
+# on an idle 2-CPU machine.
 #
 # BUILDDIR defaults to the directory of $DAT_OVERRIDE (make check sets it).
 # The run's directory is kept in BUILDDIR/test/bench_smoke.d/ for diagnosis.
@@ -19,11 +21,11 @@ ia=iw-lo
 . "$here/tool_lib.sh"
 tool_setup "$1" bench_smoke
 
-echo "1..9"
+echo "1..10"
 # Not in the valgrind tree: nothing runs under valgrind here, and the same
 # code ran in the plain tree.
 if [ -n "$IW_SKIP_BENCH$IW_SKIP_DEBIAN_TOOLS" ]; then
-	for k in 1 2 3 4 5 6 7 8 9; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
+	for k in 1 2 3 4 5 6 7 8 9 10; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
 	exit 0
 fi
 res=$logdir/run
@@ -64,6 +66,31 @@ expected() {
 		for s in 64 4096 65536 1048576; do echo "$t,-,block,write,$s"; done
 		for m in block poll; do echo "$t,-,$m,pingpong,8"; done
 	done
+	# The consumer patterns (bench/patterns.sh) at --quick's sizes.
+	for crc in 0 1; do
+		for s in 8 1048576; do
+			for m in block poll; do echo "iwdapl,$crc,$m,wpp,$s"; done
+			echo "iwdapl,$crc,poll,pingpong_sweep,$s"
+			echo "iwdapl,$crc,block,bibw,$s"
+		done
+		for s in 4096 1048576; do
+			for m in block poll; do
+				echo "iwdapl,$crc,$m,rdv,$s"
+				echo "iwdapl,$crc,$m,rdvw,$s"
+			done
+			echo "iwdapl,$crc,block,rdvstream,$s"
+		done
+	done
+	for s in 8 4096 1048576; do
+		for m in block poll; do echo "tcp,-,$m,pingpong_sweep,$s"; done
+	done
+	for s in 4096 1048576; do echo "tcp,-,block,stream_sweep,$s"; done
+	for s in 8 1048576; do echo "tcp,-,block,bidir,$s"; done
+	for t in iwdapl,0 tcp,-; do
+		for m in block poll; do
+			for op in twopair twopair_a twopair_b; do echo "$t,$m,$op,8"; done
+		done
+	done
 }
 missing=$(expected | while read -r k; do
 	awk -F, -v k="$k" 'NR > 1 && $2 "," $3 "," $4 "," $5 "," $6 == k { f = 1 } END { exit !f }' "$csv" ||
@@ -88,7 +115,10 @@ implausible=$(awk -F, 'NR > 1 {
 		# a paired ratio: iwdapl over plain TCP, in MBps
 		if (!($4 == "pair" && $10 > 0 && $10 < 100)) bad = 1
 		nratio++
-	} else if ($5 ~ /^(write|read|send|stream)$/ && !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
+	} else if ($5 ~ /^(write|read|send|stream|stream_sweep|rdvstream|bibw|bidir)$/ &&
+		   !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
+	# one-way latencies: positive means
+	if ($5 ~ /^(pingpong|pingpong_sweep|wpp|rdv|rdvw|twopair.*)$/ && !($12 > 0)) bad = 1
 	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
 	if ($5 ~ /^connect_/ && !($11 > 0)) bad = 1
 	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
@@ -109,18 +139,22 @@ tap_result "summary.csv summarises the rounds" "$why"
 why=
 nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
 # 23 of the tcp transport, 4 of the udp one (the build's dat.conf has
-# iw-lo-udp).
-[ "${nt:-0}" -eq 27 ] || why="report.txt has ${nt:-0} target lines, expected 27"
+# iw-lo-udp), 15 of the patterns (dtest -W -a's n/a in --quick).
+[ "${nt:-0}" -eq 42 ] || why="report.txt has ${nt:-0} target lines, expected 42"
 grep -q '^.... *udp, MTU 1500: RDMA Write 64 KiB' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no udp target line"
 grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"
 grep -q '^Machine stalls: ' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no machine stall table"
+grep -q '^.... *wpp polling, CRC off: ' "$res/report.txt" 2>/dev/null ||
+	why="${why:+$why; }no wpp target line"
+grep -q '^RDMA Write ping-pong polling memory (wpp)' "$res/report.txt" 2>/dev/null ||
+	why="${why:+$why; }no wpp table"
 tap_result "the report prints every target with PASS/MISS" "$why" "$logdir/run.out"
 
 if command -v gnuplot >/dev/null 2>&1; then
 	why=
-	for p in bandwidth msgrate latency; do
+	for p in bandwidth msgrate latency patterns; do
 		[ -s "$res/$p.png" ] || why="${why:+$why, }no $p.png"
 	done
 	tap_result "gnuplot drew the plots" "$why" "$logdir/run.out"
@@ -131,15 +165,21 @@ fi
 
 # The valid column can fail: a corrupted source byte must be reported.
 iw=$builddir/test/dtest/iwdtest
-q=63090
-timeout -k 5 60 "$iw" -s -q $q -w 10 >"$logdir/corrupt.server" 2>&1 &
-spid=$!
-timeout -k 5 60 "$iw" -h 127.0.0.1 -q $q -w 10 --csv --corrupt -m write -S 4K -n 20 \
-	>"$logdir/corrupt.client" 2>&1
-cst=$?
-wait $spid
-why=
-[ $cst -ne 0 ] || why="iwdtest --corrupt exited 0"
-grep -q '^write,4096,.*,FAIL,' "$logdir/corrupt.client" || why="${why:+$why; }no FAIL row"
-tap_result "a corrupted transfer shows as invalid" "$why" "$logdir/corrupt.client"
+# corrupted MODE SIZE QUAL: iwdtest --corrupt must exit non-zero with a
+# FAIL row.
+corrupted() {
+	out=$logdir/corrupt-$1
+	timeout -k 5 60 "$iw" -s -q "$3" -w 10 >"$out.server" 2>&1 &
+	spid=$!
+	timeout -k 5 60 "$iw" -h 127.0.0.1 -q "$3" -w 10 --csv --corrupt -m "$1" -S "$2" -n 20 \
+		>"$out.client" 2>&1
+	cst=$?
+	wait $spid
+	why=
+	[ $cst -ne 0 ] || why="iwdtest --corrupt exited 0"
+	grep -q "^$1,$2,.*,FAIL," "$out.client" || why="${why:+$why; }no FAIL row"
+	tap_result "a corrupted transfer shows as invalid ($1, $2 B)" "$why" "$out.client"
+}
+corrupted write 4096 63090
+corrupted wpp 4096 63091
 [ $failed -eq 0 ]

@@ -21,12 +21,13 @@
  *             at most W reads outstanding.
  *   pingpong: ping i and pong i both checked, each round trip timed; the
  *             server's count of bad pings comes in a final ACK.
+ *   wpp, rdv, rdvw, rdvstream, bibw: iwd_patterns.c.
  * Receives complete in posting order, so ring slot = receive count % ring. */
-#include "iwdtest.h"
+#include "iwd_sess.h"
 #include "pattern.h"
-#include "window.h"
 
 #include <endian.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,50 +38,29 @@
 #define RING_MIN 4
 #define RING_MAX WIN_LIMIT		/* a send window fits the ring */
 #define CTL_SLOTS 192
-#define MAX_REQ (WIN_LIMIT + 32)	/* a window of writes, DONEs, control */
 #define REQ_DEPTH (MAX_REQ - 4)		/* < MAX_REQ, and < CTL_SLOTS: see send_msg */
 #define RD_DEPTH WIN_LIMIT
-#define QLEN 64
 #define WIRE_MSG sizeof(struct iwd_msg)
-#define PONG_SEED 0x5a5a5a5a00000000ull
 #define MAX_REPORTS 5
 
-enum { R_SRC, R_TGT, R_RING, R_CTL, R_COUNT };
 enum { CK_SEND = 1, CK_WRITE, CK_READ, CK_RECV };
 #define CK(kind, idx) (((uint64_t)(kind) << 56) | (uint64_t)(idx))
 #define CK_IDX(ck) ((ck) & ((1ull << 56) - 1))
 
 struct conn_pd { uint32_t magic, version, s_max, ring; };
 
-struct iwd_sess {
-	struct du d;
-	const struct iwd_opts *o;
-	struct du_region reg[R_COUNT];
-	size_t s_max, slot;
-	int ring;
-	DAT_RMR_TRIPLET peer;
-	unsigned ctl_next;
-	long req_out, tests, reports;
-	/* Expected data messages (send and ping-pong receivers). */
-	long rx_left, rx_idx, rx_last, rx_errs;
-	size_t rx_size;
-	uint64_t rx_seed;
-	/* RDMA reads in flight (client, read mode). */
-	long rd_done, rd_last, rd_errs, rd_slots;
-	size_t rd_size;
-	uint64_t rd_seed;
-	/* Round-trip times of the ping-pong running (client). */
-	uint64_t *lat_ns;
-	long lat_cap;
-	struct iwd_msg q[QLEN];
-	unsigned qh, qt;
+static const char *const mode_names[M_COUNT] = {
+	"write", "read", "send", "pingpong", "wpp", "rdv", "rdvw", "rdvstream", "bibw"
 };
-
-static const char *const mode_names[M_COUNT] = { "write", "read", "send", "pingpong" };
 
 const char *iwd_mode_name(int mode)
 {
 	return mode >= 0 && mode < M_COUNT ? mode_names[mode] : "?";
+}
+
+int iwd_mode_is_pingpong(int mode)
+{
+	return mode == M_PINGPONG || mode == M_WPP || mode == M_RDV || mode == M_RDVW;
 }
 
 /* ---------------------------------------------------------- wire format */
@@ -141,14 +121,17 @@ static int post_recv(struct iwd_sess *s, long slot)
 					 DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_recv");
 }
 
-static int pump(struct iwd_sess *s);
-
 /* Keeps outstanding requests below the EP's request queue depth. */
 static int throttle(struct iwd_sess *s)
 {
-	while (s->req_out >= REQ_DEPTH)
-		if (pump(s))
+	while (s->req_posted - s->req_done >= REQ_DEPTH) {
+		if (s->sig_h == s->sig_t) {
+			fprintf(stderr, "iwdtest: the request queue is full of unsignaled requests\n");
 			return -1;
+		}
+		if (sess_pump(s))
+			return -1;
+	}
 	return 0;
 }
 
@@ -156,7 +139,7 @@ static int throttle(struct iwd_sess *s)
  * post refused because the connection is gone (the peer died between
  * the last completion and this post) ends the test as a flushed
  * completion does: with the EP's end event reported. */
-static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what)
+static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what, DAT_COMPLETION_FLAGS f)
 {
 	if (r != DAT_SUCCESS) {
 		int rc = du_check(r, what);
@@ -166,11 +149,21 @@ static int posted(struct iwd_sess *s, DAT_RETURN r, const char *what)
 			du_report_end(&s->d);
 		return rc;
 	}
-	s->req_out++;
+	s->req_posted++;
+	if (!(f & DAT_COMPLETION_SUPPRESS_FLAG))
+		s->sig_at[s->sig_t++ % MAX_REQ] = s->req_posted;
 	return 0;
 }
 
-static int send_msg(struct iwd_sess *s, const struct iwd_msg *m)
+int sess_reap(struct iwd_sess *s, long post_no)
+{
+	while (s->req_done < post_no)
+		if (sess_pump(s))
+			return -1;
+	return 0;
+}
+
+int sess_send_msg(struct iwd_sess *s, const struct iwd_msg *m)
 {
 	/* Requests complete in order and fewer than CTL_SLOTS are ever
 	 * outstanding, so the slot used CTL_SLOTS sends ago is free. */
@@ -181,7 +174,8 @@ static int send_msg(struct iwd_sess *s, const struct iwd_msg *m)
 		return -1;
 	msg_encode(m, (char *)s->reg[R_CTL].buf + off);
 	return posted(s, dat_ep_post_send(s->d.ep, 1, &t, cookie(CK_SEND, 0),
-					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send",
+		      DAT_COMPLETION_DEFAULT_FLAG);
 }
 
 /* Data transfer i always starts at word offset pat_woff(i) of the source. */
@@ -191,10 +185,11 @@ static int post_data_send(struct iwd_sess *s, long i, size_t size)
 
 	return throttle(s) ||
 	       posted(s, dat_ep_post_send(s->d.ep, 1, &t, cookie(CK_SEND, (uint64_t)i),
-					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send");
+					  DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_send",
+		      DAT_COMPLETION_DEFAULT_FLAG);
 }
 
-static DAT_RMR_TRIPLET peer_at(const struct iwd_sess *s, size_t off, size_t len)
+DAT_RMR_TRIPLET sess_peer_at(const struct iwd_sess *s, size_t off, size_t len)
 {
 	DAT_RMR_TRIPLET r = {
 		.virtual_address = s->peer.virtual_address + off,
@@ -204,37 +199,68 @@ static DAT_RMR_TRIPLET peer_at(const struct iwd_sess *s, size_t off, size_t len)
 	return r;
 }
 
-static int post_write(struct iwd_sess *s, long i, size_t size, size_t roff)
+DAT_RMR_TRIPLET sess_msg_triplet(const struct iwd_msg *m)
+{
+	DAT_RMR_TRIPLET r = {
+		.virtual_address = (DAT_VADDR)m->addr,
+		.segment_length = (DAT_SEG_LENGTH)m->len,
+		.rmr_context = (DAT_RMR_CONTEXT)m->rmr,
+	};
+	return r;
+}
+
+void sess_offer_region(const struct iwd_sess *s, int region, size_t off, size_t len,
+		       struct iwd_msg *m)
+{
+	m->addr = (uint64_t)(uintptr_t)((char *)s->reg[region].buf + off);
+	m->len = len;
+	m->rmr = s->reg[region].rctx;
+}
+
+int sess_post_write(struct iwd_sess *s, long i, size_t size, DAT_RMR_TRIPLET dst,
+		    DAT_COMPLETION_FLAGS f)
 {
 	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_SRC], pat_woff((uint64_t)i) * 8, size);
-	DAT_RMR_TRIPLET r = peer_at(s, roff, size);
 
 	return throttle(s) ||
 	       posted(s, dat_ep_post_rdma_write(s->d.ep, 1, &t, cookie(CK_WRITE, (uint64_t)i),
-						&r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_write");
+						&dst, f), "dat_ep_post_rdma_write", f);
 }
 
-static int post_read(struct iwd_sess *s, long i, size_t size)
+int sess_post_read(struct iwd_sess *s, long i, DAT_RMR_TRIPLET from)
 {
+	size_t size = s->rd_size;
 	DAT_LMR_TRIPLET t = lmr_at(&s->reg[R_TGT], (size_t)(i % s->rd_slots) * size, size);
-	DAT_RMR_TRIPLET r = peer_at(s, pat_woff((uint64_t)i) * 8, size);
 
+	from.segment_length = (DAT_SEG_LENGTH)size;
 	return throttle(s) ||
 	       posted(s, dat_ep_post_rdma_read(s->d.ep, 1, &t, cookie(CK_READ, (uint64_t)i),
-					       &r, DAT_COMPLETION_DEFAULT_FLAG), "dat_ep_post_rdma_read");
+					       &from, DAT_COMPLETION_DEFAULT_FLAG),
+		      "dat_ep_post_rdma_read", DAT_COMPLETION_DEFAULT_FLAG);
 }
 
 /* ----------------------------------------------------------- completions */
 
-/* Checks transfer i (all of them, or only the last with --no-verify). */
-static long check_xfer(struct iwd_sess *s, const char *what, const void *buf,
-		       size_t len, size_t want, uint64_t seed, long i, long last)
+void sess_report(struct iwd_sess *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->reports++ >= MAX_REPORTS)
+		return;
+	fputs("iwdtest: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+long sess_check(struct iwd_sess *s, const char *what, const void *buf, size_t len,
+		size_t want, uint64_t seed, long i, long last)
 {
 	long bad;
 
 	if (len != want) {
-		if (s->reports++ < MAX_REPORTS)
-			fprintf(stderr, "iwdtest: %s %ld: %zu bytes, expected %zu\n", what, i, len, want);
+		sess_report(s, "%s %ld: %zu bytes, expected %zu", what, i, len, want);
 		return 1;
 	}
 	if (!s->o->verify_all && i != last)
@@ -242,9 +268,7 @@ static long check_xfer(struct iwd_sess *s, const char *what, const void *buf,
 	bad = pat_check(buf, len, seed, pat_woff((uint64_t)i));
 	if (bad < 0)
 		return 0;
-	if (s->reports++ < MAX_REPORTS)
-		fprintf(stderr, "iwdtest: %s %ld of %zu bytes: wrong data at byte %ld\n",
-			what, i, len, bad);
+	sess_report(s, "%s %ld of %zu bytes: wrong data at byte %ld", what, i, len, bad);
 	return 1;
 }
 
@@ -254,7 +278,7 @@ static int on_recv(struct iwd_sess *s, long slot, size_t len)
 	struct iwd_msg *m = &s->q[s->qt % QLEN];
 
 	if (s->rx_left > 0) {
-		s->rx_errs += check_xfer(s, "received message", buf, len, s->rx_size,
+		s->rx_errs += sess_check(s, "received message", buf, len, s->rx_size,
 					 s->rx_seed, s->rx_idx, s->rx_last);
 		s->rx_idx++;
 		s->rx_left--;
@@ -274,13 +298,12 @@ static void on_read(struct iwd_sess *s, long i)
 {
 	const char *buf = (char *)s->reg[R_TGT].buf + (size_t)(i % s->rd_slots) * s->rd_size;
 
-	s->rd_errs += check_xfer(s, "RDMA read", buf, s->rd_size, s->rd_size,
+	s->rd_errs += sess_check(s, "RDMA read", buf, s->rd_size, s->rd_size,
 				 s->rd_seed, i, s->rd_last);
 	s->rd_done++;
 }
 
-/* Processes exactly one DTO event. */
-static int pump(struct iwd_sess *s)
+int sess_pump(struct iwd_sess *s)
 {
 	const DAT_DTO_COMPLETION_EVENT_DATA *c;
 	DAT_EVENT ev;
@@ -307,16 +330,20 @@ static int pump(struct iwd_sess *s)
 	}
 	if (ck >> 56 == CK_RECV)
 		return on_recv(s, (long)CK_IDX(ck), c->transfered_length);
-	s->req_out--;
+	if (s->sig_h == s->sig_t) {
+		fprintf(stderr, "iwdtest: a completion of a request posted unsignaled\n");
+		return -1;
+	}
+	s->req_done = s->sig_at[s->sig_h++ % MAX_REQ];
 	if (ck >> 56 == CK_READ)
 		on_read(s, (long)CK_IDX(ck));
 	return 0;
 }
 
-static int wait_msg(struct iwd_sess *s, uint32_t type, struct iwd_msg *m)
+int sess_wait_msg(struct iwd_sess *s, uint32_t type, struct iwd_msg *m)
 {
-	while (s->qh == s->qt)
-		if (pump(s))
+	while (!sess_msg_ready(s))
+		if (sess_pump(s))
 			return -1;
 	*m = s->q[s->qh++ % QLEN];
 	if (type && m->type != type) {
@@ -333,8 +360,17 @@ static long window_for(const struct iwd_sess *s, int mode, size_t size)
 {
 	long w = win_for_size(size, s->o->window);
 
+	/* Every unacknowledged Send may hold a slot of the receiver's ring;
+	 * rdvstream's client may have a FIN for each RTS of its window and
+	 * then the final ACK in its ring. */
 	if (mode == M_SEND && w > s->ring)
-		w = s->ring;		/* every unacknowledged Send holds a slot */
+		w = s->ring;
+	if (mode == M_RDVSTREAM && w > s->ring - 1)
+		w = s->ring - 1;
+	/* bibw: each side may have up to 3 DONEs and 3 ACKs of the peer's
+	 * not yet taken from its ring; with a window of 2, 2 of each. */
+	if (mode == M_BIBW && s->ring < 8 && w > 2)
+		w = 2;
 	return w;
 }
 
@@ -342,37 +378,41 @@ static int wait_ack(struct iwd_sess *s, long *acked, long *errs)
 {
 	struct iwd_msg a;
 
-	if (wait_msg(s, MSG_ACK, &a))
+	if (sess_wait_msg(s, MSG_ACK, &a))
 		return -1;
 	*acked = (long)a.count;
 	*errs = (long)a.errors;
 	return 0;
 }
 
+int sess_stream_write(struct iwd_sess *s, const struct iwd_msg *b, long i, long *first)
+{
+	long n = (long)b->iters, w = (long)b->window;
+	struct iwd_msg d = { .type = MSG_DONE, .first = (uint64_t)*first,
+			     .count = (uint64_t)(i + 1 - *first) };
+
+	if (sess_post_write(s, i, b->size, sess_peer_at(s, (size_t)(i % w) * b->size, b->size),
+			    DAT_COMPLETION_DEFAULT_FLAG))
+		return -1;
+	if (i + 1 - *first < win_ack_every(w) && i < n - 1)
+		return 0;
+	*first = i + 1;
+	return sess_send_msg(s, &d);
+}
+
 /* write and send: at most W unacknowledged, acknowledged every W/2. */
 static int client_stream(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 {
-	long n = (long)b->iters, w = (long)b->window, every = win_ack_every(w);
+	long n = (long)b->iters, w = (long)b->window;
 	long acked = 0, first = 0, i;
 
 	for (i = 0; i < n; i++) {
 		while (i - acked >= w)
 			if (wait_ack(s, &acked, errs))
 				return -1;
-		if (b->mode == M_SEND) {
-			if (post_data_send(s, i, b->size))
-				return -1;
-			continue;
-		}
-		if (post_write(s, i, b->size, (size_t)(i % w) * b->size))
+		if (b->mode == M_SEND ? post_data_send(s, i, b->size)
+				      : sess_stream_write(s, b, i, &first))
 			return -1;
-		if (i + 1 - first == every || i == n - 1) {
-			struct iwd_msg d = { .type = MSG_DONE, .first = (uint64_t)first,
-					     .count = (uint64_t)(i + 1 - first) };
-			if (send_msg(s, &d))
-				return -1;
-			first = i + 1;
-		}
 	}
 	while (acked < n)
 		if (wait_ack(s, &acked, errs))
@@ -380,26 +420,30 @@ static int client_stream(struct iwd_sess *s, const struct iwd_msg *b, long *errs
 	return 0;
 }
 
+void sess_expect_reads(struct iwd_sess *s, size_t size, long slots, uint64_t seed, long last)
+{
+	s->rd_size = size;
+	s->rd_seed = seed;
+	s->rd_done = s->rd_errs = 0;
+	s->rd_last = last;
+	s->rd_slots = slots;
+}
+
 static int client_read(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 {
-	long n = (long)b->iters, i;
+	long n = (long)b->iters, i, slots = (long)(s->reg[R_TGT].len / b->size);
 
-	s->rd_size = b->size;
-	s->rd_seed = b->seed;
-	s->rd_done = s->rd_errs = 0;
-	s->rd_last = n - 1;
-	s->rd_slots = (long)(s->reg[R_TGT].len / b->size);
-	if (s->rd_slots > (long)b->window)
-		s->rd_slots = (long)b->window;
+	sess_expect_reads(s, b->size, slots < (long)b->window ? slots : (long)b->window,
+			  b->seed, n - 1);
 	for (i = 0; i < n; i++) {
 		while (i - s->rd_done >= s->rd_slots)
-			if (pump(s))
+			if (sess_pump(s))
 				return -1;
-		if (post_read(s, i, b->size))
+		if (sess_post_read(s, i, sess_peer_at(s, pat_woff((uint64_t)i) * 8, b->size)))
 			return -1;
 	}
 	while (s->rd_done < n)
-		if (pump(s))
+		if (sess_pump(s))
 			return -1;
 	*errs = s->rd_errs;
 	return 0;
@@ -426,7 +470,7 @@ static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *er
 		if (post_data_send(s, i, b->size))
 			return -1;
 		while (s->rx_idx <= i)
-			if (pump(s))
+			if (sess_pump(s))
 				return -1;
 		if (i < s->lat_cap)
 			s->lat_ns[i] = lat_now_ns() - t0;
@@ -462,13 +506,13 @@ int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result
 	struct iwd_msg b = { .type = MSG_BEGIN, .mode = (uint32_t)mode, .size = size,
 			     .iters = (uint64_t)n };
 	long errs = 0, perrs = 0;
+	int rc, pp = iwd_mode_is_pingpong(mode);
 	uint64_t t0;
-	int rc;
 
 	if (size < 1 || size > s->s_max || n < 1)
 		return -1;
 	memset(r, 0, sizeof *r);
-	if (mode == M_PINGPONG && lat_alloc(s, n))
+	if (pp && lat_alloc(s, n))
 		return -1;
 	b.seed = pat_word(0x1d7e57, (uint64_t)++s->tests);
 	b.window = (uint64_t)window_for(s, mode, size);
@@ -476,7 +520,8 @@ int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result
 	pat_fill(s->reg[R_SRC].buf, size + PAT_SLACK, b.seed, 0);
 	if (s->o->corrupt)	/* in the range of iteration 0, at least */
 		((unsigned char *)s->reg[R_SRC].buf)[size - 1] ^= 0x20;
-	if (send_msg(s, &b) || wait_msg(s, MSG_READY, &(struct iwd_msg){ 0 })) {
+	pattern_prepare(s, &b);
+	if (sess_send_msg(s, &b) || sess_wait_msg(s, MSG_READY, &(struct iwd_msg){ 0 })) {
 		lat_release(s, r, 0);
 		return -1;
 	}
@@ -485,37 +530,48 @@ int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result
 		rc = client_stream(s, &b, &errs);
 	else if (mode == M_READ)
 		rc = client_read(s, &b, &errs);
-	else
+	else if (mode == M_PINGPONG)
 		rc = client_pingpong(s, &b, &errs);
+	else
+		rc = pattern_client(s, &b, &errs);
 	r->secs = (double)(lat_now_ns() - t0) / 1e9;
-	if (mode == M_PINGPONG) {
+	if (pp) {
 		lat_release(s, r, rc ? 0 : n);
 		if (!rc)	/* the server's verdict on pings */
 			rc = wait_ack(s, &(long){ 0 }, &perrs);
 	}
-	r->iters = n;
+	r->iters = mode == M_BIBW ? 2 * n : n;
 	r->errors = errs + perrs;
 	return rc;
 }
 
 /* ------------------------------------------------------------ the server */
 
+long sess_check_writes(struct iwd_sess *s, const struct iwd_msg *b, const struct iwd_msg *done,
+		       uint64_t seed)
+{
+	long n = (long)b->iters, w = (long)b->window, errs = 0, i;
+	const char *tgt = s->reg[R_TGT].buf;
+
+	for (i = (long)done->first; i < (long)(done->first + done->count); i++)
+		errs += sess_check(s, "RDMA write", tgt + (size_t)(i % w) * b->size,
+				   b->size, b->size, seed, i, n - 1);
+	return errs;
+}
+
 static int serve_write(struct iwd_sess *s, const struct iwd_msg *b)
 {
-	long n = (long)b->iters, w = (long)b->window, covered = 0, errs = 0, i;
-	const char *tgt = s->reg[R_TGT].buf;
+	long n = (long)b->iters, covered = 0, errs = 0;
 
 	while (covered < n) {
 		struct iwd_msg d, a = { .type = MSG_ACK };
-		if (wait_msg(s, MSG_DONE, &d))
+		if (sess_wait_msg(s, MSG_DONE, &d))
 			return -1;
-		for (i = (long)d.first; i < (long)(d.first + d.count); i++)
-			errs += check_xfer(s, "RDMA write", tgt + (size_t)(i % w) * b->size,
-					   b->size, b->size, b->seed, i, n - 1);
+		errs += sess_check_writes(s, b, &d, b->seed);
 		covered = (long)(d.first + d.count);
 		a.count = (uint64_t)covered;
 		a.errors = (uint64_t)errs;
-		if (send_msg(s, &a))
+		if (sess_send_msg(s, &a))
 			return -1;
 	}
 	return 0;
@@ -529,12 +585,12 @@ static int serve_send(struct iwd_sess *s, const struct iwd_msg *b)
 		long until = s->rx_idx + every < n ? s->rx_idx + every : n;
 		struct iwd_msg a = { .type = MSG_ACK };
 		while (s->rx_idx < until)
-			if (pump(s))
+			if (sess_pump(s))
 				return -1;
 		/* The receives are already re-posted: these are fresh credits. */
 		a.count = (uint64_t)s->rx_idx;
 		a.errors = (uint64_t)s->rx_errs;
-		if (send_msg(s, &a))
+		if (sess_send_msg(s, &a))
 			return -1;
 	}
 	return 0;
@@ -547,13 +603,13 @@ static int serve_pingpong(struct iwd_sess *s, const struct iwd_msg *b)
 
 	for (i = 0; i < n; i++) {
 		while (s->rx_idx <= i)
-			if (pump(s))
+			if (sess_pump(s))
 				return -1;
 		if (post_data_send(s, i, b->size))
 			return -1;
 	}
 	a.errors = (uint64_t)s->rx_errs;
-	return send_msg(s, &a);
+	return sess_send_msg(s, &a);
 }
 
 static int begin_ok(const struct iwd_sess *s, const struct iwd_msg *b)
@@ -564,8 +620,14 @@ static int begin_ok(const struct iwd_sess *s, const struct iwd_msg *b)
 	if (b->mode >= M_COUNT || sz < 1 || sz > s->s_max || b->iters < 1 || w < 1 ||
 	    w > WIN_LIMIT)
 		return 0;
-	if (b->mode == M_WRITE && w * sz > s->reg[R_TGT].len)
+	/* A window of writes, or of reads (rdvstream), fits the target. */
+	if ((b->mode == M_WRITE || b->mode == M_BIBW || b->mode == M_RDVSTREAM) &&
+	    w * sz > s->reg[R_TGT].len)
 		return 0;
+	if (b->mode == M_WPP && sz % 8)		/* its last word is the sequence */
+		return 0;
+	if (b->mode == M_RDVSTREAM)
+		return w < (uint64_t)s->ring;
 	return b->mode != M_SEND || w <= (uint64_t)s->ring;
 }
 
@@ -579,11 +641,12 @@ static int serve_one(struct iwd_sess *s, const struct iwd_msg *b)
 	}
 	if (b->mode == M_READ)
 		pat_fill(s->reg[R_TGT].buf, b->size + PAT_SLACK, b->seed, 0);
-	if (b->mode == M_PINGPONG)
+	if (b->mode == M_PINGPONG || pattern_answers((int)b->mode))
 		pat_fill(s->reg[R_SRC].buf, b->size + PAT_SLACK, b->seed ^ PONG_SEED, 0);
 	if (b->mode == M_SEND || b->mode == M_PINGPONG)
 		expect_data(s, b->size, (long)b->iters, b->seed);
-	if (send_msg(s, &ready))
+	pattern_prepare(s, b);
+	if (sess_send_msg(s, &ready))
 		return -1;
 	if (b->mode == M_WRITE)
 		return serve_write(s, b);
@@ -591,7 +654,7 @@ static int serve_one(struct iwd_sess *s, const struct iwd_msg *b)
 		return serve_send(s, b);
 	if (b->mode == M_PINGPONG)
 		return serve_pingpong(s, b);
-	return 0;
+	return b->mode == M_READ ? 0 : pattern_serve(s, b);
 }
 
 int iwd_serve(struct iwd_sess *s)
@@ -599,10 +662,10 @@ int iwd_serve(struct iwd_sess *s)
 	struct iwd_msg m;
 
 	for (;;) {
-		if (wait_msg(s, 0, &m))
+		if (sess_wait_msg(s, 0, &m))
 			return -1;
 		if (m.type == MSG_QUIT)	/* reports counts every failed check */
-			return send_msg(s, &(struct iwd_msg){ .type = MSG_BYE }) ? -1 :
+			return sess_send_msg(s, &(struct iwd_msg){ .type = MSG_BYE }) ? -1 :
 			       s->reports ? 1 : 0;
 		if (m.type != MSG_BEGIN) {
 			fprintf(stderr, "iwdtest: protocol error: message %u\n", (unsigned)m.type);
@@ -652,14 +715,14 @@ static int send_hello(struct iwd_sess *s)
 	h.addr = (uint64_t)(uintptr_t)s->reg[R_TGT].buf;
 	h.len = (uint32_t)s->reg[R_TGT].len;
 	h.rmr = s->reg[R_TGT].rctx;
-	return send_msg(s, &h);
+	return sess_send_msg(s, &h);
 }
 
 static int recv_hello(struct iwd_sess *s)
 {
 	struct iwd_msg h;
 
-	if (wait_msg(s, MSG_HELLO, &h))
+	if (sess_wait_msg(s, MSG_HELLO, &h))
 		return -1;
 	if (h.len < tgt_len(s->s_max)) {
 		fprintf(stderr, "iwdtest: peer's region is too small (%llu bytes)\n",
@@ -767,8 +830,8 @@ int iwd_close(struct iwd_sess *s, int say_bye)
 	int rc = 0;
 
 	if (say_bye && !s->o->server)
-		rc = send_msg(s, &(struct iwd_msg){ .type = MSG_QUIT }) ||
-		     wait_msg(s, MSG_BYE, &(struct iwd_msg){ 0 }) ? -1 : 0;
+		rc = sess_send_msg(s, &(struct iwd_msg){ .type = MSG_QUIT }) ||
+		     sess_wait_msg(s, MSG_BYE, &(struct iwd_msg){ 0 }) ? -1 : 0;
 	if (say_bye && s->o->server)
 		server_linger(s);
 	else if (s->d.ep != DAT_HANDLE_NULL)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* iwdtest: RDMA write, read, send and ping-pong over the DAT 2.0 API, with
- * a size sweep, validation of every transfer and a per-size results table.
+/* iwdtest: RDMA write, read, send and ping-pong over the DAT 2.0 API, and
+ * the patterns consumers build from them (iwd_patterns.c), with a size
+ * sweep, validation of every transfer and a per-size results table.
  *
- *   server: iwdtest -s [-P iw-lo] [-q qual] [-p | --poll-wait0]
+ *   server: iwdtest -s [-P iw-lo] [-q qual] [-p | --poll-wait0] [--signal N]
  *   client: iwdtest -h 127.0.0.1 [-P iw-lo] [-q qual] [-m mode] [-S sizes]
  *                   [-n iters | -t seconds] [-p | --poll-wait0] [--window W]
- *                   [--csv] [--no-verify]
+ *                   [--signal N] [--csv] [--no-verify]
  *
  * The client chooses the tests; the server follows them for one client and
  * exits.  Exit status: 0 when every test ran and validated, 1 otherwise,
@@ -32,7 +33,13 @@ static void usage(FILE *f)
 		"       iwdtest -h HOST [options]        run the tests against a server\n"
 		"  -P IA        interface adapter name (default iw-lo)\n"
 		"  -q QUAL      connection qualifier (default %d)\n"
-		"  -m MODES     write,read,send,pingpong or all (default all)\n"
+		"  -m MODES     comma-separated: write, read, send, pingpong, all (these\n"
+		"               four, the default); the consumer patterns wpp (RDMA Write\n"
+		"               ping-pong polling memory; sizes multiples of 8), rdv (Read\n"
+		"               rendezvous ping-pong), rdvw (Write rendezvous ping-pong),\n"
+		"               rdvstream (W Read rendezvous outstanding), bibw (RDMA\n"
+		"               Writes both ways at once; MB/s and iters of both\n"
+		"               directions), or patterns (these five)\n"
 		"  -S SIZES     comma-separated sizes, K/M suffixes (default 64,4K,64K,1M)\n"
 		"  -n ITERS     iterations per size (default: a time budget)\n"
 		"  -t SECONDS   time budget per mode and size (default %.2f)\n"
@@ -41,16 +48,20 @@ static void usage(FILE *f)
 		"  -w SECONDS   bound on any single wait (default 30)\n"
 		"  --window W   at most W operations unacknowledged (default %d, at most\n"
 		"               %d; fewer for large sizes: %u MiB in flight at most)\n"
+		"  --signal N   wpp: every Nth RDMA Write signaled, the others posted\n"
+		"               with DAT_COMPLETION_SUPPRESS_FLAG (default %d, at most %d)\n"
 		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,\n"
 		"               valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us\n"
 		"               (lat_*: one way, half a round trip; median, 99th percentile\n"
-		"               and maximum over the ping-pong's iterations)\n"
+		"               and maximum over the ping-pong's iterations; pingpong, wpp,\n"
+		"               rdv and rdvw are ping-pongs)\n"
 		"  --no-verify  check only the last transfer of each test\n"
 		"  --corrupt    flip a byte of the client's source data (expect FAIL)\n"
 		"  --ssp        negotiate over a socket on port QUAL (TCP, or UDP on a\n"
 		"               udp IA), then upgrade it with a Socket Service Point /\n"
 		"               dat_iw_socket_connect\n",
-		DEFAULT_QUAL, DEFAULT_BUDGET, WIN_DEFAULT, WIN_LIMIT, WIN_BYTES >> 20);
+		DEFAULT_QUAL, DEFAULT_BUDGET, WIN_DEFAULT, WIN_LIMIT, WIN_BYTES >> 20,
+		IWD_SIGNAL_DEFAULT, IWD_SIGNAL_MAX);
 }
 
 static int parse_size(const char *p, size_t *out)
@@ -90,8 +101,8 @@ static int parse_modes(struct iwd_opts *o, char *list)
 
 	o->modes = 0;
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcasecmp(tok, "all")) {
-			o->modes = (1u << M_COUNT) - 1;
+		if (!strcasecmp(tok, "all") || !strcasecmp(tok, "patterns")) {
+			o->modes |= strcasecmp(tok, "all") ? IWD_PATTERN_MODES : IWD_CLASSIC_MODES;
 			continue;
 		}
 		for (m = 0; m < M_COUNT && strcasecmp(tok, iwd_mode_name(m)); m++)
@@ -110,19 +121,34 @@ static void set_defaults(struct iwd_opts *o)
 	memset(o, 0, sizeof *o);
 	o->ia = "iw-lo";
 	o->qual = DEFAULT_QUAL;
-	o->modes = (1u << M_COUNT) - 1;
+	o->modes = IWD_CLASSIC_MODES;
 	memcpy(o->sizes, sizes, sizeof sizes);
 	o->nsizes = 4;
 	o->budget = DEFAULT_BUDGET;
 	o->verify_all = 1;
 	o->wait_s = 30;
+	o->signal_every = IWD_SIGNAL_DEFAULT;
+}
+
+/* wpp's last word is its sequence number: sizes of whole words. */
+static int sizes_fit_modes(const struct iwd_opts *o)
+{
+	int k;
+
+	for (k = 0; k < o->nsizes; k++)
+		if ((o->modes & (1u << M_WPP)) && o->sizes[k] % 8) {
+			fprintf(stderr, "iwdtest: wpp needs sizes that are multiples of 8 (%zu)\n",
+				o->sizes[k]);
+			return -1;
+		}
+	return 0;
 }
 
 /* Returns 0 to run, 1 to exit successfully (help), 2 on a usage error. */
 static int parse_args(struct iwd_opts *o, int argc, char **argv)
 {
 	enum { OPT_CSV = 256, OPT_NOVERIFY, OPT_SSP, OPT_HELP, OPT_CORRUPT, OPT_WINDOW,
-	       OPT_WAIT0 };
+	       OPT_WAIT0, OPT_SIGNAL };
 	static const struct option lo[] = {
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
@@ -131,6 +157,7 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		{ "corrupt", no_argument, NULL, OPT_CORRUPT },
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "poll-wait0", no_argument, NULL, OPT_WAIT0 },
+		{ "signal", required_argument, NULL, OPT_SIGNAL },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c, bad = 0;
@@ -152,6 +179,10 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 			o->window = strtol(optarg, NULL, 0);
 			bad |= o->window < 1 || o->window > WIN_LIMIT;
 			break;
+		case OPT_SIGNAL:
+			o->signal_every = strtol(optarg, NULL, 0);
+			bad |= o->signal_every < 1 || o->signal_every > IWD_SIGNAL_MAX;
+			break;
 		case 'w': o->wait_s = strtod(optarg, NULL); bad |= !(o->wait_s > 0); break;
 		case OPT_CSV: o->csv = 1; break;
 		case OPT_NOVERIFY: o->verify_all = 0; break;
@@ -161,7 +192,7 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		default: bad = 1;
 		}
 	}
-	if (bad || optind != argc || o->server == !!o->host) {
+	if (bad || optind != argc || o->server == !!o->host || sizes_fit_modes(o)) {
 		usage(stderr);
 		return 2;
 	}
@@ -215,7 +246,7 @@ static int run_budget(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 static void print_row(const struct iwd_opts *o, int mode, size_t size,
 		      const struct iwd_result *r)
 {
-	int pp = mode == M_PINGPONG;
+	int pp = iwd_mode_is_pingpong(mode);
 	struct result_row row = {
 		.mode = iwd_mode_name(mode), .size = size, .iters = r->iters,
 		.window = pp ? 1 : r->window, .secs = r->secs,

@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# patterns.sh: bench/run.sh's section of consumer patterns -- the
+# exchanges RDMA consumers (MPI, storage protocols) build -- next to plain
+# TCP doing the same.  Sourced by run.sh once its options are parsed; its
+# steps use run.sh's helpers (want, bytes, iw, tcp, to_raw, log, failed,
+# dtest_run, dtest_rows).  Every round runs, for each part --only selects
+# (all by default), CRC off and on:
+#   wpp        iwdtest -m wpp (RDMA Write ping-pong polling memory), its
+#              signaled Writes reaped polling (-p, mode poll) and blocking
+#              (mode block); in the polling run also iwdapl's CQ-polling
+#              Send ping-pong, as rows of op pingpong_sweep;
+#   rdv        iwdtest -m rdv,rdvw (Read and Write rendezvous ping-pongs),
+#              blocking and polling;
+#   rdvstream  iwdtest -m rdvstream (W Read rendezvous outstanding), and
+#   bibw       iwdtest -m bibw (RDMA Writes both ways), blocking
+#              (BENCH_BW_POLL=1: polling too), window BENCH_WINDOW;
+#   plain TCP for these: tcp_baseline -m pingpong, blocking and -p, at the
+#              sizes of wpp and rdv (op pingpong_sweep), -m stream at the
+#              rendezvous sizes (op stream_sweep), -m bidir;
+#   twopair    two iwdtest pairs at once (CRC off), then two tcp_baseline
+#              pairs at once: 8 B ping-pong, blocking and polling; rows
+#              twopair_a and twopair_b per pair and twopair, their mean;
+#   dtestwa    in the first round only: Debian's dtest -W -a (RDMA Write
+#              ping-pong, 1 B to 4 MiB, 1000 round trips a size) over
+#              iw-lo (tcp) and iw-lo-udp, each run within
+#              BENCH_DTEST_WA_TIMEOUT seconds (300; then its rows say
+#              valid=0): a row per size (op dtest_wa) and one for the run
+#              (op dtest_wa_total, size 0: seconds = wall time, iterations
+#              = sizes done).  Not in --quick (BENCH_DTEST=1: there too);
+#              BENCH_DTEST_WA_MAX (bytes) passes dtest -b, the largest size.
+# Sizes: --pattern-sizes (default a dense sweep 8 B..4 MiB; --quick 8,1M)
+# for wpp and bibw, --rdv-sizes (default those of 4 KiB and up; --quick
+# 4K,1M) for the rendezvous.  Every (mode, size) point runs for
+# BENCH_PAT_SECONDS (0.1; --quick 0.05) after the tools' warm-up, so a
+# slow size costs no more than a fast one; a pair of two at once for
+# BENCH_TWOPAIR_SECONDS (1; --quick 0.2).
+
+if [ $quick -eq 1 ]; then
+	: "${pat_sizes:=8,1M}" "${rdv_sizes:=4K,1M}"
+	pat_secs=${BENCH_PAT_SECONDS:-0.05} tp_secs=${BENCH_TWOPAIR_SECONDS:-0.2}
+else
+	: "${pat_sizes:=8,64,512,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M}"
+	pat_secs=${BENCH_PAT_SECONDS:-0.1} tp_secs=${BENCH_TWOPAIR_SECONDS:-1}
+fi
+pat_bytes=$(bytes "$pat_sizes")
+# Below 4 KiB consumers send eagerly: no rendezvous by default.
+[ -n "$rdv_sizes" ] ||
+	rdv_sizes=$(echo "$pat_bytes" | tr ',' '\n' | awk '$1 >= 4096' | paste -s -d,)
+rdv_bytes=$(bytes "$rdv_sizes")
+wa_limit=${BENCH_DTEST_WA_TIMEOUT:-300}
+if want wpp && echo "$pat_bytes" | tr ',' '\n' | awk '$1 % 8 { bad = 1 } END { exit !bad }'; then
+	echo "run.sh: --pattern-sizes: wpp needs multiples of 8" >&2
+	exit 2
+fi
+pat_parts=
+for p in wpp rdv rdvstream bibw twopair dtestwa; do
+	want $p && pat_parts=$pat_parts${pat_parts:+,}$p
+done
+
+# pair_rows TRANSPORT CRC MODE LOG: the rows of two ping-pong pairs run at
+# once (LOG-a, LOG-b: the tools' CSV) as ops twopair_a and twopair_b, and
+# their mean as op twopair (lat_mean_us the mean of the two means,
+# lat_max_us the larger maximum, iterations and rates summed); that row
+# only when both pairs gave theirs.
+pair_rows() {
+	op_renames=pingpong:twopair_a
+	to_raw "$1" "$2" "$3" <"$4-a"
+	op_renames=pingpong:twopair_b
+	to_raw "$1" "$2" "$3" <"$4-b"
+	op_renames=
+	awk -F, -v r="$round" -v t="$1" -v c="$2" -v m="$3" '
+	$1 == r && $2 == t && $3 == c && $4 == m && $5 ~ /^twopair_[ab]$/ {
+		n++; it += $8; mb += $10; rate += $11; lat += $12; ok += $18
+		if ($9 > s) s = $9
+		if ($15 > mx) mx = $15
+	}
+	END {
+		if (n == 2)
+			printf "%s,%s,%s,%s,twopair,8,1,%d,%.6f,%.2f,%.0f,%.3f,,,%s,,,%d\n",
+				r, t, c, m, it, s, mb, rate, lat / 2, mx, ok == 2
+	}' "$raw" >>"$raw"
+}
+
+# The two kinds of pair of two_pairs, each writing its CSV into $1 (and
+# errors into $1.err); $pf: the polling flag.
+iw_pp8() {
+	pair_env=IWDAPL_CRC=0
+	iw_pair "$pf -w 20 $verify" "$pf -w 20 --csv $verify -m pingpong -S 8 -t $tp_secs" "$1"
+}
+
+tcp_pp8() {
+	# shellcheck disable=SC2086
+	timeout -k 5 "$limit" "$tcpb" $pf --csv $verify -m pingpong -S 8 -t "$tp_secs" \
+		>"$1" 2>"$1.err"
+}
+
+# at_once TRANSPORT CRC MODE RUNNER: two pairs of RUNNER at once.
+at_once() {
+	l=$(log "twopair-$1-$3")
+	"$4" "$l-a" &
+	pa=$!
+	# An iwdtest pair took the next qualifier in its subshell; the
+	# second takes the one after, and so does the rest of the round.
+	next_qual
+	"$4" "$l-b" &
+	pb=$!
+	next_qual
+	wait "$pa" || failed "$1: the first of two pairs at once ($3)" "$l-a.err"
+	wait "$pb" || failed "$1: the second of two pairs at once ($3)" "$l-b.err"
+	pair_env=
+	pair_rows "$1" "$2" "$3" "$l"
+}
+
+# two_pairs MODE: more ping-pong threads than CPUs, blocking or polling.
+two_pairs() {
+	pf=
+	[ "$1" = poll ] && pf=-p
+	at_once iwdapl 0 "$1" iw_pp8
+	at_once tcp - "$1" tcp_pp8
+}
+
+# dtest_wa: Debian's dtest -W -a over the tcp and the udp IA.
+dtest_wa() {
+	[ -n "$dtestw" ] || return 0
+	# Not in --quick: as dtest_w.
+	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
+	for t in iw-lo:iwdapl:0 iw-lo-udp:udp:-; do
+		ia=${t%%:*} tag=${t#*:} c=${t##*:} tag=${tag%%:*}
+		[ "$ia" = iw-lo ] || [ -n "$udp_conf" ] || continue
+		l=$(log "dtest_wa-$tag")
+		# shellcheck disable=SC2086 # no -b, or -b and its value
+		dtest_run "$ia" "$l" "$wa_limit" "" -W -a ${BENCH_DTEST_WA_MAX:+-b $BENCH_DTEST_WA_MAX}
+		[ $dtest_ok = 1 ] || failed "dtest -W -a over $ia (within ${wa_limit} s)" "$l"
+		dtest_rows "$tag" "$c" dtest_wa "$l"
+		echo "$round,$tag,$c,poll,dtest_wa_total,0,1,$(grep -c 'RDMA write PingPong:.* latency ' "$l"),$dtest_secs,,,,,,,,,$dtest_ok" >>"$raw"
+	done
+}
+
+# Plain TCP next to the patterns; rows of ops the base section has too
+# get names of their own (pingpong_sweep, stream_sweep).
+tcp_patterns() {
+	pp=
+	want wpp && pp=$pat_bytes
+	want rdv && pp=$pp${pp:+,}$rdv_bytes
+	pp=$(echo "$pp" | tr ',' '\n' | awk 'NF' | sort -n -u | paste -s -d,)
+	op_renames="pingpong:pingpong_sweep stream:stream_sweep"
+	log_tag=-sweep
+	if [ -n "$pp" ]; then
+		tcp block "-m pingpong -S $pp -t $pat_secs"
+		tcp poll "-m pingpong -S $pp -t $pat_secs"
+	fi
+	if want rdvstream && [ -n "$rdv_bytes" ]; then
+		tcp block "-m stream -S $rdv_sizes -t $pat_secs --window $window"
+	fi
+	want bibw && tcp block "-m bidir -S $pat_sizes -t $pat_secs --window $window"
+	op_renames= log_tag=
+}
+
+# patterns_round: this round's patterns (those --only selected).
+patterns_round() {
+	[ -n "$pat_parts" ] || return 0
+	for crc in 0 1; do
+		if want wpp; then
+			op_renames=pingpong:pingpong_sweep
+			iw $crc poll "-m wpp,pingpong -S $pat_sizes -t $pat_secs"
+			op_renames=
+			iw $crc block "-m wpp -S $pat_sizes -t $pat_secs"
+		fi
+		if want rdv && [ -n "$rdv_bytes" ]; then
+			for m in block poll; do
+				iw $crc $m "-m rdv,rdvw -S $rdv_sizes -t $pat_secs"
+			done
+		fi
+		for m in $bw_modes; do
+			if want rdvstream && [ -n "$rdv_bytes" ]; then
+				iw $crc "$m" "-m rdvstream -S $rdv_sizes -t $pat_secs --window $window"
+			fi
+			want bibw && iw $crc "$m" "-m bibw -S $pat_sizes -t $pat_secs --window $window"
+		done
+	done
+	tcp_patterns
+	if want twopair; then
+		two_pairs block
+		two_pairs poll
+	fi
+	if want dtestwa && [ "$round" = 1 ]; then
+		dtest_wa
+	fi
+}

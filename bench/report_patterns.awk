@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+# report_patterns.awk: the consumer patterns' tables and target lines in
+# bench/run.sh's report (bench/patterns.sh measures them).  Runs with
+# report.awk, whose helpers it uses (key, med, cell, ratio, fmt, human,
+# us, target): awk -F, -f report.awk -f report_patterns.awk, with
+# -v pat_sizes=LIST -v rdv_sizes=LIST (bytes) and -v patterns=PARTS (the
+# parts run, comma-separated; empty: none, and nothing is printed).
+
+$4 == "dtest_wa" { wa_have[$5 + 0] = 1 }
+
+# The prefix of a figure's key; pk(...) SUBSEP size is key(...).
+function pk(t, c, m, o) { return t SUBSEP c SUBSEP m SUBSEP o }
+
+# Splits a comma-separated list of sizes into a[1..n], ascending.
+function sorted_sizes(list, a,    n, i, j, t) {
+	n = split(list, a, ",")
+	for (i = 2; i <= n; i++) {
+		t = a[i] + 0
+		for (j = i - 1; j >= 1 && a[j] + 0 > t; j--)
+			a[j + 1] = a[j]
+		a[j + 1] = t
+	}
+	return n
+}
+
+# One table over the sizes of list: a column per "LABEL|TRANSPORT|CRC|
+# MODE|OP" of cols (;-separated), then a ratio per "LABEL|i|j" of ratios
+# (column i over column j), a line per "STAT:METRIC" of stats and size.
+# Columns 1 and 2 are what the table is about (iwdapl, CRC off and on):
+# only their sizes are printed, and no table without them.
+function pat_table(title, list, cols, ratios, stats,    nc, nr, nt, ns, c, r, t, i, s, C, R, T, Z, f, lab, pre, rc, any, nany, line) {
+	nc = split(cols, C, ";")
+	for (c = 1; c <= nc; c++) {
+		split(C[c], f, "|")
+		lab[c] = f[1]
+		pre[c] = pk(f[2], f[3], f[4], f[5])
+	}
+	nr = split(ratios, R, ";")
+	nt = split(stats, T, ";")
+	ns = sorted_sizes(list, Z)
+	for (i = 1; i <= ns; i++)
+		for (c = 1; c <= 2; c++)
+			if ((pre[c] SUBSEP Z[i]) in have && !(i in any)) {
+				any[i] = 1
+				nany++
+			}
+	if (!nany)
+		return
+	printf "\n%s: median [min-max] of %d round(s)\n", title, rounds
+	line = sprintf("%-8s %-6s", "size", "stat")
+	for (c = 1; c <= nc; c++)
+		line = line sprintf(" %-20s", lab[c])
+	for (r = 1; r <= nr; r++) {
+		split(R[r], rc, "|")
+		line = line sprintf(" %8s", rc[1])
+	}
+	print line
+	for (i = 1; i <= ns; i++) {
+		if (!(i in any))
+			continue
+		s = Z[i]
+		for (t = 1; t <= nt; t++) {
+			split(T[t], f, ":")
+			line = sprintf("%-8s %-6s", human(s), f[1])
+			for (c = 1; c <= nc; c++)
+				line = line sprintf(" %-20s", cell(pre[c] SUBSEP s, f[2]))
+			for (r = 1; r <= nr; r++) {
+				split(R[r], rc, "|")
+				line = line sprintf(" %8s", ratio(med(pre[rc[2]] SUBSEP s, f[2]),
+								  med(pre[rc[3]] SUBSEP s, f[2])))
+			}
+			print line
+		}
+	}
+}
+
+# Two ping-pong pairs at once: each configuration's mean over both pairs,
+# and each pair's.
+function twopair_table(    m, modes, ki, kt) {
+	if (!(key("iwdapl", 0, "block", "twopair", 8) in have) &&
+	    !(key("tcp", "-", "block", "twopair", 8) in have))
+		return
+	printf "\nTwo 8 B ping-pong pairs at once (iwdapl CRC off), one way, us (mean): median [min-max] of %d round(s)\n", rounds
+	printf "%-8s %-20s %-20s %-20s %-20s %-20s %-20s %9s\n", "mode", "iwdapl, both pairs",
+		"iwdapl pair a", "iwdapl pair b", "plain TCP, both", "TCP pair a", "TCP pair b", "iwdapl/TCP"
+	split("block poll", modes, " ")
+	for (m = 1; m <= 2; m++) {
+		ki = pk("iwdapl", 0, modes[m], "twopair")
+		kt = pk("tcp", "-", modes[m], "twopair")
+		printf "%-8s %-20s %-20s %-20s %-20s %-20s %-20s %9s\n", modes[m],
+			cell(ki SUBSEP 8, "lat_mean_us"), cell(ki "_a" SUBSEP 8, "lat_mean_us"),
+			cell(ki "_b" SUBSEP 8, "lat_mean_us"), cell(kt SUBSEP 8, "lat_mean_us"),
+			cell(kt "_a" SUBSEP 8, "lat_mean_us"), cell(kt "_b" SUBSEP 8, "lat_mean_us"),
+			ratio(med(ki SUBSEP 8, "lat_mean_us"), med(kt SUBSEP 8, "lat_mean_us"))
+	}
+}
+
+# Debian's dtest -W -a: each size's one-way mean over tcp and udp, and
+# each run's wall time and verdict.
+function dtest_wa_table(    n, s, i, Z, list, kt, ku, runs) {
+	for (s in wa_have)
+		list = list (list == "" ? "" : ",") s
+	n = sorted_sizes(list, Z)
+	kt = key("iwdapl", 0, "poll", "dtest_wa_total", 0)
+	ku = key("udp", "-", "poll", "dtest_wa_total", 0)
+	if (!n && !(kt in have) && !(ku in have))
+		return
+	runs = S[kt, "rounds"] + 0 > S[ku, "rounds"] + 0 ? S[kt, "rounds"] : S[ku, "rounds"]
+	printf "\nDebian dtest -W -a (RDMA Write ping-pong polling memory, 1000 round trips a size), one way, us (mean): median [min-max] of %d run(s)\n",
+		runs
+	printf "%-10s %-22s %-22s %8s\n", "size", "tcp (iw-lo)", "udp (iw-lo-udp)", "udp/tcp"
+	for (i = 1; i <= n; i++) {
+		s = Z[i]
+		printf "%-10s %-22s %-22s %8s\n", human(s),
+			cell(key("iwdapl", 0, "poll", "dtest_wa", s), "lat_mean_us"),
+			cell(key("udp", "-", "poll", "dtest_wa", s), "lat_mean_us"),
+			ratio(med(key("udp", "-", "poll", "dtest_wa", s), "lat_mean_us"),
+			      med(key("iwdapl", 0, "poll", "dtest_wa", s), "lat_mean_us"))
+	}
+	printf "%-10s %-22s %-22s\n", "run, s", cell(kt, "seconds"), cell(ku, "seconds")
+	printf "%-10s %-22s %-22s\n", "verdict", wa_verdict(kt), wa_verdict(ku)
+}
+
+function wa_verdict(k) {
+	if (!(k in have))
+		return "n/a"
+	return S[k, "valid"] == 1 ? "PASSED" : "FAILED or timed out"
+}
+
+function pattern_tables(    pp, tb, m, modes, rv, bw) {
+	pp = "iwdapl CRC off|iwdapl|0|%s|%s;iwdapl CRC on|iwdapl|1|%s|%s;"
+	tb = "TCP blocking|tcp|-|block|pingpong_sweep;TCP polling|tcp|-|poll|pingpong_sweep"
+	rv = "off/TCPb|1|3;on/TCPb|2|3;off/TCPp|1|4"
+	pat_table("RDMA Write ping-pong polling memory (wpp), each 10th Write's completion reaped polling (dat_evd_dequeue); iwdapl's CQ-polling Send ping-pong; one way, us",
+		pat_sizes, sprintf(pp, "poll", "wpp", "poll", "wpp") \
+		"Send pp CRC off|iwdapl|0|poll|pingpong_sweep;Send pp CRC on|iwdapl|1|poll|pingpong_sweep;" tb,
+		"off/pp|1|3;on/pp|2|4;off/TCPb|1|5;on/TCPb|2|5", "mean:lat_mean_us;p99:lat_p99_us")
+	pat_table("wpp, the completion reaped blocking (dat_evd_wait); one way, us", pat_sizes,
+		sprintf(pp, "block", "wpp", "block", "wpp") tb, rv, "mean:lat_mean_us;p99:lat_p99_us")
+	split("block poll", modes, " ")
+	for (m = 1; m <= 2; m++) {
+		pat_table("Read rendezvous ping-pong (rdv: RTS, RDMA Read, FIN), " modes[m] "; one way, us",
+			rdv_sizes, sprintf(pp, modes[m], "rdv", modes[m], "rdv") tb, rv, "mean:lat_mean_us")
+		pat_table("Write rendezvous ping-pong (rdvw: RTS, CTS, RDMA Write, FIN), " modes[m] "; one way, us",
+			rdv_sizes, sprintf(pp, modes[m], "rdvw", modes[m], "rdvw") tb, rv, "mean:lat_mean_us")
+	}
+	for (m = 1; m <= 2; m++) {
+		pat_table("A stream of Read rendezvous (rdvstream), " modes[m] " (window: results.csv); MB/s",
+			rdv_sizes, sprintf(pp, modes[m], "rdvstream", modes[m], "rdvstream") \
+			"TCP stream|tcp|-|block|stream_sweep", "off/TCP|1|3;on/TCP|2|3", "MB/s:MBps")
+		pat_table("Bidirectional RDMA Write bandwidth (bibw), " modes[m] ", both directions summed; MB/s",
+			pat_sizes, sprintf(pp, modes[m], "bibw", modes[m], "bibw") \
+			"TCP bidir|tcp|-|block|bidir", "off/TCP|1|3;on/TCP|2|3;on/off|2|1", "MB/s:MBps")
+	}
+	printf "(TCP: bench/tcp_baseline, blocking in recv or busy-polling; rendezvous and wpp ratios: iwdapl over TCP blocking)\n"
+	twopair_table()
+	dtest_wa_table()
+}
+
+# Over the sizes of list from `from` bytes up with figures on both sides:
+# the worst ratio of a's metric to b's (the largest when lower is
+# better); wv gets it ("" if none), wmsg where and what.
+function worst_ratio(list, a, b, metric, from, lower,    n, i, s, Z, va, vb, r, unit) {
+	wv = ""; wmsg = ""
+	n = sorted_sizes(list, Z)
+	for (i = 1; i <= n; i++) {
+		s = Z[i]
+		va = med(a SUBSEP s, metric); vb = med(b SUBSEP s, metric)
+		if (s < from || va == "" || vb == "" || vb + 0 == 0)
+			continue
+		r = va / vb
+		if (wv == "" || (lower ? r > wv : r < wv)) {
+			wv = r
+			unit = metric == "MBps"
+			wmsg = "worst at " human(s) ": " (unit ? fmt(va) " vs " fmt(vb) " MB/s" : us(va) " vs " us(vb))
+		}
+	}
+	if (wv != "")
+		wv = sprintf("%.2f", wv)
+}
+
+# The steepest step up the sizes of list: each latency over its
+# neighbour's below, divided by that step's allowance -- 2 for a doubling
+# (or less) of the size, the size ratio for a larger step (no more than
+# doubling per doubling); wv gets the worst (1.00: at the limit).
+function worst_step(list, p, metric,    n, i, Z, v, w, lim) {
+	wv = ""; wmsg = ""
+	n = sorted_sizes(list, Z)
+	for (i = 2; i <= n; i++) {
+		v = med(p SUBSEP Z[i], metric); w = med(p SUBSEP Z[i - 1], metric)
+		if (v == "" || w == "" || w + 0 == 0)
+			continue
+		lim = Z[i] / Z[i - 1] > 2 ? Z[i] / Z[i - 1] : 2
+		if (wv == "" || v / w / lim > wv) {
+			wv = v / w / lim
+			wmsg = sprintf("worst %s -> %s: x%.2f (limit x%g)", human(Z[i - 1]), human(Z[i]), v / w, lim)
+		}
+	}
+	if (wv != "")
+		wv = sprintf("%.2f", wv)
+}
+
+function pattern_targets(    c, cs, m, modes, k, ki, kt, t, tags, labels, v) {
+	for (c = 0; c <= 1; c++) {
+		cs = c ? "CRC on" : "CRC off"
+		worst_ratio(pat_sizes, pk("iwdapl", c, "poll", "wpp"), pk("iwdapl", c, "poll", "pingpong_sweep"),
+			"lat_mean_us", 0, 1)
+		target("wpp polling, " cs ": <= 1.2 x CQ-polling Send ping-pong, all sizes",
+			wv, 1.2, 1, wmsg)
+		worst_ratio(pat_sizes, pk("iwdapl", c, "poll", "wpp"), pk("tcp", "-", "block", "pingpong_sweep"),
+			"lat_mean_us", 0, 1)
+		target("wpp polling, " cs ": <= 1.0 x plain TCP blocking, every size", wv, 1.0, 1, wmsg)
+		worst_step(pat_sizes, pk("iwdapl", c, "poll", "wpp"), "lat_mean_us")
+		target("wpp polling, " cs ": no step up over 2x per doubling of the size", wv, 1.0, 1, wmsg)
+	}
+	split("iwdapl udp", tags, " ")
+	split("tcp (iw-lo)|udp (iw-lo-udp)", labels, "|")
+	for (t = 1; t <= 2; t++) {
+		k = key(tags[t], t == 1 ? 0 : "-", "poll", "dtest_wa_total", 0)
+		v = !(k in have) ? "" : S[k, "valid"] == 1 ? sprintf("%.1f", med(k, "seconds")) : "FAILED"
+		target("dtest -W -a over " labels[t] ": PASSED within 30 s (wall time)", v, 30, 1,
+			(k in have) ? S[k, "iterations"] " sizes done" : "")
+	}
+	for (c = 0; c <= 1; c++) {
+		worst_ratio(rdv_sizes, pk("iwdapl", c, "block", "rdv"), pk("tcp", "-", "block", "pingpong_sweep"),
+			"lat_mean_us", 4096, 1)
+		target("rdv blocking, CRC " (c ? "on" : "off") ": <= 1.0 x plain TCP blocking, 4 KiB-4 MiB",
+			wv, 1.0, 1, wmsg)
+	}
+	for (c = 0; c <= 1; c++) {
+		worst_ratio(pat_sizes, pk("iwdapl", c, "block", "bibw"), pk("tcp", "-", "block", "bidir"),
+			"MBps", 65536, 0)
+		target("bibw, CRC " (c ? "on" : "off") ": >= 0.9 x plain TCP bidir, 64 KiB-4 MiB", wv, 0.9, 0, wmsg)
+	}
+	worst_ratio(pat_sizes, pk("iwdapl", 1, "block", "bibw"), pk("iwdapl", 0, "block", "bibw"),
+		"MBps", 65536, 0)
+	target("bibw, CRC on >= 0.9 x CRC off, 64 KiB-4 MiB", wv, 0.9, 0, wmsg)
+	split("block poll", modes, " ")
+	for (m = 1; m <= 2; m++) {
+		ki = key("iwdapl", 0, modes[m], "twopair", 8)
+		kt = key("tcp", "-", modes[m], "twopair", 8)
+		target("two 8 B ping-pong pairs at once, " (m == 1 ? "blocking" : "polling") ": iwdapl <= plain TCP",
+			ratio(med(ki, "lat_mean_us"), med(kt, "lat_mean_us")), 1.0, 1,
+			us(med(ki, "lat_mean_us")) " vs " us(med(kt, "lat_mean_us")))
+	}
+}
