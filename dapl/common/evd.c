@@ -435,6 +435,7 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
 	};
+	struct iwe_device *dev;
 	struct timespec left;
 	int more, has_cq;
 
@@ -442,7 +443,11 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
 	has_cq = evd->cq != NULL;
+	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	dapl_unlock(&evd->lock);
+	/* Nobody reads our input now but the progress thread. */
+	if (dev)
+		iwe_device_note_sleeper(dev);
 	more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded, deadline);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd

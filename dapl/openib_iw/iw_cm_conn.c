@@ -536,6 +536,26 @@ void cm_set_nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* Big socket buffers (forced where allowed, as TRP's): a message of a
+ * few MiB goes into the socket from the post that sends it, and the
+ * peer's window takes it at once, so that a large transfer is moved by
+ * the two threads it must involve -- the poster and the receiver --
+ * and not also by each side's progress thread taking turns as the
+ * window opens (each turn a wake-up on a busy machine).  Set before the
+ * connection exists: the window scale is chosen at the handshake.  A
+ * limit, not memory: only what is queued uses any. */
+#define CM_SOCKBUF (4 << 20)
+
+void cm_set_buffers(int fd)
+{
+	int want = CM_SOCKBUF;
+
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &want, sizeof(want)))
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &want, sizeof(want)))
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+}
+
 void cm_set_peer_timeout(int fd)
 {
 	long ms = iw_env_peer_timeout_ms();

@@ -370,8 +370,11 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 	if (!udp || udp_port_ours(dev, port))
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	a.sin_port = htons(port);
-	if (!udp)
-		cm_set_nodelay(fd);	/* inherited by accepted sockets */
+	if (!udp) {
+		/* Inherited by accepted sockets. */
+		cm_set_nodelay(fd);
+		cm_set_buffers(fd);
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    (udp ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
 			      sizeof(one)) : listen(fd, LISTEN_BACKLOG)) < 0 ||

@@ -294,6 +294,15 @@ void iwe_device_close(struct iwe_device *dev)
 	free(dev);
 }
 
+void iwe_device_note_sleeper(struct iwe_device *dev)
+{
+	struct iwe_prog *p = atomic_load_explicit(&dev->prog,
+						  memory_order_acquire);
+
+	if (p)
+		iwe_prog_note_sleeper(p);
+}
+
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr)
 {

@@ -76,6 +76,10 @@ char *iwe_device_open_why(const char *where, int err, char *buf,
 void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);
+/* A consumer thread is about to sleep in a wait: from now on only the
+ * device's progress thread reads its input (doc/architecture.md, "The
+ * progress model"). */
+void iwe_device_note_sleeper(struct iwe_device *dev);
 
 
 /* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram

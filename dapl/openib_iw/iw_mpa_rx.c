@@ -369,6 +369,7 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 		return -ENODATA;
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+	q->rx_reads++;
 	/* A connection starts with a page: most stay idle or exchange a
 	 * few small messages (a connected idle EP cost 76 KiB of heap with
 	 * 16 KiB here); one that fills it reads 16 KiB at a time from then

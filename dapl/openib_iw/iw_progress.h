@@ -62,6 +62,13 @@ int iwe_prog_on_thread(const struct iwe_prog *p);
  * iwe_prog_on_thread is true inside it. */
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
+/* The thread's scheduling weight (iw_progress.c, prog_claim_cpu).
+ * Loop thread: input it was woken for was still unread (1: it read it),
+ * or a consumer's call had taken it (0).  Any thread: a consumer is
+ * about to sleep in a wait, and only the thread will read its input. */
+void iwe_prog_note_input(struct iwe_prog *p, int unread);
+void iwe_prog_note_sleeper(struct iwe_prog *p);
+
 /* Queue a task for the next loop iteration (after the current epoll
  * batch); any thread.  A task already queued stays queued once. */
 void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);

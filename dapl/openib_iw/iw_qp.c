@@ -201,6 +201,7 @@ static void qp_kicked(struct iwe_qp_priv *q)
 static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(w, struct iwe_qp_priv, watch);
+	uint64_t reads;
 
 	/* Edge-triggered: a FIN that came with data shows only here; the
 	 * receive side then reads on to the end of the stream. */
@@ -209,14 +210,22 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 	if (revents & EPOLLIN)
 		atomic_fetch_add(&q->input_wakeups, 1);
 	atomic_store(&q->kick, 1);
-	if (!iwe_qp_trylock(q))
+	if (!iwe_qp_trylock(q)) {
+		/* A consumer's call holds the QP: it reads the input. */
+		if (revents & EPOLLIN)
+			iwe_prog_note_input(q->prog, 0);
 		return;		/* the holder runs the kick */
+	}
 	if (!q->llp) {
 		atomic_store(&q->kick, 0);
 		iwe_qp_release(q, 0);
 		return;
 	}
+	reads = q->rx_reads;
 	qp_kicked(q);
+	/* Whether the input was still there for us: a poller took it. */
+	if (revents & EPOLLIN)
+		iwe_prog_note_input(q->prog, q->rx_reads != reads);
 	iwe_qp_release(q, 0);
 }
 

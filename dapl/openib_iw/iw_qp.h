@@ -286,6 +286,7 @@ struct iwe_qp_priv {
 	struct iwe_prog_watch watch;	/* EPOLLET; its interest changes
 					 * under the QP lock, any thread */
 	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
+	uint64_t rx_reads;		/* reads of the socket that got data */
 	void (*notify)(void *arg);
 	void *notify_arg;
 	atomic_int kick;		/* progress asked for while locked */

@@ -331,6 +331,8 @@ static int recv_batch(struct trp *t, struct iwe_qp_priv *q,
 		} else {
 			r = recvmmsg(q->fd, mm, n, MSG_DONTWAIT, NULL);
 		}
+		if (r > 0)
+			q->rx_reads++;
 		if (r >= 0)
 			return r;
 		if (errno == EINTR)
