@@ -220,10 +220,13 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 			return DAT_SUCCESS;
 		sync_fd_locked(cno);
 		dapl_unlock(&cno->lock);
-		/* Nobody reads our input now but the progress thread. */
-		if (cno->obj.ia && cno->obj.ia->dev)
-			iwe_device_note_sleeper(cno->obj.ia->dev);
-		more = dapl_fd_sleep(&pfd, 1, bounded, &deadline);
+		/* This thread runs the device's loop while it sleeps, when
+		 * it may. */
+		more = 1;
+		if (!(cno->obj.ia && cno->obj.ia->dev &&
+		      iwe_device_sleep(cno->obj.ia->dev, &cno->ep_fd, 1,
+				       bounded ? &deadline : NULL)))
+			more = dapl_fd_sleep(&pfd, 1, bounded, &deadline);
 		dapl_lock(&cno->lock);
 		if (!more)
 			return DAT_QUEUE_EMPTY;

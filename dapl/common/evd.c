@@ -383,8 +383,25 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	int got = 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
-	if (!evd->cq || !max)
+	if (!max)
 		return 0;
+	if (!evd->cq) {
+		/* Connection events: made by whoever runs the device's loop;
+		 * this thread, when it is free. */
+		struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
+
+		end = mono_us() + max;
+		do {
+			dapl_unlock(&evd->lock);
+			if (dev)
+				iwe_device_poll(dev);
+			sched_yield();
+			dapl_lock(&evd->lock);
+			if (dapl_evd_count_locked(evd) >= threshold)
+				return 1;
+		} while (mono_us() < end);
+		return 0;
+	}
 	dapl_unlock(&evd->lock);
 	end = mono_us() + max;
 	do {
@@ -414,14 +431,14 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (dapl_evd_count_locked(evd) >= threshold)
 		return 1;
-	if (!evd->cq)
-		return 0;
-	iwe_cq_drive(evd->cq);
-	if (dapl_evd_count_locked(evd) >= threshold)
-		return 1;
+	if (evd->cq) {
+		iwe_cq_drive(evd->cq);
+		if (dapl_evd_count_locked(evd) >= threshold)
+			return 1;
+	}
 	if (may_spin && spin_locked(evd, threshold))
 		return 1;
-	if (!may_sleep)
+	if (!may_sleep || !evd->cq)
 		return 0;
 	iwe_req_notify_cq(evd->cq, 0);
 	return dapl_evd_count_locked(evd) >= threshold;
@@ -435,9 +452,10 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
 	};
+	int own[2] = { evd->wake_fd, evd->channel ? evd->channel->fd : -1 };
 	struct iwe_device *dev;
 	struct timespec left;
-	int more, has_cq;
+	int more = 1, has_cq;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
@@ -445,10 +463,11 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	has_cq = evd->cq != NULL;
 	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	dapl_unlock(&evd->lock);
-	/* Nobody reads our input now but the progress thread. */
-	if (dev)
-		iwe_device_note_sleeper(dev);
-	more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded, deadline);
+	/* This thread runs the device's loop while it sleeps, when it may. */
+	if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,
+				      bounded ? deadline : NULL)))
+		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
+				     deadline);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
 	 * readable, so the next sleep returns at once.  Without a CQ every

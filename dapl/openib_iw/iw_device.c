@@ -294,13 +294,33 @@ void iwe_device_close(struct iwe_device *dev)
 	free(dev);
 }
 
-void iwe_device_note_sleeper(struct iwe_device *dev)
+/* The device's progress thread, if started (QPs and connections do). */
+static struct iwe_prog *dev_prog(struct iwe_device *dev)
 {
-	struct iwe_prog *p = atomic_load_explicit(&dev->prog,
-						  memory_order_acquire);
+	return atomic_load_explicit(&dev->prog, memory_order_acquire);
+}
+
+void iwe_device_poll(struct iwe_device *dev)
+{
+	struct iwe_prog *p = dev_prog(dev);
 
 	if (p)
-		iwe_prog_note_sleeper(p);
+		iwe_prog_poll(p);
+}
+
+int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
+		     const struct timespec *deadline)
+{
+	struct iwe_prog *p = dev_prog(dev);
+
+	if (!p)
+		return 0;
+	if (iwe_prog_sleep(p, fds, nfds, deadline ? iwe_ts_ns(deadline) :
+						    ~0ull))
+		return 1;
+	/* Another consumer sleeps in the loop, or the thread reads. */
+	iwe_prog_note_sleeper(p);
+	return 0;
 }
 
 void iwe_device_query(const struct iwe_device *dev,

@@ -76,10 +76,20 @@ char *iwe_device_open_why(const char *where, int err, char *buf,
 void iwe_device_close(struct iwe_device *dev);
 void iwe_device_query(const struct iwe_device *dev,
 		      struct iwe_device_attr *attr);
-/* A consumer thread is about to sleep in a wait: from now on only the
- * device's progress thread reads its input (doc/architecture.md, "The
- * progress model"). */
-void iwe_device_note_sleeper(struct iwe_device *dev);
+/* A consumer thread inside a call: dispatch now, on this thread, what
+ * the device's sockets have ready (connection setup steps, input of any
+ * connection), unless the progress thread is at it already. */
+void iwe_device_poll(struct iwe_device *dev);
+/* A consumer thread about to sleep in a wait for fds (its EVD's or CNO's
+ * fds): one round of sleep, until one of them is readable, the
+ * CLOCK_MONOTONIC deadline (NULL: none), or input of the device comes --
+ * which this thread then reads and places itself (doc/architecture.md,
+ * "The progress model").  1 after such a round (the caller looks
+ * whether what it waits for came, and calls again); 0 when it did not
+ * sleep, because another consumer sleeps so: the caller sleeps as usual
+ * and the progress thread reads its input. */
+int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
+		     const struct timespec *deadline);
 
 
 /* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram

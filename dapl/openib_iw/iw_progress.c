@@ -32,11 +32,16 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 
 #include "iw_env.h"
 #include "iw_progress.h"
 
 #define PROG_MAX_EVENTS 64
+/* The epoll data of a sleeping consumer's own fds (iwe_prog_sleep), and
+ * of the timerfd that wakes whoever waits for the earliest timer. */
+#define PROG_KEY_SLEEPER (~0ull)
+#define PROG_KEY_TIMER (~0ull - 1)
 
 /* A registered watch, named in its epoll data by slot and generation
  * rather than by address: an epoll batch may name a watch that a call
@@ -61,17 +66,20 @@ struct prog_call {
 struct iwe_prog {
 	pthread_t thread;
 	int epfd, evfd;
+	/* The earliest timer's deadline, as a timerfd in epfd: a thread that
+	 * borrows the loop and arms an earlier timer re-arms the fd instead
+	 * of waking the progress thread to wait less. */
+	int tfd;
+	uint64_t tfd_at;			/* under run: set for (ns), 0: no */
 	/* A kick written to evfd and not yet read: later kicks are
 	 * redundant (the loop runs what they announce after its read) and
 	 * cost a system call each, several per connection's setup. */
 	atomic_int evfd_armed;
 	int stop;				/* under lock */
 	pthread_mutex_t run;			/* running the loop's work */
-	/* When the loop's epoll wait ends (ns; ~0: never); a call lent the
-	 * loop wakes it when it arms a timer due before. */
-	atomic_uint_least64_t wait_until;
 	pthread_mutex_t lock;			/* calls, tasks, stop */
 	pthread_cond_t done_cv;
+	atomic_int sleeper;			/* a consumer sleeps in epoll */
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
@@ -143,6 +151,8 @@ static void heap_down(struct iwe_prog *p, size_t i)
 	heap_set(p, i, t);
 }
 
+static void timer_fd_set(struct iwe_prog *p, uint64_t when);
+
 void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t)
 {
 	struct iwe_prog_timer *m;
@@ -182,6 +192,20 @@ void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 	t->when = iwe_now_ns() + ns;
 	heap_set(p, p->nheap++, t);
 	heap_up(p, p->nheap - 1);
+	if (!p->tfd_at || t->when < p->tfd_at)
+		timer_fd_set(p, t->when);
+}
+
+/* The fd fires at the earliest deadline.  A cancelled earliest timer
+ * leaves it set: it fires early, and the round that finds nothing due
+ * sets it again (cheaper than a system call at every cancel). */
+static void timer_fd_set(struct iwe_prog *p, uint64_t when)
+{
+	struct itimerspec its = { .it_value = iwe_ns_ts(when ? when : 1) };
+
+	if (timerfd_settime(p->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
+		abort();	/* a lost timer would hang a peer */
+	p->tfd_at = when;
 }
 
 static void run_timers(struct iwe_prog *p)
@@ -194,22 +218,11 @@ static void run_timers(struct iwe_prog *p)
 		iwe_prog_timer_cancel(p, t);
 		t->cb(t);
 	}
-}
-
-/* How long epoll may sleep: until the next deadline (NULL: no timer). */
-static struct timespec *next_timeout(const struct iwe_prog *p,
-				     struct timespec *ts)
-{
-	uint64_t now, d;
-
-	if (!p->nheap)
-		return NULL;
-	now = iwe_now_ns();
-	d = p->heap[0]->when > now ? p->heap[0]->when - now : 0;
-	if (d > 60000000000ull)
-		d = 60000000000ull;
-	*ts = iwe_ns_ts(d);
-	return ts;
+	/* Past the fd's time (it fired, or is about to): set it anew. */
+	if (p->tfd_at && p->tfd_at <= now)
+		p->tfd_at = 0;
+	if (p->nheap && (!p->tfd_at || p->heap[0]->when < p->tfd_at))
+		timer_fd_set(p, p->heap[0]->when);
 }
 
 /* ----------------------------------------------------------- watches */
@@ -430,20 +443,26 @@ static int prog_work_queued(struct iwe_prog *p)
 	return busy;
 }
 
-/* Runs fn(arg) holding p->run, which the caller took; wakes the loop
- * when the call left it work, or a timer due before its wait ends. */
-static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
+/* run held by a thread that borrowed the loop: let it go, and wake the
+ * loop when the borrower left it work (timers wake it by the timerfd). */
+static void call_done(struct iwe_prog *p)
 {
-	int wake;
+	int wake = prog_work_queued(p);
 
-	prog_borrowed = p;
-	fn(arg);
-	prog_borrowed = NULL;
-	wake = prog_work_queued(p) ||
-	       (p->nheap && p->heap[0]->when < atomic_load(&p->wait_until));
 	pthread_mutex_unlock(&p->run);
 	if (wake)
 		prog_wake(p);
+}
+
+/* Runs fn(arg) holding p->run, which the caller took, and the tasks it
+ * left (the thread would be woken for them). */
+static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
+{
+	prog_borrowed = p;
+	fn(arg);
+	run_tasks(p);
+	prog_borrowed = NULL;
+	call_done(p);
 }
 
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
@@ -474,7 +493,8 @@ void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 
 /* ------------------------------------------------------ epoll waits */
 
-/* The epoll timeout: none when work is queued, else the next timer. */
+/* The epoll timeout: 0 when work is queued (run it first), else none --
+ * the timerfd wakes the loop for its timers. */
 static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
 					  struct timespec *ts)
 {
@@ -489,7 +509,7 @@ static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
 		*ts = zero;
 		return ts;
 	}
-	return next_timeout(p, ts);
+	return NULL;
 }
 
 static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
@@ -500,6 +520,15 @@ static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 	for (i = 0; i < n; i++) {
 		struct iwe_prog_watch *w;
 
+		if (ev[i].data.u64 == PROG_KEY_SLEEPER)
+			continue;	/* it only wakes the sleeper */
+		if (ev[i].data.u64 == PROG_KEY_TIMER) {
+			/* Its expiry read; run_timers follows the batch. */
+			if (read(p->tfd, &v, sizeof(v)) < 0 &&
+			    errno != EAGAIN)
+				abort();
+			continue;
+		}
 		if (ev[i].data.u64 == 0) {
 			if (read(p->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 				abort();
@@ -613,6 +642,98 @@ void iwe_prog_note_sleeper(struct iwe_prog *p)
 	prog_set_polite(p, 0);
 }
 
+/* ------------------------------------------ a consumer polls, sleeps */
+
+int iwe_prog_poll(struct iwe_prog *p)
+{
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	int n;
+
+	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
+	    pthread_mutex_trylock(&p->run))
+		return 0;
+	prog_borrowed = p;
+	n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
+	if (n > 0)
+		dispatch(p, ev, n);
+	run_tasks(p);
+	run_timers(p);
+	prog_borrowed = NULL;
+	call_done(p);
+	return 1;
+}
+
+/* run held: the loop's work due now (calls, tasks, timers), on a
+ * borrowing thread. */
+static void run_due(struct iwe_prog *p)
+{
+	prog_borrowed = p;
+	run_calls(p);
+	run_tasks(p);
+	run_timers(p);
+	prog_borrowed = NULL;
+}
+
+/* How long a sleeper may wait (epoll's ms, rounded up), until deadline
+ * (ns); 0 when work is queued.  The timerfd wakes it for timers. */
+static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
+{
+	uint64_t now = iwe_now_ns();
+
+	if (prog_work_queued(p))
+		return 0;
+	if (deadline == ~0ull)
+		return -1;
+	if (deadline <= now)
+		return 0;
+	return (deadline - now + 999999) / 1000000 > 60000 ? 60000 :
+	       (int)((deadline - now + 999999) / 1000000);
+}
+
+/* A consumer sleeps in the device's epoll itself, its own fds added for
+ * the sleep: the kernel wakes the latest of the threads waiting in one
+ * epoll and no other, so the input that comes meanwhile wakes the
+ * sleeper, which dispatches it on its own thread (what it waits for
+ * costs no hand-over), and the progress thread, waiting longer, sleeps
+ * on.  The moment the sleeper leaves, the thread is the only waiter and
+ * gets everything again: nothing to hand back, no lease. */
+int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
+		   uint64_t deadline)
+{
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	int added = 0, slept, n, ms;
+
+	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
+	    atomic_exchange(&p->sleeper, 1))
+		return 0;
+	for (; added < nfds; added++) {
+		struct epoll_event e = { .events = EPOLLIN,
+					 .data.u64 = PROG_KEY_SLEEPER };
+
+		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fds[added], &e) < 0)
+			break;
+	}
+	slept = added == nfds;
+	if (slept) {
+		pthread_mutex_lock(&p->run);
+		run_due(p);
+		ms = sleep_ms(p, deadline);
+		pthread_mutex_unlock(&p->run);
+		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, ms);
+		pthread_mutex_lock(&p->run);
+		prog_borrowed = p;
+		if (n > 0)
+			dispatch(p, ev, n);
+		prog_borrowed = NULL;
+		run_due(p);
+		call_done(p);
+	}
+	while (added-- > 0)
+		epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
+	atomic_store(&p->sleeper, 0);
+	return slept;
+}
+
 static void *prog_main(void *arg)
 {
 	struct iwe_prog *p = arg;
@@ -628,8 +749,6 @@ static void *prog_main(void *arg)
 		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
-		atomic_store(&p->wait_until, !timeout ? ~0ull :
-			     iwe_now_ns() + iwe_ts_ns(timeout));
 		pthread_mutex_unlock(&p->run);
 		n = prog_wait(p, ev, timeout);
 		pthread_mutex_lock(&p->run);
@@ -651,13 +770,17 @@ static struct iwe_prog *prog_create(void)
 {
 	struct iwe_prog *p = calloc(1, sizeof(*p));
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	struct epoll_event tev = { .events = EPOLLIN,
+				   .data.u64 = PROG_KEY_TIMER };
 
 	if (!p)
 		return NULL;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->epfd < 0 || p->evfd < 0 ||
-	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0)
+	p->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (p->epfd < 0 || p->evfd < 0 || p->tfd < 0 ||
+	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0 ||
+	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->tfd, &tev) < 0)
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
@@ -672,6 +795,8 @@ fail:
 		close(p->epfd);
 	if (p->evfd >= 0)
 		close(p->evfd);
+	if (p->tfd >= 0)
+		close(p->tfd);
 	free(p);
 	return NULL;
 }
@@ -706,6 +831,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 	pthread_join(p->thread, NULL);
 	close(p->epfd);
 	close(p->evfd);
+	close(p->tfd);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);

@@ -62,6 +62,20 @@ int iwe_prog_on_thread(const struct iwe_prog *p);
  * iwe_prog_on_thread is true inside it. */
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
+/* A consumer thread inside a call: dispatch what epoll has ready now, on
+ * this thread, when the loop is free (the thread sleeps in epoll); 0 when
+ * it is not (the thread, or another, runs it: they dispatch it). */
+int iwe_prog_poll(struct iwe_prog *p);
+/* A consumer thread about to sleep in a wait: sleep until one of fds
+ * (its EVD's or CNO's) is readable, the loop has input, or the
+ * CLOCK_MONOTONIC deadline (ns; ~0: none), dispatching on this thread
+ * what comes meanwhile (iw_progress.c says how the progress thread keeps
+ * out of it).  One round: the caller checks what it waits for and calls
+ * again.  1 after such a round; 0 when another consumer sleeps so (or
+ * this thread runs the loop): the caller sleeps as usual. */
+int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
+		   uint64_t deadline);
+
 /* The thread's scheduling weight (iw_progress.c, prog_claim_cpu).
  * Loop thread: input it was woken for was still unread (1: it read it),
  * or a consumer's call had taken it (0).  Any thread: a consumer is
