@@ -23,6 +23,7 @@
 #include <netlink/route/addr.h>
 
 #include "iw_priv.h"
+#include "iw_env.h"
 #include "iw_progress.h"
 #include "iw_trp.h"
 
@@ -202,7 +203,10 @@ static int resolve_where(const char *where, struct iwe_device *dev)
 
 static void fill_limits(struct iwe_device_attr *a)
 {
-	a->max_qp = IWE_MAX_QP;
+	static long max_eps = -1;
+
+	a->max_qp = (uint32_t)iw_env_long_once(&max_eps, "IWDAPL_MAX_EPS",
+					       IWE_MAX_QP, 1, IWE_MAX_QP);
 	a->max_cq = IWE_MAX_CQ;
 	a->max_cqe = IWE_MAX_CQE;
 	a->max_mr = IWE_MAX_MR;

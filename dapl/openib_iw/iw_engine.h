@@ -35,9 +35,11 @@ enum iwe_transport {
 	IWE_TRANSPORT_UDP = 1,
 };
 
-/* Engine limits.  They are honest: the engine enforces each of them. */
-#define IWE_MAX_QP           4096
-#define IWE_MAX_CQ           4096
+/* Engine limits.  They are honest: the engine enforces each of them.
+ * A device reports (and enforces) fewer QPs when IWDAPL_MAX_EPS says so:
+ * a test that fills the table need not create 131072 EPs. */
+#define IWE_MAX_QP           (1 << 17)
+#define IWE_MAX_CQ           (1 << 18)
 #define IWE_MAX_CQE          (1 << 20)
 #define IWE_MAX_MR           (1 << 20)	/* STag indexes are 24 bits */
 #define IWE_MAX_MW           (1 << 16)

@@ -303,13 +303,13 @@ static void recv_arm_hook(struct iwe_cq_hook *h)
 
 /* ------------------------------------------------------------ create */
 
-/* IWE_MAX_QP per device, as iwe_device_query reports. */
+/* max_qp per device, as iwe_device_query reports. */
 static int qp_reserve(struct iwe_device *dev)
 {
 	int ok;
 
 	iwe_lock(&dev->lock);
-	ok = dev->nqp < IWE_MAX_QP;
+	ok = dev->nqp < dev->attr.max_qp;
 	if (ok)
 		dev->nqp++;
 	iwe_unlock(&dev->lock);

@@ -756,6 +756,9 @@ int main(int argc, char **argv)
 {
 	int fds_start;
 
+	/* A table of 1024 EPs to fill rather than the 131072 a device
+	 * allows by default (iwdapl(7), IWDAPL_MAX_EPS); peers inherit it. */
+	setenv("IWDAPL_MAX_EPS", "1024", 1);
 	peer_init();
 	peer_dispatch(argc, argv, roles);
 	test_watchdog(300);
