@@ -48,6 +48,7 @@ void dapl_stats_add(DAT_IW_STATS *to, const DAT_IW_STATS *from)
 
 	for (size_t i = 0; i < SCALAR_COUNT; i++)
 		t[i] += f[i];
+	to->rnr_waits += from->rnr_waits;
 	for (int i = 0; i < DAT_IW_STATS_TERM_CODES; i++) {
 		term_code_add(to->term_sent_code, from->term_sent_code[i].code,
 			      from->term_sent_code[i].count);
@@ -89,6 +90,7 @@ void dapl_stats_add_qp(DAT_IW_STATS *to, const struct iwe_qp_stats *q)
 	to->tx_segments += q->tx_segments;
 	to->rx_segments += q->rx_segments;
 	to->crc_errors += q->crc_errors;
+	to->rnr_waits += q->rnr_waits;
 	to->retransmits += q->retransmits;
 	to->queue_full += q->queue_full;
 	to->term_sent += q->term_sent;

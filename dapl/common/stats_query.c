@@ -4,6 +4,9 @@
  * --stats and IWDAPL_STATS=1 print. */
 #include "config.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #include "dapl.h"
 #include "dapl_ep.h"
 #include "dapl_stats.h"
@@ -51,9 +54,13 @@ void dapl_stats_ia_locked(struct dapl_ia *ia, DAT_IW_STATS *out)
 	out->size = sizeof(*out);
 }
 
+/* Version 1 ended with the Terminate code tables. */
+#define STATS_V1_SIZE offsetof(DAT_IW_STATS, rnr_waits)
+
 DAT_RETURN dapl_stats_query(DAT_HANDLE handle, DAT_IW_STATS *out)
 {
 	int type = dapl_handle_type(handle);
+	DAT_IW_STATS all;
 	struct dapl_obj *o;
 
 	if (type != DAT_HANDLE_TYPE_IA && type != DAT_HANDLE_TYPE_EP)
@@ -64,10 +71,18 @@ DAT_RETURN dapl_stats_query(DAT_HANDLE handle, DAT_IW_STATS *out)
 	if (!o)
 		return DAT_INVALID_HANDLE;
 	if (type == DAT_HANDLE_TYPE_IA)
-		dapl_stats_ia_locked(o->ia, out);
+		dapl_stats_ia_locked(o->ia, &all);
 	else
-		dapl_stats_ep_locked((const struct dapl_ep *)o, out);
+		dapl_stats_ep_locked((const struct dapl_ep *)o, &all);
 	dapl_ia_unlock(o->ia);
+	/* No more than the caller's header has (dat_iw_extensions.h). */
+	if (out->version >= 2 && out->size >= sizeof(all)) {
+		*out = all;
+	} else {
+		memcpy(out, &all, STATS_V1_SIZE);
+		out->version = 1;
+		out->size = STATS_V1_SIZE;
+	}
 	return DAT_SUCCESS;
 }
 
@@ -114,6 +129,7 @@ void dapl_stats_print(FILE *f, const char *indent, const DAT_IW_STATS *s)
 	PRINT(tx_segments);
 	PRINT(rx_segments);
 	PRINT(crc_errors);
+	PRINT(rnr_waits);
 	PRINT(retransmits);
 	PRINT(queue_full);
 	PRINT(term_sent);

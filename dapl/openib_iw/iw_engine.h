@@ -485,6 +485,8 @@ struct iwe_qp_stats {
 	uint64_t tx_syscalls, rx_syscalls;	/* sendmsg / recvmsg calls */
 	uint64_t input_wakeups;		/* the progress thread woken for
 					 * input */
+	uint64_t rnr_waits;		/* Sends that came before a receive
+					 * was posted and waited for one */
 	uint64_t tx_blocked;		/* the socket was full */
 	uint64_t crc_errors;		/* FPDUs with a bad CRC */
 	uint64_t rx_moved;		/* bytes of a partly read FPDU moved

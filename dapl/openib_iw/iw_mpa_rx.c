@@ -268,10 +268,12 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		ulpdu = be16_at(f);
 		flen = iw_fpdu_len(ulpdu);
 		if (avail >= flen) {
-			buf_consume(m, flen);
 			m->zc_refused = 0;
 			m->bulk = ulpdu > RX_ZC_MIN;
 			err = deliver(q, f, ulpdu);
+			if (err == IWE_RX_NOT_READY)
+				return 0;	/* it stays, and all after it */
+			buf_consume(m, flen);
 			if (err)
 				return err;
 			continue;
@@ -294,6 +296,8 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 		    avail < IW_FPDU_LEN_FIELD + ulpdu &&
 		    IW_FPDU_LEN_FIELD + ulpdu - avail > RX_ZC_MIN + RX_ZC_TAIL) {
 			err = zc_start(q, m, ulpdu, hl);
+			if (err == IWE_RX_NOT_READY)
+				return 0;	/* nothing of it taken */
 			if (err != EPROTO) {
 				*want = 0;
 				return err;

@@ -186,6 +186,7 @@ int iwe_post_recv(struct iwe_qp *qp, struct ibv_recv_wr *wr,
 		wr = wr->next;
 	if (err)
 		*bad_wr = wr;
+	iwe_qp_recv_posted(q);
 	iwe_qp_unlock(q);
 	return err;
 }

@@ -91,6 +91,7 @@ struct iwe_prog {
 	pid_t tid;
 	int may_renice;
 	atomic_int polite;
+	unsigned taken_in_row;			/* the loop's: input found taken */
 };
 
 /* Out of epoll.  EAGAIN means the counter is already non-zero: awake
@@ -575,16 +576,19 @@ static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
  * input itself, inside its calls, and a thread woken for that input
  * anyway must not take its CPU: on 2 CPUs with two pollers each such
  * preemption cost an 8-byte ping-pong 5-10 us a round trip.  So the
- * weight follows what the input turns out to be: a wake-up that finds
- * the input already taken by a consumer's call makes the thread polite
- * (nice 19: it runs when the CPU is free), one that finds input nobody
- * read makes it urgent again, and so does a consumer about to sleep in
- * a wait (iwe_prog_note_sleeper: nobody reads then but the thread).
+ * weight follows what the input turns out to be: wake-ups that find the
+ * input already taken by a consumer's call, 16 in a row, make the thread
+ * polite (nice 19: it runs when the CPU is free), one that finds input
+ * nobody read makes it urgent again, and so does a consumer about to
+ * sleep in a wait (iwe_prog_note_sleeper: nobody reads then but the
+ * thread).  A polite thread that finds unread input was late by up to a
+ * few milliseconds (the price, once, of a consumer that stops polling).
  * Only a process that may lower its nice again switches: elsewhere the
  * thread keeps the consumer's nice throughout.  The thread never spins:
  * it takes CPU time only for the work it is woken for. */
 #define PROG_SLICE_NS 100000u
 #define PROG_NICE_POLITE 19
+#define PROG_POLITE_AFTER 16
 
 struct prog_sched_attr {	/* struct sched_attr, as the kernel has it */
 	uint32_t size, policy;
@@ -634,7 +638,16 @@ static void prog_set_polite(struct iwe_prog *p, int polite)
 
 void iwe_prog_note_input(struct iwe_prog *p, int unread)
 {
-	prog_set_polite(p, !unread);
+	/* Polite only once polls took the input PROG_POLITE_AFTER times in
+	 * a row: a consumer that polls now and then but mostly spins on
+	 * memory (dtest -W over udp polls for every tenth Write's
+	 * completion) must keep an urgent thread. */
+	if (unread) {
+		p->taken_in_row = 0;
+		prog_set_polite(p, 0);
+	} else if (++p->taken_in_row >= PROG_POLITE_AFTER) {
+		prog_set_polite(p, 1);
+	}
 }
 
 void iwe_prog_note_sleeper(struct iwe_prog *p)

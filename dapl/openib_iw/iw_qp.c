@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "iw_env.h"
 #include "iw_llp.h"
 #include "iw_qp.h"
 #include "iw_trp.h"
@@ -38,6 +39,19 @@
 #define QP_BURST_NS  (5u * 1000u)
 #define QP_DEFER_MAX 16
 #define QP_DEFER_BYTES (64u << 10)
+
+/* How long a Send that came before any receive was posted waits for
+ * one (IWDAPL_RNR_MS, read at each connection; default 5000, 0: the
+ * RFC's Terminate at once): a consumer that posts its receives when it
+ * sees ESTABLISHED -- as InfiniBand-era ones do, counting on the
+ * adapter's receiver-not-ready retry -- does so within milliseconds, on
+ * a loaded machine within a second or two; one that never posts learns
+ * of it within seconds (doc/semantics.md). */
+static uint64_t qp_rnr_grace_ns(void)
+{
+	return (uint64_t)iw_env_long("IWDAPL_RNR_MS", 5000, 0, 600000) *
+	       1000000u;
+}
 
 static atomic_uint qp_num_next = 1;
 
@@ -59,8 +73,11 @@ static uint32_t watch_interest(struct iwe_qp_priv *q)
 {
 	uint32_t ev = EPOLLET;
 
+	/* A stream held for a receive (MPA) stays in the socket: only its
+	 * end matters meanwhile.  TRP reads on (acks come that way too). */
 	if (!(q->state == IWE_QPS_ERROR && q->llp == &iwe_llp_trp))
-		ev |= EPOLLIN | EPOLLRDHUP;
+		ev |= EPOLLRDHUP |
+		      (q->rnr_wait && q->llp != &iwe_llp_trp ? 0 : EPOLLIN);
 	if (q->llp && q->llp->tx_blocked(q))
 		ev |= EPOLLOUT;
 	return ev;
@@ -134,6 +151,22 @@ static int rx_failed(struct iwe_qp_priv *q, int err)
 	return err;
 }
 
+/* A Send waits for a receive (iw_rx.c, rx_not_ready): go on once one is
+ * posted; past the grace, go on to the RFC's Terminate. */
+static void rnr_check(struct iwe_qp_priv *q)
+{
+	if (!q->rnr_wait)
+		return;
+	if (q->srq ? iwe_srq_has_wr(q->srq) : q->rq_head != q->rq_tail) {
+		q->rnr_wait = 0;
+	} else if (iwe_now_ns() >= q->rnr_deadline) {
+		q->rnr_wait = 0;
+		q->rnr_expired = 1;
+	}
+	if (!q->rnr_wait && q->srq)
+		iwe_srq_unwait(q->srq, &q->srq_waiter);
+}
+
 static int run_rx(struct iwe_qp_priv *q)
 {
 	int first = q->first_rx, err;
@@ -142,6 +175,7 @@ static int run_rx(struct iwe_qp_priv *q)
 		return 0;
 	if (q->rx_dead || q->state == IWE_QPS_ERROR)
 		return q->stream_err;
+	rnr_check(q);
 	err = q->llp->rx_progress(q);
 	if (first != q->first_rx)
 		qp_notify(q);
@@ -263,6 +297,38 @@ static void arm_hook(struct iwe_qp_priv *q)
 		q->llp->rx_idle(q);
 	update_watch(q);
 	iwe_qp_release(q, 1);
+}
+
+/* Progress thread: a Send began to wait for a receive (time the grace:
+ * the timer runs this again), or a receive came to the SRQ; have the QP
+ * look. */
+static void rnr_task(struct iwe_prog_task *t)
+{
+	struct iwe_qp_priv *q = IWE_CONTAINER_OF(t, struct iwe_qp_priv,
+						 rnr_task);
+	uint64_t now = iwe_now_ns(), end = q->rnr_deadline;
+
+	if (!q->rnr_timer.slot && end > now)
+		iwe_prog_timer_arm_ns(q->prog, &q->rnr_timer, end - now);
+	atomic_store(&q->kick, 1);
+	if (!iwe_qp_trylock(q))
+		return;		/* the holder runs the kick */
+	qp_kicked(q);
+	iwe_qp_release(q, 0);
+}
+
+static void rnr_timer_cb(struct iwe_prog_timer *t)
+{
+	rnr_task(&IWE_CONTAINER_OF(t, struct iwe_qp_priv, rnr_timer)->rnr_task);
+}
+
+/* The SRQ got a receive (under its lock: ask, do not take the QP's). */
+static void rnr_srq_resume(struct iwe_srq_waiter *w)
+{
+	struct iwe_qp_priv *q = IWE_CONTAINER_OF(w, struct iwe_qp_priv,
+						 srq_waiter);
+
+	iwe_prog_post(q->prog, &q->rnr_task);
 }
 
 /* Progress thread: the safety net of a burst of posts -- it goes now,
@@ -416,6 +482,9 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->watch.fd = -1;
 	q->watch.cb = watch_cb;
 	q->defer_task.fn = defer_task;
+	q->rnr_task.fn = rnr_task;
+	q->rnr_timer.cb = rnr_timer_cb;
+	q->srq_waiter.resume = rnr_srq_resume;
 	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
 	q->recv_hook = (struct iwe_cq_hook){ recv_poll_hook, recv_arm_hook };
 	q->state = IWE_QPS_RESET;
@@ -446,6 +515,8 @@ static void unwatch(void *arg)
 	iwe_qp_lock(q);
 	iwe_prog_watch_del(q->prog, &q->watch);
 	iwe_prog_unpost(q->prog, &q->defer_task);
+	iwe_prog_unpost(q->prog, &q->rnr_task);
+	iwe_prog_timer_cancel(q->prog, &q->rnr_timer);
 	q->notify = NULL;
 	q->notify_arg = NULL;
 	iwe_qp_unlock(q);
@@ -468,6 +539,9 @@ int iwe_destroy_qp(struct iwe_qp *qp)
 	/* First off the CQs (waits for a poller in the hooks). */
 	iwe_cq_del_hook(qp->send_cq, &q->send_hook);
 	iwe_cq_del_hook(qp->recv_cq, &q->recv_hook);
+	/* Off the SRQ's waiters before unwatch drops the task it posts. */
+	if (q->srq)
+		iwe_srq_unwait(q->srq, &q->srq_waiter);
 	if (q->prog)
 		iwe_prog_call(q->prog, unwatch, q);
 	/* Nobody else can reach the QP now; the lock keeps the checks of
@@ -526,6 +600,9 @@ static void qp_reset(struct iwe_qp_priv *q)
 	q->rtr_expect = 0;
 	q->rx_hold = IWE_RX_OPEN;
 	q->want_drain = 0;
+	if (q->srq)
+		iwe_srq_unwait(q->srq, &q->srq_waiter);
+	q->rnr_wait = q->rnr_expired = q->rnr_logged = 0;
 	memset(&q->term_sent, 0, sizeof(q->term_sent));
 	memset(&q->term_rcvd, 0, sizeof(q->term_rcvd));
 	iwe_tx_init(q);
@@ -570,6 +647,15 @@ enum iwe_qp_state iwe_qp_get_state(struct iwe_qp *qp)
 }
 
 /* ------------------------------------------------------------ posting */
+
+void iwe_qp_recv_posted(struct iwe_qp_priv *q)
+{
+	IWE_QP_ASSERT_LOCKED(q);
+	if (!q->rnr_wait)
+		return;
+	run_io(q);
+	update_watch(q);
+}
 
 void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 {
@@ -621,6 +707,8 @@ static void apply_cm_opts(struct iwe_qp_priv *q, const struct iwe_qp_cm_opts *o)
 	}
 	q->rx_hold = o->hold;
 	q->notify = o->notify;
+	/* The grace needs the progress thread's timer. */
+	q->rnr_grace_ns = o->prog ? qp_rnr_grace_ns() : 0;
 	q->notify_arg = o->notify_arg;
 	q->prog = o->prog;
 }

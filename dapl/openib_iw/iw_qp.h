@@ -180,6 +180,7 @@ struct iwe_rx {
 	struct iwe_mr_cache wr_stag;	/* the last RDMA Write target */
 	int rtr_send;			/* this segment is the zero-length Send
 					 * RTR: consumed without a receive */
+	int not_ready;			/* no receive for this Send (yet) */
 	struct iwe_irq_ent rreq;	/* Read Request, queued at its end */
 	/* Untagged Send reassembly. */
 	uint32_t msn_send;		/* MSN of the next/current Send */
@@ -195,6 +196,14 @@ struct iwe_rx {
 
 /* ------------------------------------------------------------ SRQ */
 
+/* A QP waiting for a receive of its SRQ (the receiver-not-ready grace):
+ * the SRQ calls resume, under its lock, once a receive is posted. */
+struct iwe_srq_waiter {
+	struct iwe_srq_waiter *next;
+	int queued;			/* under the SRQ's lock */
+	void (*resume)(struct iwe_srq_waiter *w);
+};
+
 /* Shared receive queue (iw_srq.c).  Its lock comes after a QP's lock and
  * before the CQ and device locks. */
 struct iwe_srq_priv {
@@ -206,6 +215,7 @@ struct iwe_srq_priv {
 	uint32_t head, tail;		/* free-running; posted = tail - head */
 	uint32_t limit;			/* armed limit, 0: disarmed */
 	uint32_t users;			/* QPs attached */
+	struct iwe_srq_waiter *waiters;	/* QPs waiting for a receive */
 	iwe_event_handler handler;
 };
 
@@ -299,6 +309,18 @@ struct iwe_qp_priv {
 	struct iwe_prog_task defer_task;
 	atomic_int rx_hup;		/* the peer closed (or the socket
 					 * failed): read up to the end */
+	/* Receiver not ready (iw_rx.c, rx_send): a Send arrived with no
+	 * receive posted; its segment stays where the transport has it,
+	 * and what follows behind it, until a receive is posted or the
+	 * grace (rnr_grace_ns, 0: none, the RFC's Terminate) runs out. */
+	uint64_t rnr_grace_ns;
+	int rnr_wait;			/* waiting now */
+	int rnr_expired;		/* the grace ran out: Terminate */
+	int rnr_logged;			/* said once per connection */
+	uint64_t rnr_deadline;		/* ns */
+	struct iwe_prog_task rnr_task;	/* arms rnr_timer on the loop */
+	struct iwe_prog_timer rnr_timer;
+	struct iwe_srq_waiter srq_waiter;
 	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
 	struct iwe_cq_hook send_hook, recv_hook;
 };
@@ -395,6 +417,8 @@ void iwe_qp_kick(struct iwe_qp_priv *q);
 
 /* Transmit what was just posted, inline, unless the socket is full. */
 void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes);
+/* Receives were just posted: a Send waiting for one goes on now. */
+void iwe_qp_recv_posted(struct iwe_qp_priv *q);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
@@ -435,6 +459,11 @@ void iwe_wq_fail_oldest_read(struct iwe_qp_priv *q);
  * or ENOENT when the SRQ is empty.  *limit_hit: the armed limit fired. */
 int iwe_srq_take(struct iwe_srq_priv *s, struct iwe_rwqe *out,
 		 int *limit_hit);
+/* Whether a receive is posted (a glance, without the lock). */
+int iwe_srq_has_wr(struct iwe_srq_priv *s);
+/* Be resumed at the next post (once); forget it (a QP that goes). */
+void iwe_srq_wait(struct iwe_srq_priv *s, struct iwe_srq_waiter *w);
+void iwe_srq_unwait(struct iwe_srq_priv *s, struct iwe_srq_waiter *w);
 void iwe_srq_attach(struct iwe_srq_priv *s);
 void iwe_srq_detach(struct iwe_srq_priv *s);
 /* Call the SRQ's handler for IWE_EVENT_SRQ_LIMIT_REACHED (no lock). */
@@ -484,6 +513,11 @@ int iwe_rx_end(struct iwe_qp_priv *q);
 /* A segment whose ULPDU is too short for any DDP header. */
 int iwe_rx_short_segment(struct iwe_qp_priv *q, const uint8_t *ulpdu,
 			 uint32_t ulpdu_len);
+/* iwe_rx_begin returns this for a Send that finds no receive posted
+ * while the receiver-not-ready grace runs: the transport keeps the
+ * segment, and everything behind it, for later (iwe_rx_may_take). */
+#define IWE_RX_NOT_READY EAGAIN
+
 /* The header checked by iwe_rx_begin before its segment is whole will be
  * checked again when it is: forget the error found now. */
 void iwe_rx_forget_error(struct iwe_qp_priv *q);
@@ -492,8 +526,9 @@ int iwe_rx_llp_error(struct iwe_qp_priv *q, unsigned ecode);
 /* Whether the transport may take the next segment off the wire now. */
 static inline int iwe_rx_may_take(const struct iwe_qp_priv *q)
 {
-	return q->rx_hold == IWE_RX_OPEN ||
-	       (q->rx_hold == IWE_RX_HOLD_AFTER_FIRST && !q->first_rx);
+	return !q->rnr_wait &&
+	       (q->rx_hold == IWE_RX_OPEN ||
+		(q->rx_hold == IWE_RX_HOLD_AFTER_FIRST && !q->first_rx));
 }
 
 /* One entry per RDMAP opcode (RFC 5040 section 4; siw's iwarp_pktinfo

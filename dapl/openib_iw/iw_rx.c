@@ -281,9 +281,37 @@ static void rx_read_resp(struct iwe_qp_priv *q)
 	place_one(r, p, len);
 }
 
+/* No receive posted for a Send.  RFC 5041 makes it fatal (and iWARP has
+ * no receiver-not-ready retry on the wire), but a consumer written for
+ * InfiniBand posts its receives when it sees ESTABLISHED, and its peer
+ * may send first: within the grace the Send waits for a receive, and
+ * the stream behind it waits with it (iw_qp.c starts the grace's timer
+ * and resumes the QP; doc/semantics.md).  1 while it waits. */
+static int rx_not_ready(struct iwe_qp_priv *q)
+{
+	if (!q->rnr_grace_ns || q->rnr_expired)
+		return 0;
+	if (!q->rnr_wait) {
+		q->rnr_wait = 1;
+		q->rnr_deadline = iwe_now_ns() + q->rnr_grace_ns;
+		q->stats.rnr_waits++;
+		if (q->srq)
+			iwe_srq_wait(q->srq, &q->srq_waiter);
+		iwe_prog_post(q->prog, &q->rnr_task);
+		if (!q->rnr_logged++ && iw_log_on(IW_LOG_ERROR))
+			iw_log(IW_LOG_ERROR, "qp %u %s: a Send came before any "
+			       "receive was posted; it waits for one, %llu ms "
+			       "at most (IWDAPL_RNR_MS)", q->pub.qp_num,
+			       q->log_addrs, (unsigned long long)
+			       (q->rnr_grace_ns / 1000000u));
+	}
+	q->rx.not_ready = 1;
+	return 1;
+}
+
 /* Send family: into the head posted receive (or the SRQ's), in MSN/MO
- * order.  iWARP has no receiver-not-ready retry: no receive posted is
- * fatal. */
+ * order; with none posted, the receiver-not-ready grace, then the
+ * RFC's Terminate. */
 static void rx_send(struct iwe_qp_priv *q)
 {
 	struct iwe_rx *r = &q->rx;
@@ -307,6 +335,8 @@ static void rx_send(struct iwe_qp_priv *q)
 	}
 	w = iwe_wq_recv_wqe(q, mo, r->send_mo);
 	if (!w) {
+		if (mo == 0 && r->send_mo == 0 && rx_not_ready(q))
+			return;
 		untagged_error(q, IW_TERM_DDP_UNTAG_NO_BUF);
 		return;
 	}
@@ -577,11 +607,14 @@ int iwe_rx_begin(struct iwe_qp_priv *q, const uint8_t *hdr,
 	r->nplace = 0;
 	r->inv_stag = 0;
 	r->rtr_send = 0;
+	r->not_ready = 0;
 	if (ulpdu_len < iw_ddp_hdr_len(r->ctrl))
 		return iwe_rx_short_segment(q, hdr, ulpdu_len);
 	rx_check_common(q);
 	if (!r->term_out)
 		iwe_rdmap_ops[r->opcode].rx_begin(q);
+	if (r->not_ready)
+		return IWE_RX_NOT_READY;
 	return r->term_out ? EPROTO : 0;
 }
 

@@ -208,6 +208,16 @@ int iwe_post_srq_recv(struct iwe_srq *srq, struct ibv_recv_wr *wr,
 			break;
 		}
 	}
+	/* QPs holding a Send for a receive: resume each once.  Under the
+	 * lock (a QP that goes takes itself off first), so resume only
+	 * asks for the QP's progress, never takes its lock. */
+	while (s->head != s->tail && s->waiters) {
+		struct iwe_srq_waiter *w = s->waiters;
+
+		s->waiters = w->next;
+		w->queued = 0;
+		w->resume(w);
+	}
 	iwe_unlock(&s->lock);
 	return err;
 }
@@ -234,6 +244,42 @@ int iwe_srq_take(struct iwe_srq_priv *s, struct iwe_rwqe *out,
 	}
 	iwe_unlock(&s->lock);
 	return err;
+}
+
+int iwe_srq_has_wr(struct iwe_srq_priv *s)
+{
+	int has;
+
+	iwe_lock(&s->lock);
+	has = s->head != s->tail;
+	iwe_unlock(&s->lock);
+	return has;
+}
+
+void iwe_srq_wait(struct iwe_srq_priv *s, struct iwe_srq_waiter *w)
+{
+	iwe_lock(&s->lock);
+	if (!w->queued) {
+		w->next = s->waiters;
+		s->waiters = w;
+		w->queued = 1;
+	}
+	iwe_unlock(&s->lock);
+}
+
+void iwe_srq_unwait(struct iwe_srq_priv *s, struct iwe_srq_waiter *w)
+{
+	struct iwe_srq_waiter **pp;
+
+	iwe_lock(&s->lock);
+	for (pp = &s->waiters; *pp; pp = &(*pp)->next) {
+		if (*pp == w) {
+			*pp = w->next;
+			w->queued = 0;
+			break;
+		}
+	}
+	iwe_unlock(&s->lock);
 }
 
 void iwe_srq_attach(struct iwe_srq_priv *s)

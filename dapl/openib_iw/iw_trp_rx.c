@@ -172,6 +172,8 @@ static int deliver_packet(struct trp *t, struct iwe_qp_priv *q,
 	else if (!(f.flags & IW_TRP_I))	/* I: after the exchange, ignored */
 		err = deliver_body(t, q, b + IW_TRP_HDR_LEN,
 				   len - IW_TRP_HDR_LEN);
+	if (err == IWE_RX_NOT_READY)
+		return err;	/* delivered again once a receive is posted */
 	/* After the body: a Terminate in it fails its work first. */
 	if (t->ngates)
 		trp_done_release(t);
@@ -192,6 +194,16 @@ static int deliver(struct trp *t, struct iwe_qp_priv *q)
 		t->rcv_dlv++;
 		n++;
 		err = deliver_packet(t, q, b, t->rx_len[i]);
+		if (err == IWE_RX_NOT_READY) {
+			/* A Send with no receive yet: it stays first in line,
+			 * acknowledged (it is here) but holding its slot, so
+			 * the credits shrink as the peer goes on. */
+			t->rx[i] = b;
+			t->rcv_dlv--;
+			n--;
+			err = 0;
+			break;
+		}
 		pool_put(t, b);
 	}
 	/* Credits reopened after a hold: tell the peer. */
@@ -267,6 +279,19 @@ static void rx_from_area(struct trp *t, struct iwe_qp_priv *q,
 		t->rcv_dlv++;
 		advance(t, nxt);
 		*err = deliver_packet(t, q, d, len);
+		if (*err != IWE_RX_NOT_READY)
+			return;
+		/* No receive for this Send yet: keep it, first in line. */
+		*err = 0;
+		t->rcv_dlv--;
+		b = pool_get(t);
+		if (!b) {
+			*err = ENOMEM;
+			return;
+		}
+		memcpy(b, d, len);
+		t->rx[rx_index(t, psn)] = b;
+		t->rx_len[rx_index(t, psn)] = len;
 		return;
 	}
 	b = pool_get(t);

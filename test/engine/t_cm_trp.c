@@ -911,6 +911,9 @@ static void test_many(void)
 
 int main(void)
 {
+	/* The RFC's Terminate for a Send with no receive (the grace that
+	 * delays it is t_rnr's). */
+	setenv("IWDAPL_RNR_MS", "0", 1);
 	g_dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
 	if (!g_dev)
 		BAIL("udp device: %s", strerror(errno));

@@ -281,10 +281,12 @@ typedef enum dat_iw_op {
  * Every counter counts from the object's creation and is never reset: a
  * consumer takes differences.  An IA's set is the sum over its EPs, live
  * and freed, plus what happens on its Service Points (requests received
- * and rejected).  The layout only grows at its end; `version` and `size`
- * tell a consumer compiled against an older header what it got.
+ * and rejected).  The layout only grows at its end: the query macros
+ * below set `version` and `size` to the caller's header's before the
+ * call, the provider fills no more than that (a caller that did not set
+ * them gets version 1's fields), and sets them to what it filled.
  */
-#define DAT_IW_STATS_VERSION		1
+#define DAT_IW_STATS_VERSION		2
 #define DAT_IW_STATS_TERM_CODES		8	/* distinct codes kept */
 
 /* Operation types of the per-operation counters (index of the arrays). */
@@ -331,7 +333,22 @@ typedef struct dat_iw_stats {
 	 * 0 ends the list); later ones count only in term_sent/term_rcvd. */
 	DAT_IW_TERM_COUNT term_sent_code[DAT_IW_STATS_TERM_CODES];
 	DAT_IW_TERM_COUNT term_rcvd_code[DAT_IW_STATS_TERM_CODES];
+	/* Version 2: Sends that came before a receive was posted and
+	 * waited for one (the receiver-not-ready grace, iwdapl(7)
+	 * IWDAPL_RNR_MS). */
+	DAT_UINT64 rnr_waits;
 } DAT_IW_STATS;
+
+/* What this header's DAT_IW_STATS is, for the provider (NULL stays
+ * NULL: the provider answers DAT_INVALID_PARAMETER). */
+static inline DAT_IW_STATS *dat_iw_stats_this_header(DAT_IW_STATS *s)
+{
+	if (s) {
+		s->version = DAT_IW_STATS_VERSION;
+		s->size = (DAT_UINT32)sizeof(*s);
+	}
+	return s;
+}
 
 /*
  * dat_iw_ssp_create: make a Socket Service Point from a connected socket.
@@ -429,11 +446,11 @@ typedef struct dat_iw_stats {
 #define dat_iw_ia_stats_query(ia_handle, stats)				\
 	dat_extension_op((DAT_IA_HANDLE)(ia_handle),			\
 			 (DAT_EXTENDED_OP)DAT_IW_STATS_QUERY_OP,		\
-			 (DAT_IW_STATS *)(stats))
+			 dat_iw_stats_this_header((DAT_IW_STATS *)(stats)))
 #define dat_iw_ep_stats_query(ep_handle, stats)				\
 	dat_extension_op((DAT_EP_HANDLE)(ep_handle),			\
 			 (DAT_EXTENDED_OP)DAT_IW_STATS_QUERY_OP,		\
-			 (DAT_IW_STATS *)(stats))
+			 dat_iw_stats_this_header((DAT_IW_STATS *)(stats)))
 
 /* Named provider attributes (dat_ia_query provider_specific_attr) that
  * say where the counters of a running process can be read. */
