@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Placement never waits for the consumer (doc/semantics.md, "Progress:
+ * what a consumer may rely on").  The receiving side's consumer first
+ * polls its EVDs for a while (as a consumer of a ping-pong does), then
+ * calls nothing for a second -- it sleeps, as one that computes or
+ * spins on memory would -- while the peer RDMA-writes 64 KiB and 1 MiB
+ * into its memory.  A watcher thread of the receiving process, which
+ * only reads memory, sees the last word of each Write land, and the
+ * data must be whole well before the consumer wakes (a quarter of the
+ * second: the engine once left a poller's input to its polls for up to
+ * 8 ms, and a spin of its progress thread held 64 KiB Writes 2 ms each).
+ * CRC off and on; over tcp here, over udp in dapltest_progs_udp.sh. */
+#define TSIDE_BUF_SIZE (4u << 20)
+#include "tside.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define SLEEP_MS 1000
+#define BOUND_MS (SLEEP_MS / 4)
+#define WAIT_US 5000000
+
+static const struct write_case {
+	size_t off, len;
+} writes[] = {
+	{ 0, 64u << 10 },
+	{ 1u << 20, 1u << 20 },
+};
+#define NWRITES (sizeof(writes) / sizeof(writes[0]))
+
+static struct side S, C;	/* S: the sleeping receiver */
+static DAT_PSP_HANDLE psp;
+static DAT_CONN_QUAL qual;
+static atomic_long landed_ms[NWRITES];
+static atomic_int watch_stop;
+
+static long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* Reads S's memory only: the last word of each Write, until it changes. */
+static void *watcher(void *arg)
+{
+	size_t left = NWRITES;
+
+	(void)arg;
+	while (left && !atomic_load(&watch_stop)) {
+		for (size_t i = 0; i < NWRITES; i++) {
+			const volatile unsigned char *last =
+				S.buf + writes[i].off + writes[i].len - 1;
+
+			if (atomic_load(&landed_ms[i]) || !*last)
+				continue;
+			atomic_store(&landed_ms[i], mono_ms());
+			left--;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void connect_pair(void)
+{
+	DAT_IA_ATTR ia;
+	DAT_EVENT ev;
+
+	S.ep = side_ep(&S);
+	C.ep = side_ep(&C);
+	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
+			 NULL) != DAT_SUCCESS ||
+	    dat_ep_connect(C.ep, ia.ia_address_ptr, qual, WAIT_US, 0, NULL,
+			   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) !=
+	    DAT_SUCCESS)
+		BAIL("dat_ep_connect");
+	ev = side_wait(S.cr, WAIT_US);
+	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
+	    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
+			  S.ep, 0, NULL) != DAT_SUCCESS)
+		BAIL("no connection request to accept");
+	if (side_wait(C.conn, WAIT_US).event_number !=
+	    DAT_CONNECTION_EVENT_ESTABLISHED ||
+	    side_wait(S.conn, WAIT_US).event_number !=
+	    DAT_CONNECTION_EVENT_ESTABLISHED)
+		BAIL("not established");
+}
+
+static void free_pair(void)
+{
+	dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG);
+	side_wait(C.conn, WAIT_US);
+	side_wait(S.conn, WAIT_US);
+	dat_ep_free(C.ep);
+	dat_ep_free(S.ep);
+	C.ep = S.ep = DAT_HANDLE_NULL;
+}
+
+static void run_case(const char *crc)
+{
+	DAT_EVENT ev;
+	pthread_t th;
+	long t0, end;
+	int posted = 1, done = 1;
+
+	setenv("IWDAPL_CRC", crc, 1);
+	memset(S.buf, 0, TSIDE_BUF_SIZE);
+	connect_pair();
+	/* A consumer that polled: its EVDs, then nothing. */
+	for (end = mono_ms() + 20; mono_ms() < end;) {
+		dat_evd_dequeue(S.rcv, &ev);
+		dat_evd_dequeue(S.req, &ev);
+	}
+	for (size_t i = 0; i < NWRITES; i++) {
+		side_fill(C.buf + writes[i].off, writes[i].len,
+			  (unsigned)(i + 3));
+		C.buf[writes[i].off + writes[i].len - 1] = 0xA5;
+		atomic_store(&landed_ms[i], 0);
+	}
+	atomic_store(&watch_stop, 0);
+	pthread_create(&th, NULL, watcher, NULL);
+	t0 = mono_ms();
+	for (size_t i = 0; i < NWRITES; i++) {
+		DAT_LMR_TRIPLET l = side_lseg(&C, writes[i].off,
+					      writes[i].len);
+		DAT_RMR_TRIPLET r = side_rseg(&S, writes[i].off,
+					      writes[i].len);
+
+		posted &= dat_ep_post_rdma_write(C.ep, 1, &l, side_ck(i), &r,
+						 DAT_COMPLETION_DEFAULT_FLAG) ==
+			  DAT_SUCCESS;
+	}
+	/* Nothing of S is called for a second (the sender's thread sleeps
+	 * too: its completions wait for it). */
+	usleep(SLEEP_MS * 1000);
+	atomic_store(&watch_stop, 1);
+	pthread_join(th, NULL);
+	CHECK(posted, "CRC %s: a 64 KiB and a 1 MiB RDMA Write posted", crc);
+	for (size_t i = 0; i < NWRITES; i++) {
+		long at = atomic_load(&landed_ms[i]);
+		int whole = side_same(S.buf + writes[i].off,
+				      writes[i].len - 1, (unsigned)(i + 3));
+
+		CHECK(at && at - t0 < BOUND_MS && whole,
+		      "CRC %s: the %zu KiB Write was in the sleeping "
+		      "receiver's memory, whole, %ld ms after the post (the "
+		      "consumer slept %d ms)", crc, writes[i].len >> 10,
+		      at ? at - t0 : -1, SLEEP_MS);
+	}
+	for (size_t i = 0; i < NWRITES; i++)
+		done &= side_dto_ok(C.req, i, writes[i].len);
+	CHECK(done, "CRC %s: both Writes completed at the sender", crc);
+	free_pair();
+	unsetenv("IWDAPL_CRC");
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	side_open(&S);
+	side_open(&C);
+	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
+			       &psp) != DAT_SUCCESS)
+		BAIL("dat_psp_create_any");
+	run_case("0");
+	run_case("1");
+	dat_psp_free(psp);
+	side_close(&C);
+	side_close(&S);
+	return tap_done();
+}
