@@ -17,13 +17,6 @@
 
 #include "iw_priv.h"
 
-static struct iwe_cq_priv *cq_priv(const struct iwe_cq *cq)
-{
-	/* The object itself is never const; only callers' views are. */
-	return IWE_CONTAINER_OF((struct iwe_cq *)(uintptr_t)cq,
-				struct iwe_cq_priv, pub);
-}
-
 static struct iwe_channel_priv *ch_priv(struct iwe_comp_channel *ch)
 {
 	return IWE_CONTAINER_OF(ch, struct iwe_channel_priv, pub);
@@ -182,7 +175,7 @@ void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents)
 
 	if (!cq || !cq->channel)
 		return;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	c = ch_priv(cq->channel);
 	pthread_mutex_lock(&c->lock);
 	/* Acking more than was retrieved is a caller bug; clamp so that it
@@ -252,7 +245,7 @@ struct iwe_cq *iwe_create_cq(struct iwe_device *dev, int cqe,
 	q->pub = (struct iwe_cq){ .dev = dev, .cq_context = cq_context,
 				  .channel = channel, .cqe = cqe };
 	pthread_mutex_init(&q->lock, NULL);
-	pthread_mutex_init(&q->hooks_lock, NULL);
+	iwe_cq_hooks_init(q);
 	if (channel)
 		channel_attach(channel);
 	return &q->pub;
@@ -291,7 +284,7 @@ int iwe_destroy_cq(struct iwe_cq *cq)
 
 	if (!cq)
 		return EINVAL;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
 	err = q->users ? EBUSY : 0;
 	pthread_mutex_unlock(&q->lock);
@@ -301,8 +294,7 @@ int iwe_destroy_cq(struct iwe_cq *cq)
 		return err;
 	cq_unreserve(cq->dev);
 	pthread_mutex_destroy(&q->lock);
-	pthread_mutex_destroy(&q->hooks_lock);
-	free(q->hooks);
+	iwe_cq_hooks_fini(q);
 	free(q->ring);
 	free(q);
 	return 0;
@@ -310,7 +302,7 @@ int iwe_destroy_cq(struct iwe_cq *cq)
 
 void iwe_cq_get(struct iwe_cq *cq)
 {
-	struct iwe_cq_priv *q = cq_priv(cq);
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
 
 	pthread_mutex_lock(&q->lock);
 	q->users++;
@@ -319,7 +311,7 @@ void iwe_cq_get(struct iwe_cq *cq)
 
 void iwe_cq_put(struct iwe_cq *cq)
 {
-	struct iwe_cq_priv *q = cq_priv(cq);
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
 
 	pthread_mutex_lock(&q->lock);
 	if (q->users)
@@ -327,74 +319,9 @@ void iwe_cq_put(struct iwe_cq *cq)
 	pthread_mutex_unlock(&q->lock);
 }
 
-void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
-{
-	struct iwe_cq_priv *q = cq_priv(cq);
-
-	pthread_mutex_lock(&q->hooks_lock);
-	if (q->nhooks == q->hooks_cap) {
-		uint32_t cap = q->hooks_cap ? 2 * q->hooks_cap : 4;
-		struct iwe_cq_hook **v = realloc(q->hooks, cap * sizeof(*v));
-
-		if (v) {
-			q->hooks = v;
-			q->hooks_cap = cap;
-		}
-	}
-	/* Without memory the QP is only progressed by its thread. */
-	if (q->nhooks < q->hooks_cap)
-		q->hooks[q->nhooks++] = h;
-	pthread_mutex_unlock(&q->hooks_lock);
-}
-
-void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
-{
-	struct iwe_cq_priv *q = cq_priv(cq);
-
-	pthread_mutex_lock(&q->hooks_lock);
-	for (uint32_t i = 0; i < q->nhooks; i++)
-		if (q->hooks[i] == h) {
-			q->hooks[i] = q->hooks[--q->nhooks];
-			break;
-		}
-	pthread_mutex_unlock(&q->hooks_lock);
-}
-
-/* The CQ is empty: let the consumer's thread drive the QPs feeding it.
- * One poller at a time; the others just look.  It stops at the first
- * QP that completed something, so the completion goes back at once
- * (driving the others costs a recv each); the next poll starts after
- * that QP, so every QP gets its turn. */
-static int cq_run_poll_hooks(struct iwe_cq_priv *q)
-{
-	int blocked = 0;
-
-	if (pthread_mutex_trylock(&q->hooks_lock))
-		return 0;
-	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
-		uint32_t i = (q->hook_next + k) % n;
-
-		blocked |= q->hooks[i]->poll(q->hooks[i]);
-		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
-			q->hook_next = (i + 1) % n;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&q->hooks_lock);
-	return blocked;
-}
-
 int iwe_cq_drive(struct iwe_cq *cq)
 {
-	return cq ? cq_run_poll_hooks(cq_priv(cq)) : 0;
-}
-
-static void cq_run_arm_hooks(struct iwe_cq_priv *q)
-{
-	pthread_mutex_lock(&q->hooks_lock);
-	for (uint32_t i = 0; i < q->nhooks; i++)
-		q->hooks[i]->arm(q->hooks[i]);
-	pthread_mutex_unlock(&q->hooks_lock);
+	return cq ? iwe_cq_hooks_poll(iwe_cq_priv(cq)) : 0;
 }
 
 /* Copy the queued completions, oldest first, into a new ring. */
@@ -416,7 +343,7 @@ int iwe_resize_cq(struct iwe_cq *cq, int cqe)
 
 	if (!cq || !cq_size_valid(cqe))
 		return EINVAL;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	ring = calloc((size_t)cqe, sizeof(*ring));
 	if (!ring)
 		return ENOMEM;
@@ -443,9 +370,9 @@ int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc)
 
 	if (!cq || n < 0 || (n > 0 && !wc))
 		return -EINVAL;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	if (n > 0 && !__atomic_load_n(&q->count, __ATOMIC_RELAXED))
-		cq_run_poll_hooks(q);
+		iwe_cq_hooks_poll(q);
 	pthread_mutex_lock(&q->lock);
 	for (i = 0; i < n && q->count; i++) {
 		wc[i] = q->ring[q->head];
@@ -466,14 +393,14 @@ int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only)
 
 	if (!cq)
 		return EINVAL;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
 	if (want > q->armed)
 		q->armed = want;
 	pthread_mutex_unlock(&q->lock);
 	/* Whoever arms is about to sleep: what the QPs held for its next
 	 * look goes now. */
-	cq_run_arm_hooks(q);
+	iwe_cq_hooks_arm(q);
 	return 0;
 }
 
@@ -506,7 +433,7 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited)
 
 	if (!cq || !wc)
 		return EINVAL;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
 	cap = (uint32_t)q->pub.cqe;
 	if (q->count == cap) {
@@ -533,7 +460,7 @@ static void cq_fill(const struct iwe_cq *cq, uint32_t *count, int *overflow)
 	*overflow = 0;
 	if (!cq)
 		return;
-	q = cq_priv(cq);
+	q = iwe_cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
 	*count = q->count;
 	*overflow = q->overflow;

@@ -322,12 +322,27 @@ struct iwe_cq_priv {
 	struct iwe_cq_hook **hooks;
 	uint32_t nhooks, hooks_cap;
 	uint32_t hook_next;		/* where the next poll starts */
+	/* Past a few hooks, an epoll of their sockets says which to look
+	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
+	 * and each hook's fd and readable, and the want lists. */
+	pthread_mutex_t watch_lock;
+	int pollfd;			/* -1 until there are many hooks */
+	struct iwe_cq_hook *want_poll;	/* hooks asking the next poll */
+	struct iwe_cq_hook *want_arm;	/* ... and the next arm */
+	atomic_uint tx_blocked;		/* hooks whose sends wait for room */
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
 	int queued;			/* on the channel's fired list */
 	uint32_t pending;		/* fired, not yet retrieved */
 	uint32_t retrieved, acked;
 };
+
+static inline struct iwe_cq_priv *iwe_cq_priv(const struct iwe_cq *cq)
+{
+	/* The object itself is never const; only callers' views are. */
+	return IWE_CONTAINER_OF((struct iwe_cq *)(uintptr_t)cq,
+				struct iwe_cq_priv, pub);
+}
 
 /* Take and drop a use of a CQ (QPs do, so destroy returns EBUSY). */
 void iwe_cq_get(struct iwe_cq *cq);
@@ -338,12 +353,37 @@ void iwe_cq_put(struct iwe_cq *cq);
  * look -- a burst of posts, an acknowledgement -- goes now).  The CQ
  * knows no QP. */
 struct iwe_cq_hook {
-	/* 1: spinning is futile (iwe_cq_drive) */
-	int (*poll)(struct iwe_cq_hook *h);
+	void (*poll)(struct iwe_cq_hook *h);
 	void (*arm)(struct iwe_cq_hook *h);
+	/* The CQ's, under its watch_lock: */
+	int attached;			/* between add and del */
+	int fd;				/* the QP's socket, or -1 */
+	int readable;			/* input wanted from fd */
+	int blocked;			/* counted in tx_blocked */
+	int wanted;			/* IWE_CQ_WANT_* lists it is on */
+	struct iwe_cq_hook *next_poll, *next_arm;
 };
+#define IWE_CQ_HOOK_INIT(p, a) \
+	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .fd = -1 })
+enum { IWE_CQ_WANT_POLL = 1, IWE_CQ_WANT_ARM = 2 };
 /* Add / remove a hook; removing waits for a poller running it. */
 void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
 void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
+/* The QP's socket, whose input asks for a poll's look (fd -1: none; the
+ * hook's QP closes it only after that).  readable 0: the QP reads
+ * nothing meanwhile.  Any thread, with or without the QP's lock. */
+void iwe_cq_hook_watch(struct iwe_cq *cq, struct iwe_cq_hook *h, int fd,
+		       int readable);
+/* The next poll and/or arm (IWE_CQ_WANT_*) looks at this hook whatever
+ * its socket says: a burst of posts waits, an ack is held. */
+void iwe_cq_hook_want(struct iwe_cq *cq, struct iwe_cq_hook *h, int what);
+/* The hook's sends wait for room in its socket (or no longer). */
+void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
+			 int blocked);
+/* iw_cq.c's side: an empty poll, an arm, a destroy. */
+int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
+void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
+void iwe_cq_hooks_init(struct iwe_cq_priv *q);
+void iwe_cq_hooks_fini(struct iwe_cq_priv *q);
 
 #endif

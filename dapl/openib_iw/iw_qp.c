@@ -83,6 +83,32 @@ static uint32_t watch_interest(struct iwe_qp_priv *q)
 	return ev;
 }
 
+/* Tell the CQs what a consumer's poll of them should look at (fd -1:
+ * nothing, the socket is about to go).  A failed QP has nothing for a
+ * poll; one whose stream waits for a receive reads nothing meanwhile. */
+static void update_hooks(struct iwe_qp_priv *q, int fd, uint32_t ev)
+{
+	struct iwe_qp *p = &q->pub;
+	int readable = fd >= 0 && (ev & EPOLLIN) &&
+		       q->state != IWE_QPS_ERROR;
+	int blocked = fd >= 0 && (ev & EPOLLOUT);
+
+	if (fd != q->hook_fd || readable != q->hook_readable) {
+		q->hook_fd = fd;
+		q->hook_readable = readable;
+		iwe_cq_hook_watch(p->send_cq, &q->send_hook, fd, readable);
+		if (p->recv_cq != p->send_cq)
+			iwe_cq_hook_watch(p->recv_cq, &q->recv_hook, fd,
+					  readable);
+	}
+	if (blocked != q->hook_blocked) {
+		q->hook_blocked = blocked;
+		iwe_cq_hook_blocked(p->send_cq, &q->send_hook, blocked);
+		if (p->recv_cq != p->send_cq)
+			iwe_cq_hook_blocked(p->recv_cq, &q->recv_hook, blocked);
+	}
+}
+
 /* Any thread, QP lock held: epoll_ctl is thread-safe and the watch's
  * bookkeeping is under the QP lock once registered. */
 static void update_watch(struct iwe_qp_priv *q)
@@ -94,6 +120,7 @@ static void update_watch(struct iwe_qp_priv *q)
 	ev = watch_interest(q);
 	if (iwe_prog_watch_mod(q->prog, &q->watch, ev))
 		abort();	/* EPOLL_CTL_MOD on a live fd: ENOMEM only */
+	update_hooks(q, q->watch.fd, ev);
 }
 
 /* ------------------------------------------------------------ failing */
@@ -268,18 +295,14 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
  * it (the poll looks again; what the progress thread reads completes
  * into the CQ).  1 when spinning is futile: the transmit side waits for
  * room in the socket, so what completes next waits for the peer. */
-static int poll_hook(struct iwe_qp_priv *q)
+static void poll_hook(struct iwe_qp_priv *q)
 {
-	int blocked;
-
 	if (!q->prog || !iwe_qp_trylock(q))
-		return 0;
+		return;
 	atomic_store(&q->kick, 0);
 	if (q->watch.fd >= 0)
 		run_io(q);
-	blocked = q->llp && q->llp->tx_blocked(q);
 	iwe_qp_release(q, 1);
-	return blocked;
 }
 
 /* A consumer armed a CQ of this QP and may sleep: what waited for its
@@ -347,14 +370,14 @@ static void defer_task(struct iwe_prog_task *t)
 	iwe_qp_release(q, 0);
 }
 
-static int send_poll_hook(struct iwe_cq_hook *h)
+static void send_poll_hook(struct iwe_cq_hook *h)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
+	poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
 }
 
-static int recv_poll_hook(struct iwe_cq_hook *h)
+static void recv_poll_hook(struct iwe_cq_hook *h)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
+	poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
 }
 
 static void send_arm_hook(struct iwe_cq_hook *h)
@@ -485,8 +508,9 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->rnr_task.fn = rnr_task;
 	q->rnr_timer.cb = rnr_timer_cb;
 	q->srq_waiter.resume = rnr_srq_resume;
-	q->send_hook = (struct iwe_cq_hook){ send_poll_hook, send_arm_hook };
-	q->recv_hook = (struct iwe_cq_hook){ recv_poll_hook, recv_arm_hook };
+	q->send_hook = IWE_CQ_HOOK_INIT(send_poll_hook, send_arm_hook);
+	q->recv_hook = IWE_CQ_HOOK_INIT(recv_poll_hook, recv_arm_hook);
+	q->hook_fd = -1;
 	q->state = IWE_QPS_RESET;
 	iwe_lock_init(&q->lock);
 	iwe_tx_init(q);
@@ -513,6 +537,7 @@ static void unwatch(void *arg)
 	struct iwe_qp_priv *q = arg;
 
 	iwe_qp_lock(q);
+	update_hooks(q, -1, 0);
 	iwe_prog_watch_del(q->prog, &q->watch);
 	iwe_prog_unpost(q->prog, &q->defer_task);
 	iwe_prog_unpost(q->prog, &q->rnr_task);
@@ -669,8 +694,11 @@ void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 	    atomic_load(&q->tx_deferred) < QP_DEFER_MAX &&
 	    q->tx_deferred_bytes + bytes < QP_DEFER_BYTES) {
 		q->tx_deferred_bytes += bytes;
-		if (atomic_fetch_add(&q->tx_deferred, 1) == 0)
+		if (atomic_fetch_add(&q->tx_deferred, 1) == 0) {
 			iwe_prog_post(q->prog, &q->defer_task);
+			iwe_qp_want_look(q, IWE_CQ_WANT_POLL |
+					    IWE_CQ_WANT_ARM);
+		}
 	} else {
 		run_tx(q);
 		update_watch(q);

@@ -321,13 +321,29 @@ struct iwe_qp_priv {
 	struct iwe_prog_task rnr_task;	/* arms rnr_timer on the loop */
 	struct iwe_prog_timer rnr_timer;
 	struct iwe_srq_waiter srq_waiter;
-	/* The QP's hooks on its CQs (iwe_cq_add_hook). */
+	/* The QP's hooks on its CQs (iwe_cq_add_hook), and what they
+	 * were last told (under the QP lock). */
 	struct iwe_cq_hook send_hook, recv_hook;
+	int hook_fd, hook_readable, hook_blocked;
 };
 
 static inline struct iwe_qp_priv *iwe_qp_priv(struct iwe_qp *qp)
 {
 	return IWE_CONTAINER_OF(qp, struct iwe_qp_priv, pub);
+}
+
+/* Have the consumer's next poll and/or arm of the QP's CQs
+ * (IWE_CQ_WANT_*) look at the QP: what it holds waits for that look.  A
+ * QP without a progress thread is driven by its owner alone. */
+static inline void iwe_qp_want_look(struct iwe_qp_priv *q, int what)
+{
+	struct iwe_qp *p = &q->pub;
+
+	if (!q->prog)
+		return;
+	iwe_cq_hook_want(p->send_cq, &q->send_hook, what);
+	if (p->recv_cq != p->send_cq)
+		iwe_cq_hook_want(p->recv_cq, &q->recv_hook, what);
 }
 
 static inline struct iwe_swqe *iwe_sq_slot(struct iwe_qp_priv *q,

@@ -545,6 +545,7 @@ static int mid_msg_hold(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 		t->ack_hold_ns = now + t->ack_delay_ns;
 		t->ack_hold_mid = 1;
 		t->st.acks_held++;
+		iwe_qp_want_look(q, IWE_CQ_WANT_ARM);
 		return 1;
 	}
 	if (t->ack_hold_mid && now < t->ack_hold_ns)
@@ -581,6 +582,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 		return;
 	t->ack_hold_ns = now + t->ack_delay_ns;
 	t->st.acks_held++;
+	iwe_qp_want_look(q, IWE_CQ_WANT_ARM);
 }
 
 void trp_rx_idle(struct iwe_qp_priv *q)

@@ -782,6 +782,86 @@ static void test_shared_cq(void)
 	iwe_destroy_cq(cq);
 }
 
+/* Past a few QPs, a CQ's poll asks an epoll of their sockets which have
+ * input, and a list which asked for a look: an empty poll costs no recv
+ * per QP (it cost one each, 10 000 for 10 000 connections).  A message
+ * on any one QP is found by polls alone (the progress thread held); a
+ * burst of small posts on one goes at the next poll, or at an arm, not
+ * only when the thread gets to it. */
+#define MANY_QPS 8
+
+static int burst_on(struct cpair *p, struct iwe_cq *cq, int base, int arm)
+{
+	struct ibv_wc wc[8];
+	long end = now_ms() + WAIT_MS;
+	int n = 0;
+
+	for (int i = 0; i < 4; i++)
+		post_send1(&p->b, (uint64_t)(base + i), IBV_WR_RDMA_WRITE,
+			   (size_t)i * 16, 16,
+			   (uintptr_t)(p->a.buf + 4096 + i * 16),
+			   p->a.mr->rkey, IBV_SEND_SIGNALED);
+	if (arm) {
+		iwe_req_notify_cq(cq, 0);
+		return iwe_cq_count(cq);
+	}
+	while (n < 4 && now_ms() <= end)
+		n += iwe_poll_cq(cq, 8 - n, wc + n);
+	return n;
+}
+
+static void test_many_on_cq(void)
+{
+	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
+	struct prog_stall st = { .task.fn = prog_stall_fn,
+				 .mx = PTHREAD_MUTEX_INITIALIZER,
+				 .cv = PTHREAD_COND_INITIALIZER };
+	struct iwe_prog *prog = iwe_prog_get(g_dev);
+	struct cpair p[MANY_QPS];
+	struct ibv_wc wc;
+	uint64_t r0 = 0, r1 = 0;
+	int got = 0, polls = 200, ok = 1, n_arm;
+	long end;
+
+	for (int i = 0; i < MANY_QPS; i++) {
+		cpair_open(&p[i]);
+		side_close(&p[i].b);
+		side_fresh_on(&p[i].b, cq);
+		ok &= cpair_std_connect(&p[i], 31200 + (uint64_t)i, "many");
+	}
+	CHECK(ok, "many on a CQ: %d connections, one CQ on the passive side",
+	      MANY_QPS);
+	sleep_ms(20);		/* what the connects left is read */
+	for (int i = 0; i < MANY_QPS; i++)
+		r0 += rx_calls(p[i].b.qp);
+	for (int k = 0; k < polls; k++)
+		iwe_poll_cq(cq, 1, &wc);
+	for (int i = 0; i < MANY_QPS; i++)
+		r1 += rx_calls(p[i].b.qp);
+	CHECK(r1 - r0 <= MANY_QPS,
+	      "many on a CQ: %d empty polls made %llu recv calls (one a QP a "
+	      "poll would be %d)", polls, (unsigned long long)(r1 - r0),
+	      polls * MANY_QPS);
+	iwe_prog_post(prog, &st.task);
+	prog_stall_set(&st, 1);
+	post_send1(&p[5].a, 70, IBV_WR_SEND, 0, 32, 0, 0, 0);
+	for (end = now_ms() + WAIT_MS; !got && now_ms() <= end;)
+		got = iwe_poll_cq(cq, 1, &wc) == 1;
+	CHECK(got && wc.status == IBV_WC_SUCCESS &&
+	      wc.qp_num == p[5].b.qp->qp_num && wc.byte_len == 32,
+	      "many on a CQ: the Send to the sixth QP found by polls alone");
+	CHECK(burst_on(&p[6], cq, 80, 0) == 4,
+	      "many on a CQ: a burst of 4 small Writes completes by polls "
+	      "alone");
+	n_arm = burst_on(&p[2], cq, 90, 1);
+	prog_stall_set(&st, 0);
+	CHECK(n_arm == 4, "many on a CQ: another burst is sent by the arm "
+	      "that follows it (%d of 4 completed)", n_arm);
+	for (int i = 0; i < MANY_QPS; i++)
+		cpair_close(&p[i]);
+	iwe_destroy_cq(cq);
+}
+
 /* Debian's dtest -W over tcp: each side RDMA-writes, polls its send CQ
  * for the Write's completion, then spins on the memory the peer writes,
  * calling nothing: only the progress thread places the answer. */
@@ -1187,6 +1267,7 @@ int main(void)
 	test_poll_reads_bulk();
 	test_placed_without_calls();
 	test_shared_cq();
+	test_many_on_cq();
 	test_write_pingpong();
 	test_burst_then_idle();
 	test_midsize_burst();

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* How a consumer's calls on a CQ drive the QPs completing into it.
+ *
+ * A poll that finds the CQ empty looks at the QPs that may have
+ * something for it: their input is read and placed, their sends go,
+ * inside the consumer's call (no thread hand-off on the path of a
+ * ping-pong).  An arm before a sleep lets go what waited for the
+ * consumer's next look.  With a few QPs the poll simply looks at each;
+ * past that, an epoll of their sockets says which have input, and a want
+ * list names the others that asked for a look (a burst of posts), so a
+ * poll costs what is ready, never the number of connections.  Whether
+ * spinning is futile (a QP's sends wait for room in its socket) is one
+ * counter.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+
+#include "iw_priv.h"
+
+/* Up to this many hooks a poll looks at every one: a look is one recv,
+ * cheaper than asking an epoll first. */
+#define CQ_HOOKS_DIRECT 4
+/* Ready sockets taken from the epoll per poll. */
+#define CQ_READY_MAX 16
+
+void iwe_cq_hooks_init(struct iwe_cq_priv *q)
+{
+	pthread_mutex_init(&q->hooks_lock, NULL);
+	pthread_mutex_init(&q->watch_lock, NULL);
+	q->pollfd = -1;
+}
+
+void iwe_cq_hooks_fini(struct iwe_cq_priv *q)
+{
+	if (q->pollfd >= 0)
+		close(q->pollfd);
+	pthread_mutex_destroy(&q->watch_lock);
+	pthread_mutex_destroy(&q->hooks_lock);
+	free(q->hooks);
+}
+
+/* ---------------------------------------------------------- the epoll */
+
+static int hook_registered(const struct iwe_cq_hook *h)
+{
+	return h->fd >= 0 && h->readable;
+}
+
+/* watch_lock held.  Without memory for the registration the QP's input
+ * is its progress thread's alone: slower, never lost. */
+static void hook_ctl(struct iwe_cq_priv *q, int op, struct iwe_cq_hook *h,
+		     int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = h };
+
+	if (q->pollfd >= 0)
+		(void)epoll_ctl(q->pollfd, op, fd, &ev);
+}
+
+/* hooks_lock and watch_lock held: past CQ_HOOKS_DIRECT hooks, ask an
+ * epoll.  Without one (no fd left), polls go on looking at each. */
+static void start_epoll(struct iwe_cq_priv *q)
+{
+	if (q->pollfd >= 0 || q->nhooks <= CQ_HOOKS_DIRECT)
+		return;
+	q->pollfd = epoll_create1(EPOLL_CLOEXEC);
+	for (uint32_t i = 0; i < q->nhooks; i++)
+		if (hook_registered(q->hooks[i]))
+			hook_ctl(q, EPOLL_CTL_ADD, q->hooks[i],
+				 q->hooks[i]->fd);
+}
+
+void iwe_cq_hook_watch(struct iwe_cq *cq, struct iwe_cq_hook *h, int fd,
+		       int readable)
+{
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
+	int was, now;
+
+	pthread_mutex_lock(&q->watch_lock);
+	if (!h->attached) {
+		pthread_mutex_unlock(&q->watch_lock);
+		return;
+	}
+	was = hook_registered(h);
+	now = fd >= 0 && readable;
+	if (was && (!now || fd != h->fd))
+		hook_ctl(q, EPOLL_CTL_DEL, h, h->fd);
+	if (now && (!was || fd != h->fd))
+		hook_ctl(q, EPOLL_CTL_ADD, h, fd);
+	h->fd = fd;
+	h->readable = readable;
+	pthread_mutex_unlock(&q->watch_lock);
+}
+
+void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
+			 int blocked)
+{
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
+
+	pthread_mutex_lock(&q->watch_lock);
+	if (h->attached && h->blocked != !!blocked) {
+		h->blocked = !!blocked;
+		if (blocked)
+			atomic_fetch_add(&q->tx_blocked, 1);
+		else
+			atomic_fetch_sub(&q->tx_blocked, 1);
+	}
+	pthread_mutex_unlock(&q->watch_lock);
+}
+
+/* -------------------------------------------------------- want lists */
+
+static struct iwe_cq_hook **want_head(struct iwe_cq_priv *q, int which)
+{
+	return which == IWE_CQ_WANT_POLL ? &q->want_poll : &q->want_arm;
+}
+
+static struct iwe_cq_hook **want_next(struct iwe_cq_hook *h, int which)
+{
+	return which == IWE_CQ_WANT_POLL ? &h->next_poll : &h->next_arm;
+}
+
+/* watch_lock held.  Heads are read without it (pop_want's peek). */
+static void push_want(struct iwe_cq_priv *q, struct iwe_cq_hook *h,
+		      int which)
+{
+	struct iwe_cq_hook **head = want_head(q, which);
+
+	*want_next(h, which) = *head;
+	__atomic_store_n(head, h, __ATOMIC_RELAXED);
+}
+
+static void unlink_want(struct iwe_cq_priv *q, struct iwe_cq_hook *h,
+			int which)
+{
+	struct iwe_cq_hook **p = want_head(q, which);
+
+	if (!(h->wanted & which))
+		return;
+	while (*p && *p != h)
+		p = want_next(*p, which);
+	if (*p)
+		__atomic_store_n(p, *want_next(h, which), __ATOMIC_RELAXED);
+}
+
+void iwe_cq_hook_want(struct iwe_cq *cq, struct iwe_cq_hook *h, int what)
+{
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
+	int add;
+
+	if ((__atomic_load_n(&h->wanted, __ATOMIC_RELAXED) & what) == what)
+		return;
+	pthread_mutex_lock(&q->watch_lock);
+	add = h->attached ? what & ~h->wanted : 0;
+	if (add & IWE_CQ_WANT_POLL)
+		push_want(q, h, IWE_CQ_WANT_POLL);
+	if (add & IWE_CQ_WANT_ARM)
+		push_want(q, h, IWE_CQ_WANT_ARM);
+	__atomic_store_n(&h->wanted, h->wanted | add, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&q->watch_lock);
+}
+
+/* hooks_lock held (no hook leaves meanwhile).  One at a time off the
+ * list: a hook may ask again while it is looked at. */
+static struct iwe_cq_hook *pop_want(struct iwe_cq_priv *q, int which)
+{
+	struct iwe_cq_hook **head = want_head(q, which), *h;
+
+	if (!__atomic_load_n(head, __ATOMIC_RELAXED))
+		return NULL;
+	pthread_mutex_lock(&q->watch_lock);
+	h = *head;
+	if (h) {
+		__atomic_store_n(head, *want_next(h, which), __ATOMIC_RELAXED);
+		__atomic_store_n(&h->wanted, h->wanted & ~which,
+				 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&q->watch_lock);
+	return h;
+}
+
+/* ------------------------------------------------------- add and del */
+
+void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
+{
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
+
+	pthread_mutex_lock(&q->hooks_lock);
+	if (q->nhooks == q->hooks_cap) {
+		uint32_t cap = q->hooks_cap ? 2 * q->hooks_cap : 4;
+		struct iwe_cq_hook **v = realloc(q->hooks, cap * sizeof(*v));
+
+		if (v) {
+			q->hooks = v;
+			q->hooks_cap = cap;
+		}
+	}
+	/* Without memory the QP is only progressed by its thread. */
+	if (q->nhooks < q->hooks_cap) {
+		q->hooks[q->nhooks++] = h;
+		pthread_mutex_lock(&q->watch_lock);
+		h->attached = 1;
+		if (q->pollfd >= 0 && hook_registered(h))
+			hook_ctl(q, EPOLL_CTL_ADD, h, h->fd);
+		start_epoll(q);
+		pthread_mutex_unlock(&q->watch_lock);
+	}
+	pthread_mutex_unlock(&q->hooks_lock);
+}
+
+void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
+{
+	struct iwe_cq_priv *q = iwe_cq_priv(cq);
+
+	pthread_mutex_lock(&q->hooks_lock);
+	for (uint32_t i = 0; i < q->nhooks; i++)
+		if (q->hooks[i] == h) {
+			q->hooks[i] = q->hooks[--q->nhooks];
+			break;
+		}
+	pthread_mutex_lock(&q->watch_lock);
+	if (h->attached) {
+		if (hook_registered(h))
+			hook_ctl(q, EPOLL_CTL_DEL, h, h->fd);
+		unlink_want(q, h, IWE_CQ_WANT_POLL);
+		unlink_want(q, h, IWE_CQ_WANT_ARM);
+		if (h->blocked)
+			atomic_fetch_sub(&q->tx_blocked, 1);
+	}
+	h->attached = h->blocked = 0;
+	__atomic_store_n(&h->wanted, 0, __ATOMIC_RELAXED);
+	h->fd = -1;
+	pthread_mutex_unlock(&q->watch_lock);
+	pthread_mutex_unlock(&q->hooks_lock);
+}
+
+/* -------------------------------------------------------- poll, arm */
+
+/* Every hook, from where the last poll stopped; it stops at the first
+ * QP that completed something, so the completion goes back at once. */
+static void poll_each(struct iwe_cq_priv *q)
+{
+	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
+		uint32_t i = (q->hook_next + k) % n;
+
+		q->hooks[i]->poll(q->hooks[i]);
+		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
+			q->hook_next = (i + 1) % n;
+			break;
+		}
+	}
+}
+
+/* The hooks that asked, then those whose socket has input.  Level-
+ * triggered: input a look left behind (a QP busy on another thread) is
+ * reported again. */
+static void poll_ready(struct iwe_cq_priv *q)
+{
+	struct epoll_event ev[CQ_READY_MAX];
+	struct iwe_cq_hook *h;
+	int n;
+
+	for (uint32_t k = 0; k < q->nhooks &&
+	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
+		h->poll(h);
+	n = epoll_wait(q->pollfd, ev, CQ_READY_MAX, 0);
+	for (int i = 0; i < n; i++) {
+		h = ev[i].data.ptr;
+		h->poll(h);
+	}
+}
+
+/* One poller at a time; the others just look at the ring.  1 when
+ * spinning is futile. */
+int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
+{
+	if (!pthread_mutex_trylock(&q->hooks_lock)) {
+		if (q->pollfd >= 0)
+			poll_ready(q);
+		else
+			poll_each(q);
+		pthread_mutex_unlock(&q->hooks_lock);
+	}
+	return atomic_load(&q->tx_blocked) != 0;
+}
+
+void iwe_cq_hooks_arm(struct iwe_cq_priv *q)
+{
+	struct iwe_cq_hook *h;
+
+	pthread_mutex_lock(&q->hooks_lock);
+	if (q->pollfd < 0) {
+		for (uint32_t i = 0; i < q->nhooks; i++)
+			q->hooks[i]->arm(q->hooks[i]);
+	} else {
+		for (uint32_t k = 0; k < q->nhooks &&
+		     (h = pop_want(q, IWE_CQ_WANT_ARM)); k++)
+			h->arm(h);
+	}
+	pthread_mutex_unlock(&q->hooks_lock);
+}
