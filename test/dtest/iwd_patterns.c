@@ -36,7 +36,6 @@
 #include "pattern.h"
 
 #include <endian.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,20 +91,22 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static volatile uint64_t *watched_word(struct iwd_sess *s, size_t size)
+static uint64_t *watched_word(struct iwd_sess *s, size_t size)
 {
-	return (volatile uint64_t *)((char *)s->reg[R_TGT].buf + size - 8);
+	return (uint64_t *)(void *)((char *)s->reg[R_TGT].buf + size - 8);
 }
 
 /* Spins until the word changes from p->seen: a load and a pause, the clock
  * read every 4096 looks for the wait bound. */
 static int spin_for_change(struct iwd_sess *s, struct pp_side *p, long i)
 {
-	volatile uint64_t *w = watched_word(s, p->b->size);
+	uint64_t *w = watched_word(s, p->b->size);
 	uint64_t end = lat_now_ns() + (uint64_t)(s->o->wait_s * 1e9), v;
 	unsigned spins = 0;
 
-	while ((v = *w) == p->seen) {
+	/* An acquire load: the rest of the message is read after the word
+	 * (and ThreadSanitizer, which rejects fences, sees the order). */
+	while ((v = __atomic_load_n(w, __ATOMIC_ACQUIRE)) == p->seen) {
 		cpu_relax();
 		if (++spins % 4096 == 0 && lat_now_ns() > end) {
 			fprintf(stderr, "iwdtest: timed out after %.1f s waiting for RDMA Write %ld "
@@ -114,8 +115,6 @@ static int spin_for_change(struct iwd_sess *s, struct pp_side *p, long i)
 			return -1;
 		}
 	}
-	/* The rest of the message is read after the word. */
-	atomic_thread_fence(memory_order_acquire);
 	p->seen = v;
 	return 0;
 }
