@@ -69,7 +69,9 @@ struct dapl_wr_pool {
 	atomic_int quiet;		/* being retired: no async events */
 	struct dapl_wr_pool *hnext;	/* qp_num table chain */
 	struct dapl_wr_pool *rnext;	/* retired list, oldest first */
-	struct dapl_wr_ctx slots[];	/* send ring, then recv ring */
+	/* Send ring, then recv ring; allocated at the first post (an EP
+	 * that never posts holds none). */
+	struct dapl_wr_ctx *slots;
 };
 
 static pthread_rwlock_t table_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -116,6 +118,7 @@ static void pool_free(struct dapl_wr_pool *pool)
 {
 	table_remove(pool);
 	dapl_lock_destroy(&pool->lock);
+	free(pool->slots);
 	free(pool);
 }
 
@@ -171,8 +174,7 @@ static void qp_caps(const DAT_EP_ATTR *a, struct iwe_qp_cap *cap)
 
 static struct dapl_wr_pool *pool_new(const struct iwe_qp_cap *cap)
 {
-	size_t n = (size_t)cap->max_send_wr + cap->max_recv_wr;
-	struct dapl_wr_pool *p = calloc(1, sizeof(*p) + n * sizeof(p->slots[0]));
+	struct dapl_wr_pool *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
@@ -367,6 +369,16 @@ void dapl_ep_pool_release(struct dapl_wr_pool *pool)
 	dapl_unlock(&pool->lock);
 }
 
+/* The slots, at the first post. */
+static int pool_slots(struct dapl_wr_pool *p)
+{
+	DAPL_ASSERT_LOCKED(&p->lock);
+	if (!p->slots)
+		p->slots = calloc((size_t)p->send.n + p->recv.n,
+				  sizeof(p->slots[0]));
+	return p->slots != NULL;
+}
+
 /* The next free slot of a ring, or NULL when every slot is outstanding. */
 static struct dapl_wr_ctx *ring_next(struct dapl_wr_pool *p,
 				     const struct wr_ring *r, uint32_t *idx)
@@ -424,6 +436,8 @@ static DAT_RETURN pool_post(struct dapl_wr_pool *p, int recv, uint64_t *wr_id,
 	DAPL_ASSERT_LOCKED(&p->lock);
 	if (!p->qp)
 		return no_qp();
+	if (!pool_slots(p))
+		return DAT_INSUFFICIENT_RESOURCES | DAT_RESOURCE_MEMORY;
 	s = ring_next(p, r, &idx);
 	if (!s) {
 		p->queue_full++;
@@ -503,7 +517,7 @@ int dapl_ep_wc_take(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
 
 	pthread_rwlock_rdlock(&table_lock);
 	p = table_find(qp_num);
-	if (p && idx < p->send.n + p->recv.n) {
+	if (p && p->slots && idx < p->send.n + p->recv.n) {
 		dapl_lock(&p->lock);
 		*ctx = p->slots[idx];
 		*ep = p->ep_handle;

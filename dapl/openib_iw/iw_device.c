@@ -24,6 +24,7 @@
 
 #include "iw_priv.h"
 #include "iw_env.h"
+#include "iw_llp.h"
 #include "iw_progress.h"
 #include "iw_trp.h"
 
@@ -293,6 +294,7 @@ void iwe_device_close(struct iwe_device *dev)
 	}
 	if (dev->gro_hold >= 0)
 		close(dev->gro_hold);
+	iwe_mpa_tx_spares_free(dev);
 	pthread_mutex_destroy(&dev->lock.m);
 	free(dev->stags.ent);
 	free(dev);

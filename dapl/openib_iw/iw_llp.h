@@ -82,6 +82,9 @@ struct iwe_llp_ops {
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
+struct iwe_device;
+/* Free the spare transmit batches of a closing device (iw_mpa_tx.c). */
+void iwe_mpa_tx_spares_free(struct iwe_device *dev);
 extern const struct iwe_llp_ops iwe_llp_trp;
 
 /* iw_qp.c: iwe_qp_attach_cm with an explicit transport and its start

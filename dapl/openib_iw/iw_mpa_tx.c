@@ -56,7 +56,11 @@ struct mpa_fpdu {
 	size_t end;			/* batch offset just past it */
 };
 
-struct mpa_tx {
+/* A batch: what is on its way to the socket.  Taken when a batch starts
+ * and given back once the socket took all of it (batch_give), so an idle
+ * connection holds none of its 10 KiB, nor the CRC stage (64 KiB to 1
+ * MiB once a message was staged). */
+struct mpa_batch {
 	struct mpa_fpdu f[MPA_TX_BATCH];
 	int nf, nf_done;		/* FPDUs in the batch, reported done */
 	struct iovec iov[MPA_IOV_MAX];
@@ -68,8 +72,13 @@ struct mpa_tx {
 	size_t stage_cap, stage_used;
 	int stage_short;		/* a batch ended for want of room */
 	char *bounce;			/* a detached FPDU's unsent rest */
+};
+
+/* What a connection holds between batches. */
+struct mpa_tx {
+	struct mpa_batch *b;		/* the batch under way, or NULL */
 	int fault;			/* EFAULT: a payload was not mapped;
-					 * ENOMEM: no staging buffer */
+					 * ENOMEM: no batch or staging buffer */
 };
 
 static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
@@ -77,7 +86,7 @@ static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
 	return q->llp_tx;
 }
 
-static void batch_reset(struct mpa_tx *b)
+static void batch_reset(struct mpa_batch *b)
 {
 	b->nf = b->nf_done = 0;
 	b->iovcnt = b->iov_first = 0;
@@ -87,16 +96,80 @@ static void batch_reset(struct mpa_tx *b)
 	b->bounce = NULL;
 }
 
-static void iov_push(struct mpa_tx *b, void *p, size_t len)
+static void iov_push(struct mpa_batch *b, void *p, size_t len)
 {
 	b->iov[b->iovcnt].iov_base = p;
 	b->iov[b->iovcnt].iov_len = len;
 	b->iovcnt++;
 }
 
+/* ----------------------------------------------------- taking a batch */
+
+/* Spare batches wait in the device's slots (iwe_device.tx_spare): the
+ * next connection to send takes one, stage and all; a stream takes back
+ * the one it gave at the end of its last batch, so nothing is allocated
+ * per message. */
+static void batch_free(struct mpa_batch *b)
+{
+	batch_reset(b);
+	free(b->stage);
+	free(b);
+}
+
+static struct mpa_batch *batch_take(struct iwe_qp_priv *q)
+{
+	struct iwe_device *dev = q->pub.pd->dev;
+	struct mpa_batch *b;
+
+	for (int i = 0; i < IWE_TX_SPARES; i++)
+		if ((b = atomic_exchange(&dev->tx_spare[i], NULL)))
+			return b;
+	/* Not calloc: the FPDU and iovec arrays are written before they
+	 * are read, and small batches never touch most of their pages. */
+	b = malloc(sizeof(*b));
+	if (b) {
+		b->stage = b->bounce = NULL;
+		b->stage_cap = 0;
+		b->stage_short = 0;
+		b->more = 0;
+		batch_reset(b);
+	}
+	return b;
+}
+
+/* The socket took the batch (or it was dropped): the connection holds
+ * none now. */
+static void batch_give(struct iwe_qp_priv *q, struct mpa_tx *t)
+{
+	struct iwe_device *dev = q->pub.pd->dev;
+	struct mpa_batch *b = t->b;
+
+	t->b = NULL;
+	batch_reset(b);
+	b->more = 0;
+	for (int i = 0; i < IWE_TX_SPARES; i++) {
+		void *none = NULL;
+
+		if (atomic_compare_exchange_strong(&dev->tx_spare[i], &none,
+						   b))
+			return;
+	}
+	batch_free(b);
+}
+
+void iwe_mpa_tx_spares_free(struct iwe_device *dev)
+{
+	for (int i = 0; i < IWE_TX_SPARES; i++) {
+		struct mpa_batch *b = atomic_exchange(&dev->tx_spare[i], NULL);
+
+		if (b)
+			batch_free(b);
+	}
+}
+
 /* ---------------------------------------------------------- batching */
 
-static size_t stage_room(const struct mpa_tx *b)
+static size_t stage_room(const struct mpa_batch *b)
 {
 	return b->stage ? b->stage_cap : MPA_TX_STAGE_MIN;
 }
@@ -104,8 +177,10 @@ static size_t stage_room(const struct mpa_tx *b)
 static int mpa_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
 		       int npay)
 {
-	struct mpa_tx *b = mtx(q);
+	struct mpa_batch *b = mtx(q)->b;
 
+	if (!b)
+		return 1;	/* a batch starts: the first FPDU fits */
 	if (b->bounce || b->nf == MPA_TX_BATCH ||
 	    b->iovcnt + npay + 2 > MPA_IOV_MAX)
 		return 0;
@@ -124,7 +199,7 @@ static int mpa_tx_room(const struct iwe_qp_priv *q, uint32_t pay_len,
 
 /* Room in the stage for the batch being started: allocated at first, and
  * doubled when the last batch ran out of it.  0, or ENOMEM. */
-static int stage_ready(struct mpa_tx *b)
+static int stage_ready(struct mpa_batch *b)
 {
 	size_t want = stage_room(b);
 	char *p;
@@ -160,18 +235,26 @@ static int copy_payload(const struct iwe_llp_seg *s, uint8_t *dst, int crc,
 
 static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 {
-	struct mpa_tx *b = mtx(q);
-	struct mpa_fpdu *f = &b->f[b->nf];
+	struct mpa_tx *t = mtx(q);
+	struct mpa_batch *b;
+	struct mpa_fpdu *f;
 	uint32_t ulpdu = s->hdr_len + s->pay_len;
 	unsigned pad = iw_fpdu_pad(ulpdu);
 	size_t hbytes = IW_FPDU_LEN_FIELD + s->hdr_len;
 	uint16_t len_be = iw_be16((uint16_t)ulpdu);
 	uint8_t *trl;
 	uint32_t crc = 0;
-	int iov_mark = b->iovcnt, fault = EFAULT;
+	int iov_mark, fault = EFAULT;
 
-	if (b->fault)
+	if (t->fault)
 		return;		/* the QP fails at the next write */
+	if (!t->b && !(t->b = batch_take(q))) {
+		t->fault = ENOMEM;
+		return;
+	}
+	b = t->b;
+	f = &b->f[b->nf];
+	iov_mark = b->iovcnt;
 	memcpy(f->head, &len_be, IW_FPDU_LEN_FIELD);
 	memcpy(f->head + IW_FPDU_LEN_FIELD, s->hdr, s->hdr_len);
 	if (s->pay_len <= MPA_INLINE) {
@@ -219,13 +302,13 @@ static void mpa_tx_add(struct iwe_qp_priv *q, const struct iwe_llp_seg *s)
 fault:
 	/* Not sent: the FPDUs before it go, then the QP fails. */
 	b->iovcnt = iov_mark;
-	b->fault = fault;
+	t->fault = fault;
 }
 
 /* ---------------------------------------------------------- writing */
 
 /* The socket took n more bytes: advance the iovec in place. */
-static void iov_advance(struct mpa_tx *b, size_t n)
+static void iov_advance(struct mpa_batch *b, size_t n)
 {
 	b->sent += n;
 	while (n && b->iov_first < b->iovcnt) {
@@ -241,7 +324,7 @@ static void iov_advance(struct mpa_tx *b, size_t n)
 	}
 }
 
-static uint32_t count_done(struct mpa_tx *b)
+static uint32_t count_done(struct mpa_batch *b)
 {
 	uint32_t n = 0;
 
@@ -254,12 +337,16 @@ static uint32_t count_done(struct mpa_tx *b)
 
 static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 {
-	struct mpa_tx *b = mtx(q);
+	struct mpa_tx *t = mtx(q);
+	struct mpa_batch *b = t->b;
+	int flags, err = 0;
+
+	*done = 0;
+	if (!b)
+		goto out;
 	/* More segments of this message follow at once: let TCP fill its
 	 * segments across the calls. */
-	int flags = MSG_DONTWAIT | MSG_NOSIGNAL | (b->more ? MSG_MORE : 0);
-	int err = 0;
-
+	flags = MSG_DONTWAIT | MSG_NOSIGNAL | (b->more ? MSG_MORE : 0);
 	while (b->sent < b->len) {
 		struct msghdr m = {
 			.msg_iov = b->iov + b->iov_first,
@@ -285,20 +372,21 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 		iov_advance(b, (size_t)n);
 	}
 	*done = count_done(b);
-	if (b->len && b->sent == b->len)
-		batch_reset(b);
-	if (!err && b->fault) {
-		err = b->fault;
-		b->fault = 0;	/* said once: a Terminate may follow */
+	if (b->sent == b->len)
+		batch_give(q, t);
+out:
+	if (!err && t->fault) {
+		err = t->fault;
+		t->fault = 0;	/* said once: a Terminate may follow */
 	}
 	return err;
 }
 
 static int mpa_tx_blocked(const struct iwe_qp_priv *q)
 {
-	const struct mpa_tx *b = mtx(q);
+	const struct mpa_tx *t = mtx(q);
 
-	return b && b->sent < b->len;
+	return t && t->b && t->b->sent < t->b->len;
 }
 
 /* A partly written FPDU must still be finished (the peer's framing
@@ -307,7 +395,8 @@ static int mpa_tx_blocked(const struct iwe_qp_priv *q)
  * started yet are dropped. */
 static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
 {
-	struct mpa_tx *b = mtx(q);
+	struct mpa_tx *t = mtx(q);
+	struct mpa_batch *b = t ? t->b : NULL;
 	int i = b ? b->nf_done : 0;	/* oldest FPDU not fully written */
 	size_t start, rest, off = 0;
 	char *p;
@@ -316,7 +405,7 @@ static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
 		return b && b->bounce ? 1 : 0;
 	start = i ? b->f[i - 1].end : 0;
 	if (i == b->nf || b->sent == start) {
-		batch_reset(b);		/* nothing started */
+		batch_give(q, t);	/* nothing started */
 		return 0;
 	}
 	rest = b->f[i].end - b->sent;
@@ -324,7 +413,7 @@ static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
 	if (!p) {
 		/* Then the stream cannot be kept framed: drop it and let
 		 * the peer see a bad FPDU. */
-		batch_reset(b);
+		batch_give(q, t);
 		return 0;
 	}
 	for (i = b->iov_first; i < b->iovcnt && off < rest; i++) {
@@ -336,7 +425,7 @@ static uint32_t mpa_tx_detach(struct iwe_qp_priv *q)
 				     IWE_COPY_PLAIN, NULL)) {
 			/* The consumer unmapped it: the FPDU is lost. */
 			free(p);
-			batch_reset(b);
+			batch_give(q, t);
 			return 0;
 		}
 		off += l;
@@ -365,34 +454,24 @@ static uint32_t mpa_max_inflight(const struct iwe_qp_priv *q)
 
 static int mpa_attach(struct iwe_qp_priv *q)
 {
-	/* Not calloc: the FPDU and iovec arrays are written before they are
-	 * read, and an idle connection never touches most of their pages. */
-	struct mpa_tx *b = malloc(sizeof(*b));
+	struct mpa_tx *t = calloc(1, sizeof(*t));
 
-	if (b) {
-		b->stage = b->bounce = NULL;
-		b->stage_cap = 0;
-		b->stage_short = 0;
-		batch_reset(b);
-		b->more = 0;
-		b->fault = 0;
-	}
-	if (!b || iwe_mpa_rx_attach(q)) {
-		free(b);
+	if (!t || iwe_mpa_rx_attach(q)) {
+		free(t);
 		return ENOMEM;
 	}
-	q->llp_tx = b;
+	q->llp_tx = t;
 	return 0;
 }
 
 static void mpa_detach(struct iwe_qp_priv *q)
 {
-	struct mpa_tx *b = mtx(q);
+	struct mpa_tx *t = mtx(q);
 
-	if (b) {
-		batch_reset(b);
-		free(b->stage);
-		free(b);
+	if (t) {
+		if (t->b)
+			batch_give(q, t);
+		free(t);
 	}
 	q->llp_tx = NULL;
 	iwe_mpa_rx_detach(q);

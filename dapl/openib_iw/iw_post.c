@@ -4,6 +4,7 @@
  * posting thread needs no thread hop on the fast path.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iw_qp.h"
@@ -87,12 +88,63 @@ static int fill_swqe(struct iwe_qp_priv *q, struct ibv_send_wr *wr,
 	return wr->opcode == IBV_WR_BIND_MW ? fill_bind(q, wr, w) : 0;
 }
 
+/* The queue's slots, at its first post: an EP that never sends (or
+ * never receives, as with an SRQ) holds none.  At least one SGE slot
+ * per WR keeps the slot arithmetic simple. */
+static int sq_ready(struct iwe_qp_priv *q)
+{
+	const struct iwe_qp_cap *c = &q->pub.cap;
+	size_t ss = c->max_send_sge ? c->max_send_sge : 1;
+	struct iwe_swqe *sq;
+	struct iwe_sge_res *sge;
+
+	if (q->sq)
+		return 0;
+	sq = calloc(c->max_send_wr, sizeof(*sq));
+	sge = calloc(c->max_send_wr * ss, sizeof(*sge));
+	if (!sq || !sge) {
+		free(sq);
+		free(sge);
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->max_send_wr; i++)
+		sq[i].sg = sge + i * ss;
+	q->sq = sq;
+	q->sq_sge = sge;
+	return 0;
+}
+
+static int rq_ready(struct iwe_qp_priv *q)
+{
+	const struct iwe_qp_cap *c = &q->pub.cap;
+	size_t rs = c->max_recv_sge ? c->max_recv_sge : 1;
+	struct iwe_rwqe *rq;
+	struct iwe_sge_res *sge;
+
+	if (q->rq)
+		return 0;
+	rq = calloc(c->max_recv_wr, sizeof(*rq));
+	sge = calloc(c->max_recv_wr * rs, sizeof(*sge));
+	if (!rq || !sge) {
+		free(rq);
+		free(sge);
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->max_recv_wr; i++)
+		rq[i].sg = sge + i * rs;
+	q->rq = rq;
+	q->rq_sge = sge;
+	return 0;
+}
+
 static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)
 {
 	struct iwe_swqe *w;
 
 	if (!send_wr_valid(q, wr))
 		return EINVAL;
+	if (sq_ready(q))
+		return ENOMEM;
 	if (q->sq_tail - q->sq_head >= q->pub.cap.max_send_wr) {
 		q->stats.queue_full++;
 		return ENOMEM;
@@ -157,6 +209,8 @@ static int post_recv_one(struct iwe_qp_priv *q, const struct ibv_recv_wr *wr)
 	    (uint32_t)wr->num_sge > q->pub.cap.max_recv_sge ||
 	    (wr->num_sge && !wr->sg_list))
 		return EINVAL;
+	if (rq_ready(q))
+		return ENOMEM;
 	if (q->rq_tail - q->rq_head >= q->pub.cap.max_recv_wr) {
 		q->stats.queue_full++;
 		return ENOMEM;

@@ -150,6 +150,8 @@ struct iwe_trp_test {
 	uint32_t seed;
 };
 
+#define IWE_TX_SPARES 4
+
 struct iwe_device {
 	struct iwe_lock lock;		/* counters and the STag table */
 	struct iwe_device_attr attr;	/* immutable after open */
@@ -162,6 +164,8 @@ struct iwe_device {
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
 	struct iwe_trp_test trp_test;	/* set before QPs attach */
 	int gro_hold;			/* udp: trp_gro_key_hold(), or -1 */
+	/* Transmit batches no connection holds (iw_mpa_tx.c). */
+	_Atomic(void *) tx_spare[IWE_TX_SPARES];
 };
 
 struct iwe_prog;

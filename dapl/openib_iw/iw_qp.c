@@ -422,29 +422,14 @@ static int caps_valid(const struct iwe_qp_cap *c, int srq)
 	       c->max_send_sge <= IWE_MAX_SGE;
 }
 
+/* The send and receive queues are allocated at their first post
+ * (iw_post.c): a connection that never posts holds none. */
 static int qp_alloc_queues(struct iwe_qp_priv *q)
 {
-	const struct iwe_qp_cap *c = &q->pub.cap;
-	/* At least one SGE slot per WR keeps the slot arithmetic simple. */
-	size_t ss = c->max_send_sge ? c->max_send_sge : 1;
-	size_t rs = c->max_recv_sge ? c->max_recv_sge : 1;
-	/* With an SRQ the RQ stays empty; one slot keeps it allocated. */
-	size_t rw = c->max_recv_wr ? c->max_recv_wr : 1;
 	size_t cs = q->srq ? q->srq->max_sge : 1;
-	uint32_t i;
 
-	q->sq = calloc(c->max_send_wr, sizeof(*q->sq));
-	q->sq_sge = calloc(c->max_send_wr * ss, sizeof(*q->sq_sge));
-	q->rq = calloc(rw, sizeof(*q->rq));
-	q->rq_sge = calloc(rw * rs, sizeof(*q->rq_sge));
 	q->srq_cur.sg = calloc(cs, sizeof(*q->srq_cur.sg));
-	if (!q->sq || !q->sq_sge || !q->rq || !q->rq_sge || !q->srq_cur.sg)
-		return ENOMEM;
-	for (i = 0; i < c->max_send_wr; i++)
-		q->sq[i].sg = q->sq_sge + i * ss;
-	for (i = 0; i < c->max_recv_wr; i++)
-		q->rq[i].sg = q->rq_sge + i * rs;
-	return 0;
+	return q->srq_cur.sg ? 0 : ENOMEM;
 }
 
 static void qp_free(struct iwe_qp_priv *q)
