@@ -22,6 +22,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "iw_fdlimit.h"
 #include "iw_cm_priv.h"
 
 static int fail(struct iwe_conn *c, int type, int status, const char *reason)
@@ -39,7 +40,7 @@ int cm_active_socket(struct iwe_device *dev, int *fdp)
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return errno;
+		return iwe_fd_limit_note(errno, "TCP connect");
 	/* The device's address as source; the port is chosen at connect
 	 * time, so thousands of connects do not exhaust bind ports. */
 	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));

@@ -38,6 +38,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 
+#include "iw_fdlimit.h"
 #include "iw_cm_priv.h"
 #include "iw_qp.h"
 
@@ -118,8 +119,10 @@ int cm_passive_accept_fd(struct cm_port *p, struct sockaddr_in *peer)
 	if (fd >= 0)
 		return fd;
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-	    errno == ENOMEM)
+	    errno == ENOMEM) {
+		iwe_fd_limit_note(errno, "TCP accept");
 		pause_accepting(p, CM_ACCEPT_RETRY_MS);
+	}
 	return -1;	/* EAGAIN, or the peer already gave up */
 }
 
@@ -361,7 +364,7 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 	fd = socket(AF_INET, (udp ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return errno;
+		return iwe_fd_limit_note(errno, "listen");
 	/* TCP: restart after a crash without waiting out TIME_WAIT; Linux
 	 * still refuses a second listener on the port.  UDP: bound
 	 * exclusively first (a port in use is EADDRINUSE) unless our own

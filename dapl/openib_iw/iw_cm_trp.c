@@ -41,6 +41,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 
+#include "iw_fdlimit.h"
 #include "iw_cm_priv.h"
 #include "iw_trp.h"
 
@@ -101,7 +102,7 @@ int cm_trp_socket(struct iwe_device *dev, int *fdp)
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
-		return errno;
+		return iwe_fd_limit_note(errno, "UDP connect");
 	src.sin_port = 0;
 	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) < 0) {
 		int err = errno;
@@ -322,8 +323,10 @@ static int peer_socket_on(const struct sockaddr_in *addr, uint16_t port,
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 
-	if (fd < 0)
+	if (fd < 0) {
+		iwe_fd_limit_note(errno, "UDP accept");
 		return -1;
+	}
 	a.sin_port = htons(port);
 	if (wild)
 		a.sin_addr.s_addr = htonl(INADDR_ANY);

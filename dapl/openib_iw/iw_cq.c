@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include "iw_fdlimit.h"
 #include "iw_priv.h"
 
 static struct iwe_channel_priv *ch_priv(struct iwe_comp_channel *ch)
@@ -43,7 +44,7 @@ struct iwe_comp_channel *iwe_create_comp_channel(struct iwe_device *dev)
 	 * ibv_create_comp_channel; callers may set O_NONBLOCK. */
 	c->pub.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
 	if (c->pub.fd < 0) {
-		err = errno;
+		err = iwe_fd_limit_note(errno, "completion channel");
 		free(c);
 		errno = err;
 		return NULL;

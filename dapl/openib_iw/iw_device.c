@@ -22,6 +22,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/addr.h>
 
+#include "iw_fdlimit.h"
 #include "iw_priv.h"
 #include "iw_env.h"
 #include "iw_llp.h"
@@ -228,6 +229,7 @@ struct iwe_device *iwe_device_open(const char *where,
 	struct iwe_device *dev;
 	int err;
 
+	iwe_fd_limit_raise();
 	if (transport != IWE_TRANSPORT_TCP && transport != IWE_TRANSPORT_UDP) {
 		errno = EINVAL;
 		return NULL;

@@ -6,8 +6,11 @@
  *     DAT_INSUFFICIENT_RESOURCES; a request to a provider PSP that cannot
  *     have its EP is rejected (the client sees PEER_REJECTED), and the
  *     refusals hold no descriptor; with one EP freed, connections work.
- *   - descriptors (RLIMIT_NOFILE of this process): objects that need one
- *     are refused with DAT_INSUFFICIENT_RESOURCES, an active connect too;
+ *   - descriptors (RLIMIT_NOFILE of this process): opening the IA raises
+ *     the soft limit to the hard one (not with IWDAPL_RAISE_NOFILE=0);
+ *     at the limit, objects that need one are refused with
+ *     DAT_INSUFFICIENT_RESOURCES, an active connect too, and one log line
+ *     names the limit;
  *     a listener out of descriptors keeps its clients waiting and serves
  *     them once descriptors are free.
  *   - memory (RLIMIT_AS; not under ASan or valgrind, whose own mappings
@@ -30,6 +33,7 @@
 #define STALL_SECONDS 3			/* posting to a peer that never reads */
 #define STALL_RSS_TOL_KIB 1024
 #define FD_SPARE      64		/* descriptors left for the test itself */
+#define NOFILE_LOW    300		/* a soft limit below the hard one */
 
 static struct side S;
 static DAT_CONN_QUAL qual;		/* S's consumer PSP */
@@ -147,7 +151,30 @@ static int role_flooder(int argc, char **argv)
 	return 0;
 }
 
+/* With IWDAPL_RAISE_NOFILE=0, opening an IA leaves a soft descriptor
+ * limit below the hard one as it is: exit 0 when it did. */
+static int role_nofile_keep(int argc, char **argv)
+{
+	struct rlimit rl;
+	struct side s;
+
+	(void)argc;
+	(void)argv;
+	setenv("IWDAPL_RAISE_NOFILE", "0", 1);
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < 2 * NOFILE_LOW)
+		return 2;
+	rl.rlim_cur = NOFILE_LOW;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return 2;
+	side_open(&s);
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 2;
+	side_close(&s);
+	return rl.rlim_cur == NOFILE_LOW ? 0 : 1;
+}
+
 static const struct peer_role roles[] = {
+	{ "nofile_keep", role_nofile_keep },
 	{ "client", role_client },
 	{ "acceptor", role_acceptor },
 	{ "flooder", role_flooder },
@@ -416,6 +443,34 @@ static void fd_release(struct fd_fill *f)
 	setrlimit(RLIMIT_NOFILE, &f->saved);
 }
 
+/* Lines of f that contain what. */
+static int log_lines_with(FILE *f, const char *what)
+{
+	char line[512];
+	int n = 0;
+
+	rewind(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	return n;
+}
+
+/* Opening the IA raised a soft descriptor limit to the hard one; with
+ * IWDAPL_RAISE_NOFILE=0 it stays (a peer: once per process). */
+static void test_nofile_raised(rlim_t soft_before)
+{
+	struct rlimit rl;
+	struct peer k;
+
+	getrlimit(RLIMIT_NOFILE, &rl);
+	CHECK(rl.rlim_cur == rl.rlim_max,
+	      "opening the IA raised the soft descriptor limit to the hard "
+	      "one (%llu -> %llu)", (unsigned long long)soft_before,
+	      (unsigned long long)rl.rlim_cur);
+	CHECK(peer_spawn(&k, "nofile_keep", NULL) && peer_finish(&k, STEP_MS) == 0,
+	      "with IWDAPL_RAISE_NOFILE=0 it stays at %d", NOFILE_LOW);
+}
+
 static void test_no_descriptors(void)
 {
 	struct fd_fill fill;
@@ -426,8 +481,10 @@ static void test_no_descriptors(void)
 	DAT_EP_HANDLE ep = side_ep(&S), sep;
 	DAT_RETURN r;
 	DAT_OS_WAIT_PROXY_AGENT agent = { NULL, NULL };
+	FILE *log = tmpfile();
+	int err_fd = dup(2);
 	uint64_t t0;
-	int ok, ev;
+	int ok, ev, said;
 
 	/* Peers first: starting one takes descriptors. */
 	ok = peer_spawn(&acc, "acceptor", NULL) &&
@@ -435,8 +492,13 @@ static void test_no_descriptors(void)
 	     spawn_client(&cli, qual, 1);
 	if (!ok)
 		BAIL("the peers of the descriptor test did not start");
+	if (!log || err_fd < 0)
+		BAIL("tmpfile or dup");
 	CHECK(fd_exhaust(&fill), "RLIMIT_NOFILE lowered, every descriptor "
 	      "taken (%d dups)", fill.n);
+	/* What the provider logs meanwhile goes to the file. */
+	fflush(stderr);
+	dup2(fileno(log), 2);
 	r = dat_evd_create(S.ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &evd);
 	CHECK_RET(r, DAT_INSUFFICIENT_RESOURCES,
 		  "no descriptor: dat_evd_create is refused");
@@ -449,6 +511,11 @@ static void test_no_descriptors(void)
 	CHECK(side_ep_state(ep) == DAT_EP_STATE_UNCONNECTED,
 	      "... and leaves the EP UNCONNECTED (state %d)",
 	      (int)side_ep_state(ep));
+	fflush(stderr);
+	dup2(err_fd, 2);
+	said = log_lines_with(log, "out of descriptors");
+	CHECK(said == 1 && log_lines_with(log, "RLIMIT_NOFILE") == 1,
+	      "three calls refused, one log line naming the limit (%d)", said);
 	/* A client of our PSP waits in the kernel's backlog meanwhile. */
 	ok = peer_send(cli.ctl, PM_GO, 0, 0, 0, 0);
 	ev = side_wait(S.cr, 500000).event_number;
@@ -456,6 +523,8 @@ static void test_no_descriptors(void)
 	      "taken in (event 0x%x)", ev);
 	t0 = now_us();
 	fd_release(&fill);
+	close(err_fd);		/* closed before, they were free descriptors */
+	fclose(log);
 	ok = accept_next(&sep, STEP_MS);
 	CHECK(ok, "descriptors free: the waiting client is served (%.0f ms)",
 	      (now_us() - t0) / 1000.0);
@@ -752,8 +821,24 @@ static void test_never_reads(void)
 	dat_ep_free(ep);
 }
 
+/* A soft descriptor limit below the hard one, for the IA to raise. */
+static void nofile_lower(rlim_t *soft)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		BAIL("getrlimit");
+	if (rl.rlim_max < 2 * NOFILE_LOW)
+		BAIL("the hard descriptor limit is under %d", 2 * NOFILE_LOW);
+	rl.rlim_cur = rl.rlim_max / 2;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		BAIL("setrlimit");
+	*soft = rl.rlim_cur;
+}
+
 int main(int argc, char **argv)
 {
+	rlim_t soft_before;
 	int fds_start;
 
 	/* A table of 1024 EPs to fill rather than the 131072 a device
@@ -763,7 +848,9 @@ int main(int argc, char **argv)
 	peer_dispatch(argc, argv, roles);
 	test_watchdog(300);
 	fds_start = fd_count();
+	nofile_lower(&soft_before);
 	side_open(&S);
+	test_nofile_raised(soft_before);
 	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
 			       &psp) != DAT_SUCCESS)
 		BAIL("dat_psp_create_any");
