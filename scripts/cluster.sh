@@ -32,6 +32,7 @@ usage: scripts/cluster.sh [options] [clean|loss|kill ...]
                         that the half left outlasts the kill)
       --bound MS        the kill scenario's bound on noticing (default 5000)
       --limit S         each rank's time limit in seconds (default 300)
+      --free-lost       ranks free a lost peer's EP at once (iwa2a --free-lost)
       --keep DIR        keep the dat.confs, hosts file and logs in DIR
 EOF
 }
@@ -39,7 +40,7 @@ EOF
 top=$(cd "$(dirname "$0")/.." && pwd)
 cl_build=$top/build cl_hosts=8 cl_ppn=1 transports="tcp udp" cl_rounds=4
 cl_sizes=8,1500,4K,65537,1M cl_loss_pct=1 cl_loss_hosts='' cl_kill_rank=''
-cl_kill_rounds='' cl_bound_ms=5000 cl_limit=300 keep='' cl_tmp='' cl_victim=''
+cl_kill_rounds='' cl_bound_ms=5000 cl_limit=300 keep='' cl_tmp='' cl_victim='' cl_a2a_extra=''
 while [ $# -gt 0 ]; do
 	case $1 in
 	-b | --build) cl_build=$2; shift ;;
@@ -54,6 +55,7 @@ while [ $# -gt 0 ]; do
 	--kill-rounds) cl_kill_rounds=$2; shift ;;
 	--bound) cl_bound_ms=$2; shift ;;
 	--limit) cl_limit=$2; shift ;;
+	--free-lost) cl_a2a_extra=--free-lost ;;
 	--keep) keep=$2; shift ;;
 	-h | --help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;

@@ -42,7 +42,7 @@ why=$(cluster_prereq)
 [ -z "$why" ] && [ -e "$cl_build/test/dtest/iwa2a" ] || netns_skip "${why:-no iwa2a}"
 rm -rf "$cl_dir"
 cl_sizes=8,1500,4K,65537,1M cl_rounds=2 cl_kill_rounds=10 cl_limit=120
-cl_loss_pct=1 cl_loss_hosts="1 3" cl_kill_rank=2 cl_bound_ms=5000 cl_victim=''
+cl_loss_pct=1 cl_loss_hosts="1 3" cl_kill_rank=2 cl_bound_ms=5000 cl_victim='' cl_a2a_extra=''
 cluster_setup || { echo "Bail out! cannot set up the cluster (see above)"; exit 1; }
 n=0 failed=0
 began=$(date +%s)

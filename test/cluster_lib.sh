@@ -15,7 +15,7 @@
 #
 # Set before cluster_setup: cl_build (the build tree), cl_dir (confs,
 # hosts file and logs), cl_hosts, cl_ppn; optionally cl_tmp (a directory
-# to remove at exit).
+# to remove at exit) and cl_a2a_extra (more iwa2a options for every rank).
 
 cl_pids='' cl_runs=0 cl_made=''
 
@@ -146,9 +146,10 @@ cluster_run() {
 	pids='' r=0
 	while [ "$r" -lt "$cl_ranks" ]; do
 		k=$((r / cl_ppn))
+		# shellcheck disable=SC2086 # cl_a2a_extra is a word list
 		ip netns exec "$(cl_ns "h$k")" env DAT_OVERRIDE="$cl_dir/host$k/dat.conf" \
 			"$cl_iwa2a" -r "$r" -f "$cl_dir/hosts" -P "$ia" -q "$base" \
-			-t "$cl_limit" "$@" >"$cl_dir/$name.r$r.log" 2>&1 &
+			-t "$cl_limit" $cl_a2a_extra "$@" >"$cl_dir/$name.r$r.log" 2>&1 &
 		pids="$pids $!"
 		r=$((r + 1))
 	done
@@ -292,12 +293,15 @@ cluster_scenario() {
 	loss)
 		# shellcheck disable=SC2086 # a list of host numbers
 		cluster_loss "$cl_loss_pct" "$tr" $cl_loss_hosts
+		rule=$?
 		cluster_run "$run" "iw-$tr" -S "$cl_sizes" -n "$rounds"
 		# shellcheck disable=SC2086
 		drops=$(cluster_drops $cl_loss_hosts)
 		# shellcheck disable=SC2086
 		cluster_loss 0 "$tr" $cl_loss_hosts
 		cl_why=$(cluster_verdict_clean "$run" "$steps")
+		[ "$rule" = 0 ] || cl_why="${cl_why:+$cl_why
+}the nftables loss rule could not be set"
 		[ "$drops" -gt 0 ] || cl_why="${cl_why:+$cl_why
 }nftables dropped nothing: the job ran without loss"
 		cl_desc="$tr, $shape, $cl_loss_pct % of $tr packets into hosts $(echo $cl_loss_hosts | tr ' ' ,) lost: every rank finished with every peer ($drops packets dropped, $(cluster_totals "$run"), $cl_secs s)"

@@ -58,7 +58,7 @@ static int new_ep(struct a2a_job *j, struct a2a_pair *p)
 	return 0;
 }
 
-static void drop_ep(struct a2a_pair *p)
+void a2a_free_ep(struct a2a_pair *p)
 {
 	if (p->ep != DAT_HANDLE_NULL)
 		dat_ep_free(p->ep);
@@ -83,7 +83,7 @@ static void dial(struct a2a_job *j, struct a2a_pair *p, double now)
 			   (DAT_CONN_QUAL)(j->o->base + (unsigned)p->rank), CONNECT_TMO_US,
 			   (DAT_COUNT)sizeof pd, &pd, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG);
 	if (du_check(r, "dat_ep_connect")) {
-		drop_ep(p);
+		a2a_free_ep(p);
 		p->st = PS_RETRY;
 		p->retry_ms = now + RETRY_MS;
 		return;
@@ -153,7 +153,7 @@ void a2a_conn_event(struct a2a_job *j, const DAT_EVENT *ev)
 		if (e == DAT_CONNECTION_EVENT_PEER_REJECTED)
 			printf("iwa2a: rank %d: rank %d rejected our request\n", j->o->rank,
 			       p->rank);
-		drop_ep(p);
+		a2a_free_ep(p);
 		p->st = p->active ? PS_RETRY : PS_IDLE;
 		p->retry_ms = a2a_now_ms() + RETRY_MS;
 		return;
@@ -195,14 +195,14 @@ void a2a_cr_event(struct a2a_job *j, const DAT_EVENT *ev)
 		dat_cr_reject(cr, 0, NULL);
 		return;
 	}
-	drop_ep(p);	/* an accept in flight: the dialer gave it up and asks again */
+	a2a_free_ep(p);	/* an accept in flight: the dialer gave it up and asks again */
 	/* Receives first: the dialer's HELLO may come right after ESTABLISHED. */
 	if (new_ep(j, p) || a2a_post_recvs(j, p)) {
 		dat_cr_reject(cr, 0, NULL);
 		return;
 	}
 	if (du_check(dat_cr_accept(cr, p->ep, 0, NULL), "dat_cr_accept")) {
-		drop_ep(p);
+		a2a_free_ep(p);
 		p->st = PS_IDLE;
 		return;
 	}
@@ -224,5 +224,5 @@ void a2a_free_eps(struct a2a_job *j)
 	int i;
 
 	for (i = 0; i < j->npeers; i++)
-		drop_ep(&j->pairs[i]);
+		a2a_free_ep(&j->pairs[i]);
 }

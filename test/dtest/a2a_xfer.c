@@ -491,10 +491,14 @@ void a2a_pair_describe(const struct a2a_job *j, const struct a2a_pair *p, char *
 	static const char *const states[] = { "waiting to connect", "connecting", "retrying",
 					      "connected", "ended" };
 	int op = p->stage >= 1 && p->stage < j->stages - 1 ? step_op(p->stage) : -1;
+	char last[48] = "no event yet";
 
+	if (p->last_ms > 0)
+		snprintf(last, sizeof last, "the last event %.1f s ago",
+			 (a2a_now_ms() - p->last_ms) / 1e3);
 	snprintf(buf, n, "%s%s, stage %d of %d%s%s, %d of our requests pending, %d messages "
-		 "from it, %ld posts, %ld completions, the last event %.1f s ago",
+		 "from it, %ld posts, %ld completions, %s",
 		 states[p->st], p->stuck ? " (a post was refused)" : "", p->stage,
 		 j->stages - 1, op >= 0 ? " " : "", op >= 0 ? op_names[op] : "", p->pending,
-		 p->peer_msgs, p->posted, p->completed, (a2a_now_ms() - p->last_ms) / 1e3);
+		 p->peer_msgs, p->posted, p->completed, last);
 }

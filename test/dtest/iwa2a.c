@@ -4,6 +4,7 @@
  *
  *   iwa2a -r RANK (-f HOSTS | -H ADDR,ADDR,...) [-P IA] [-q BASE]
  *         [-S SIZES] [-n ROUNDS] [-w CONNECT_S] [--stall S] [-t LIMIT_S]
+ *         [--free-lost]
  *
  * One thread drives everything: the CR and connection EVDs are drained,
  * then the DTO EVD (shared by every EP) is waited on for at most 20 ms, so
@@ -40,6 +41,8 @@ static void usage(FILE *f)
 		"  -w, --connect S       every pair connected within S seconds (default 60)\n"
 		"      --stall S         fail after S seconds without any event (default 30)\n"
 		"  -t, --limit S         fail after S seconds in all (default 600)\n"
+		"      --free-lost       free a lost peer's EP as soon as its requests\n"
+		"                        flushed (default: at the end, with the others)\n"
 		"Exit status: 0 every pair finished and validated, 2 finished but a peer\n"
 		"was lost (its connection ended before its DONE), 1 failure, 64 usage.\n",
 		DEFAULT_BASE, DEFAULT_SIZES);
@@ -116,6 +119,7 @@ static int parse_args(struct a2a_opts *o, int argc, char **argv)
 		{ "connect", required_argument, NULL, 'w' },
 		{ "stall", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 't' },
+		{ "free-lost", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -145,6 +149,7 @@ static int parse_args(struct a2a_opts *o, int argc, char **argv)
 		case 'w': o->connect_s = atof(optarg); break;
 		case 's': o->stall_s = atof(optarg); break;
 		case 't': o->limit_s = atof(optarg); break;
+		case 'F': o->free_lost = 1; break;
 		case 'h': usage(stdout); exit(A2A_OK);
 		default: bad = 1;
 		}
@@ -212,6 +217,8 @@ static void report_ends(struct a2a_job *j, int64_t start_real_ns)
 		p->reported = 1;
 		if (!a2a_pair_lost(j, p))
 			continue;
+		if (j->o->free_lost)
+			a2a_free_ep(p);
 		printf("iwa2a: rank %d: lost rank %d: %s at stage %d of %d, %.3f s into the job; "
 		       "%ld requests and receives flushed\n",
 		       j->o->rank, p->rank, p->end_event, p->end_stage, j->stages - 1,
@@ -252,10 +259,12 @@ static int at_barrier(const struct a2a_job *j, const struct a2a_pair *p)
 	return a2a_pair_finished(j, p) || a2a_pair_settled(p) || p->unreached;
 }
 
-static int settled_or_unreached(const struct a2a_job *j, const struct a2a_pair *p)
+/* Nothing more to wait for at teardown: ended and settled, or never
+ * connected (a job that failed may stop while some pairs still dial). */
+static int settled_or_never_up(const struct a2a_job *j, const struct a2a_pair *p)
 {
 	(void)j;
-	return a2a_pair_settled(p) || p->unreached;
+	return a2a_pair_settled(p) || p->unreached || p->st < PS_UP;
 }
 
 /* Prints why the job failed and each pair for which done() is false. */
@@ -343,12 +352,12 @@ static void teardown(struct a2a_job *j, int64_t start_real_ns)
 	double end = a2a_now_ms() + TEARDOWN_MS;
 
 	a2a_disconnect_all(j);
-	while (!all_pairs(j, settled_or_unreached) && a2a_now_ms() < end)
+	while (!all_pairs(j, settled_or_never_up) && a2a_now_ms() < end)
 		pump(j, PUMP_WAIT_MS);
 	report_ends(j, start_real_ns);
-	if (!all_pairs(j, settled_or_unreached))
+	if (!all_pairs(j, settled_or_never_up))
 		report_stall(j, "connections not ended 10 s after the disconnect",
-			     settled_or_unreached);
+			     settled_or_never_up);
 }
 
 /* ------------------------------------------------------------ summary */

@@ -52,6 +52,7 @@ struct a2a_opts {
 	double connect_s;		/* every pair connected within this */
 	double stall_s;			/* no event at all for this long: failure */
 	double limit_s;			/* the whole job */
+	int free_lost;			/* free a lost peer's EP once it has settled */
 };
 
 enum pair_state {
@@ -122,6 +123,8 @@ void a2a_dial_due(struct a2a_job *j, double now_ms, double deadline_ms);
 void a2a_conn_event(struct a2a_job *j, const DAT_EVENT *ev);
 void a2a_cr_event(struct a2a_job *j, const DAT_EVENT *ev);
 void a2a_disconnect_all(struct a2a_job *j);
+/* Frees p's EP (none: nothing); its completions still to come are stale. */
+void a2a_free_ep(struct a2a_pair *p);
 void a2a_free_eps(struct a2a_job *j);
 
 /* iwa2a.c */
