@@ -10,9 +10,9 @@
 #          to and from every other, then the barrier, then disconnects;
 #   loss   the same with --loss % of the transport's packets into some
 #          hosts dropped by nftables;
-#   kill   one rank SIGKILLed halfway through its stages: the others must
-#          see its connection end within --bound ms, finish with each other
-#          and exit 2.
+#   kill   one rank SIGKILLs itself halfway through its stages (iwa2a
+#          --sigkill-halfway): the others must see its connection end
+#          within --bound ms, finish with each other and exit 2.
 # Prints one line per job, PASS or FAIL, and "N passed, N failed" last;
 # exits 0 when every job passed.
 
@@ -28,8 +28,7 @@ usage: scripts/cluster.sh [options] [clean|loss|kill ...]
       --loss PCT        the loss scenario's drop rate (default 1)
       --loss-hosts L    hosts whose input loses packets (default: the odd ones)
       --kill-rank R     the kill scenario's victim (default: the middle rank)
-      --kill-rounds N   rounds in the kill scenario (default 4 x --rounds, so
-                        that the half left outlasts the kill)
+      --kill-rounds N   rounds in the kill scenario (default: --rounds)
       --bound MS        the kill scenario's bound on noticing (default 5000)
       --limit S         each rank's time limit in seconds (default 300)
       --free-lost       ranks free a lost peer's EP at once (iwa2a --free-lost)
@@ -88,7 +87,7 @@ else
 fi
 [ -n "$cl_loss_hosts" ] || cl_loss_hosts=$(seq 1 2 $((cl_hosts - 1)) | tr '\n' ' ')
 [ -n "$cl_kill_rank" ] || cl_kill_rank=$((cl_hosts * cl_ppn / 2))
-[ -n "$cl_kill_rounds" ] || cl_kill_rounds=$((4 * cl_rounds))
+[ -n "$cl_kill_rounds" ] || cl_kill_rounds=$cl_rounds
 
 started=$(date +%s)
 cluster_setup || exit 1

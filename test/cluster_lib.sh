@@ -9,25 +9,27 @@
 # written by iwdapl-register as on a real host (iw-tcp and iw-udp, both
 # --where eth0), and its processes get DAT_OVERRIDE pointing at it.  A job
 # runs cl_ppn iwa2a ranks per host (rank r on host r / cl_ppn), all
-# reading one hosts file.  Everything -- processes, namespaces (the
-# bridge and the veth pairs with them) and cl_tmp, if set -- goes when the
-# sourcing script exits, however it exits.
+# reading one hosts file.  Everything -- the processes in the namespaces,
+# the namespaces (the bridge and the veth pairs with them) and cl_tmp, if
+# set -- goes when the sourcing script exits, however it exits.
 #
 # Set before cluster_setup: cl_build (the build tree), cl_dir (confs,
 # hosts file and logs), cl_hosts, cl_ppn; optionally cl_tmp (a directory
 # to remove at exit) and cl_a2a_extra (more iwa2a options for every rank).
 
-cl_pids='' cl_runs=0 cl_made=''
+cl_runs=0 cl_made=''
 
 cl_ns() {	# K: host K's namespace; "s": the switch's
 	echo "iwc$$$1"
 }
 
+# Ends the processes still in our namespaces (ranks of a job cut short),
+# then the namespaces, with them the bridge and the veth pairs.
 cluster_cleanup() {
-	for pid in $cl_pids; do
-		kill -9 "$pid" 2>/dev/null
-	done
 	for ns in $cl_made; do
+		for pid in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -9 "$pid" 2>/dev/null
+		done
 		ip netns del "$ns" 2>/dev/null
 	done
 	[ -z "$cl_tmp" ] || rm -rf "$cl_tmp"
@@ -131,62 +133,44 @@ cluster_drops() {	# HOST...: the packets the loss rules dropped
 }
 
 # cluster_run NAME IA [IWA2A-ARGS...]: one job, every rank of it; with
-# cl_victim set, that rank is SIGKILLed halfway (cl_kill; cl_kill_ns:
-# when, CLOCK_REALTIME).
-# Logs in cl_dir/NAME.rR.log, exit statuses in cl_dir/NAME.status, the
-# job's seconds in cl_secs.  The ranks bound themselves (-t cl_limit);
-# what outlives that by 30 s is killed.
+# cl_victim set, that rank SIGKILLs itself halfway through its stages
+# (iwa2a --sigkill-halfway; cl_kill_ns: when, CLOCK_REALTIME, from its
+# KILLED line).  Logs in cl_dir/NAME.rR.log, exit statuses in
+# cl_dir/NAME.status, the job's seconds in cl_secs.  The ranks bound
+# themselves (-t cl_limit); what outlives that by 30 s is killed.
 cluster_run() {
 	name=$1 ia=$2
 	shift 2
 	cl_runs=$((cl_runs + 1))
 	base=$((61100 + 128 * (cl_runs % 30)))	# a fresh qualifier range per job
 	cl_start_ns=$(date +%s%N)
-	cl_kill_ns='' cl_victim_status=''
 	pids='' r=0
 	while [ "$r" -lt "$cl_ranks" ]; do
-		k=$((r / cl_ppn))
-		# shellcheck disable=SC2086 # cl_a2a_extra is a word list
-		ip netns exec "$(cl_ns "h$k")" env DAT_OVERRIDE="$cl_dir/host$k/dat.conf" \
+		k=$((r / cl_ppn)) victim=''
+		[ "$r" != "$cl_victim" ] || victim=--sigkill-halfway
+		# A shell in between exits normally with the rank's status, so
+		# that this one prints no "Killed" notice for the victim.
+		# shellcheck disable=SC2016,SC2086 # $@ is sh -c's; word lists
+		sh -c '"$@"; exit $?' rank ip netns exec "$(cl_ns "h$k")" \
+			env DAT_OVERRIDE="$cl_dir/host$k/dat.conf" \
 			"$cl_iwa2a" -r "$r" -f "$cl_dir/hosts" -P "$ia" -q "$base" \
-			-t "$cl_limit" $cl_a2a_extra "$@" >"$cl_dir/$name.r$r.log" 2>&1 &
+			-t "$cl_limit" $cl_a2a_extra $victim "$@" >"$cl_dir/$name.r$r.log" 2>&1 &
 		pids="$pids $!"
 		r=$((r + 1))
 	done
-	cl_pids="$cl_pids$pids"
-	[ -z "$cl_victim" ] || cl_kill "$name" "$(echo $pids | cut -d' ' -f$((cl_victim + 1)))"
 	deadline=$(($(date +%s) + cl_limit + 30))
 	: >"$cl_dir/$name.status"
 	r=0
 	for pid in $pids; do
-		if [ "$r" = "$cl_victim" ]; then
-			waited=$cl_victim_status	# reaped by cl_kill
-		else
-			left=$((deadline - $(date +%s)))
-			reap "$pid" $((left > 1 ? left : 1)) "$cl_dir/$name.r$r.log"
-		fi
+		left=$((deadline - $(date +%s)))
+		reap "$pid" $((left > 1 ? left : 1)) "$cl_dir/$name.r$r.log"
 		echo "$r $waited" >>"$cl_dir/$name.status"
 		r=$((r + 1))
 	done
-	cl_pids=''
 	cl_secs=$(echo "$cl_start_ns $(date +%s%N)" | awk '{ printf "%.1f", ($2 - $1) / 1e9 }')
-}
-
-# NAME PID: cl_victim's process, once it says it is halfway through its
-# stages with every peer (so it dies with work left, however fast the
-# machine), or after cl_limit seconds anyway.
-cl_kill() {
-	log=$cl_dir/$1.r$cl_victim.log tries=0
-	while [ $tries -lt $((cl_limit * 50)) ] && kill -0 "$2" 2>/dev/null &&
-	      ! grep -q ': halfway:' "$log" 2>/dev/null; do
-		tries=$((tries + 1))
-		sleep 0.02
-	done
-	cl_kill_ns=$(date +%s%N)
-	kill -9 "$2" 2>/dev/null
-	# Reaped here, so that the shell prints no "Killed" notice later.
-	wait "$2" 2>/dev/null
-	cl_victim_status=$?
+	cl_kill_ns=''
+	[ -z "$cl_victim" ] ||
+		cl_kill_ns=$(sed -n 's/^KILLED .* at_ns=\([0-9]*\).*/\1/p' "$cl_dir/$name.r$cl_victim.log")
 }
 
 cl_status() {	# NAME RANK: its exit status
@@ -231,7 +215,7 @@ cluster_detect_ms() {
 }
 
 # cluster_verdict_kill NAME STEPS BOUND_MS: why the kill run failed.  The
-# victim died by SIGKILL before its summary; every other rank exited 2
+# victim died by its SIGKILL, halfway; every other rank exited 2
 # ("finished, a peer lost") naming the victim alone, finished with every
 # other peer ((ranks - 2) * STEPS transfers checked at least), saw the
 # victim's connection end (BROKEN or DISCONNECTED) within BOUND_MS of the
@@ -241,16 +225,15 @@ cluster_verdict_kill() {
 	while [ "$r" -lt "$cl_ranks" ]; do
 		log=$cl_dir/$1.r$r.log st=$(cl_status "$1" "$r")
 		if [ "$r" = "$cl_victim" ]; then
-			[ "$st" = 137 ] || echo "rank $r (the victim): exit status $st, not killed"
-			grep -q ': halfway:' "$log" || echo "rank $r (the victim) never got halfway"
-			! grep -q '^RESULT ' "$log" || echo "rank $r (the victim) finished before the kill"
+			[ "$st" = 137 ] && [ -n "$cl_kill_ns" ] ||
+				echo "rank $r (the victim): exit status $st, no KILLED line"
 			r=$((r + 1))
 			continue
 		fi
 		# "EVENT AT_NS FLUSHED" of the LOST line naming the victim
 		lost=$(sed -n "s/^LOST .* peer=$cl_victim event=\([A-Z]*\) .* at_ns=\([0-9]*\) flushed=\([0-9]*\) .*/\1 \2 \3/p" "$log")
 		ev=${lost%% *} at=$(echo "$lost" | cut -d' ' -f2) flushed=${lost##* }
-		ms=$(( (${at:-0} - cl_kill_ns) / 1000000 )) checked=$(cl_field "$1" "$r" checked)
+		ms=$(( (${at:-0} - ${cl_kill_ns:-0}) / 1000000 )) checked=$(cl_field "$1" "$r" checked)
 		if [ "$st" != 2 ] || [ "$(cl_field "$1" "$r" lost_ranks)" != "$cl_victim" ] ||
 		   [ "$(cl_field "$1" "$r" finished)" != $((cl_ranks - 2)) ] ||
 		   [ "${checked:-0}" -lt $(($2 * (cl_ranks - 2))) ]; then
@@ -273,8 +256,8 @@ cluster_verdict_kill() {
 #   clean  every rank finishes with every peer (cluster_verdict_clean);
 #   loss   the same with cl_loss_pct % of the transport's packets into
 #          the hosts cl_loss_hosts dropped (and some must have been);
-#   kill   rank cl_kill_rank SIGKILLed halfway through cl_kill_rounds
-#          rounds (cluster_verdict_kill, bound cl_bound_ms).
+#   kill   rank cl_kill_rank SIGKILLs itself halfway through
+#          cl_kill_rounds rounds (cluster_verdict_kill, bound cl_bound_ms).
 # Set: cl_sizes, cl_rounds, cl_limit and the parameters above.
 cluster_scenario() {
 	scen=$1 tr=$2 run=$1-$2-${cl_hosts}x$cl_ppn

@@ -136,7 +136,6 @@ void a2a_conn_event(struct a2a_job *j, const DAT_EVENT *ev)
 	p->last_ms = a2a_now_ms();
 	if (e == DAT_CONNECTION_EVENT_ESTABLISHED && p->st == PS_CONNECTING) {
 		p->st = PS_UP;
-		p->up_ms = a2a_now_ms();
 		/* The listener posted its receives before it accepted. */
 		if (p->active)
 			a2a_post_recvs(j, p);

@@ -4,7 +4,7 @@
  *
  *   iwa2a -r RANK (-f HOSTS | -H ADDR,ADDR,...) [-P IA] [-q BASE]
  *         [-S SIZES] [-n ROUNDS] [-w CONNECT_S] [--stall S] [-t LIMIT_S]
- *         [--free-lost]
+ *         [--free-lost] [--sigkill-halfway]
  *
  * One thread drives everything: the CR and connection EVDs are drained,
  * then the DTO EVD (shared by every EP) is waited on for at most 20 ms, so
@@ -15,6 +15,7 @@
 #include "size_arg.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,8 @@ static void usage(FILE *f)
 		"  -t, --limit S         fail after S seconds in all (default 600)\n"
 		"      --free-lost       free a lost peer's EP as soon as its requests\n"
 		"                        flushed (default: at the end, with the others)\n"
+		"      --sigkill-halfway test aid: SIGKILL this process halfway through its\n"
+		"                        stages with every peer (a KILLED line says when)\n"
 		"Exit status: 0 every pair finished and validated, 2 finished but a peer\n"
 		"was lost (its connection ended before its DONE), 1 failure, 64 usage.\n",
 		DEFAULT_BASE, DEFAULT_SIZES);
@@ -120,6 +123,7 @@ static int parse_args(struct a2a_opts *o, int argc, char **argv)
 		{ "stall", required_argument, NULL, 's' },
 		{ "limit", required_argument, NULL, 't' },
 		{ "free-lost", no_argument, NULL, 'F' },
+		{ "sigkill-halfway", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -150,6 +154,7 @@ static int parse_args(struct a2a_opts *o, int argc, char **argv)
 		case 's': o->stall_s = atof(optarg); break;
 		case 't': o->limit_s = atof(optarg); break;
 		case 'F': o->free_lost = 1; break;
+		case 'K': o->sigkill_halfway = 1; break;
 		case 'h': usage(stdout); exit(A2A_OK);
 		default: bad = 1;
 		}
@@ -246,9 +251,10 @@ static int connected_or_gone(const struct a2a_job *j, const struct a2a_pair *p)
 	return p->st == PS_UP || p->st == PS_ENDED || p->unreached;
 }
 
-/* Half the stages done with every peer still connected: a script that
- * kills this rank at that line kills it with work left, however fast the
- * machine. */
+/* Half the stages done with every peer still connected.  --sigkill-halfway
+ * dies there, with work left and requests in flight however fast the
+ * machine; a script that sent the signal on seeing the line could come
+ * after the end of a short job. */
 static int halfway(const struct a2a_job *j, const struct a2a_pair *p)
 {
 	return p->st == PS_ENDED || p->unreached || (p->st == PS_UP && p->stage >= j->stages / 2);
@@ -324,6 +330,12 @@ static int run_stages(struct a2a_job *j, struct phase_ms *t, int64_t start_real_
 			half = 1;
 			printf("iwa2a: rank %d: halfway: stage %d of %d reached with every peer\n",
 			       j->o->rank, j->stages / 2, j->stages - 1);
+			if (j->o->sigkill_halfway) {
+				printf("KILLED rank=%d at_ns=%lld\n", j->o->rank,
+				       (long long)a2a_real_ns());
+				fflush(stdout);
+				raise(SIGKILL);
+			}
 		}
 		if (!t->steps && j->steps_done)
 			t->steps = mark(now, t0);

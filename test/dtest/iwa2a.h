@@ -53,6 +53,7 @@ struct a2a_opts {
 	double stall_s;			/* no event at all for this long: failure */
 	double limit_s;			/* the whole job */
 	int free_lost;			/* free a lost peer's EP once it has settled */
+	int sigkill_halfway;		/* test aid: SIGKILL ourselves halfway */
 };
 
 enum pair_state {
@@ -69,7 +70,7 @@ struct a2a_pair {
 	enum pair_state st;
 	DAT_EP_HANDLE ep;
 	unsigned gen;			/* EP generation: completions of an earlier EP are stale */
-	double retry_ms, up_ms;
+	double retry_ms;
 	double last_ms;			/* its latest event (a2a_now_ms) */
 	int attempts;
 	struct du_region *mem;		/* target halves, landing, receive slots, outgoing control */
