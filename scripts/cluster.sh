@@ -91,7 +91,8 @@ fi
 
 started=$(date +%s)
 cluster_setup || exit 1
-echo "cluster.sh: $cl_hosts hosts x $cl_ppn ranks on a bridge, dat.confs and logs in $cl_dir$([ -n "$keep" ] || echo ' (removed at exit)')"
+echo "cluster.sh: $cl_hosts hosts x $cl_ppn ranks on a bridge; dat.confs and logs in $cl_dir"
+[ -n "$keep" ] || echo "cluster.sh: (removed at exit; --keep DIR keeps them)"
 passed=0 failed=0
 for scen in $scenarios; do
 	for tr in $transports; do

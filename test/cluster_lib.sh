@@ -23,13 +23,22 @@ cl_ns() {	# K: host K's namespace; "s": the switch's
 	echo "iwc$$$1"
 }
 
-# Ends the processes still in our namespaces (ranks of a job cut short),
-# then the namespaces, with them the bridge and the veth pairs.
+# Ends the processes still in our namespaces (ranks of a job cut short)
+# and waits (up to 10 s) until they are gone, then removes the
+# namespaces, with them the bridge and the veth pairs.
 cluster_cleanup() {
-	for ns in $cl_made; do
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do
-			kill -9 "$pid" 2>/dev/null
+	tries=0
+	while [ -n "$(for ns in $cl_made; do ip netns pids "$ns" 2>/dev/null; done)" ] &&
+	      [ "$tries" -lt 100 ]; do
+		for ns in $cl_made; do
+			for pid in $(ip netns pids "$ns" 2>/dev/null); do
+				kill -9 "$pid" 2>/dev/null
+			done
 		done
+		tries=$((tries + 1))
+		sleep 0.1
+	done
+	for ns in $cl_made; do
 		ip netns del "$ns" 2>/dev/null
 	done
 	[ -z "$cl_tmp" ] || rm -rf "$cl_tmp"
@@ -170,15 +179,19 @@ cluster_run() {
 	cl_secs=$(echo "$cl_start_ns $(date +%s%N)" | awk '{ printf "%.1f", ($2 - $1) / 1e9 }')
 	cl_kill_ns=''
 	[ -z "$cl_victim" ] ||
-		cl_kill_ns=$(sed -n 's/^KILLED .* at_ns=\([0-9]*\).*/\1/p' "$cl_dir/$name.r$cl_victim.log")
+		cl_kill_ns=$(cl_kv "$(grep '^KILLED ' "$cl_dir/$name.r$cl_victim.log")" at_ns)
 }
 
 cl_status() {	# NAME RANK: its exit status
 	awk -v r="$2" '$1 == r { print $2 }' "$cl_dir/$1.status"
 }
 
+cl_kv() {	# LINE KEY: KEY's value in a line of key=value words
+	echo " $1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"
+}
+
 cl_field() {	# NAME RANK KEY: KEY's value in the rank's RESULT line
-	sed -n "s/^RESULT .* $3=\([^ ]*\).*/\1/p" "$cl_dir/$1.r$2.log"
+	cl_kv "$(grep '^RESULT ' "$cl_dir/$1.r$2.log")" "$3"
 }
 
 # cluster_totals NAME: "N transfers checked, M MB" over every rank.
@@ -230,14 +243,15 @@ cluster_verdict_kill() {
 			r=$((r + 1))
 			continue
 		fi
-		# "EVENT AT_NS FLUSHED" of the LOST line naming the victim
-		lost=$(sed -n "s/^LOST .* peer=$cl_victim event=\([A-Z]*\) .* at_ns=\([0-9]*\) flushed=\([0-9]*\) .*/\1 \2 \3/p" "$log")
-		ev=${lost%% *} at=$(echo "$lost" | cut -d' ' -f2) flushed=${lost##* }
-		ms=$(( (${at:-0} - ${cl_kill_ns:-0}) / 1000000 )) checked=$(cl_field "$1" "$r" checked)
-		if [ "$st" != 2 ] || [ "$(cl_field "$1" "$r" lost_ranks)" != "$cl_victim" ] ||
-		   [ "$(cl_field "$1" "$r" finished)" != $((cl_ranks - 2)) ] ||
+		lost=$(grep "^LOST .* peer=$cl_victim " "$log")
+		ev=$(cl_kv "$lost" event) at=$(cl_kv "$lost" at_ns) flushed=$(cl_kv "$lost" flushed)
+		ms=$(( (${at:-0} - ${cl_kill_ns:-0}) / 1000000 ))
+		checked=$(cl_field "$1" "$r" checked) finished=$(cl_field "$1" "$r" finished)
+		lost_ranks=$(cl_field "$1" "$r" lost_ranks)
+		if [ "$st" != 2 ] || [ "$lost_ranks" != "$cl_victim" ] ||
+		   [ "$finished" != $((cl_ranks - 2)) ] ||
 		   [ "${checked:-0}" -lt $(($2 * (cl_ranks - 2))) ]; then
-			echo "rank $r: exit status $st, lost ranks $(cl_field "$1" "$r" lost_ranks), finished with $(cl_field "$1" "$r" finished) peers"
+			echo "rank $r: exit status $st, lost ranks $lost_ranks, finished with $finished peers"
 		elif [ -z "$lost" ]; then
 			echo "rank $r: no LOST line for rank $cl_victim"
 		elif [ "$ms" -gt "$3" ] || [ "$ms" -lt 0 ]; then
@@ -263,42 +277,40 @@ cluster_scenario() {
 	scen=$1 tr=$2 run=$1-$2-${cl_hosts}x$cl_ppn
 	cl_run=$run
 	nsizes=$(echo "$cl_sizes" | tr , '\n' | grep -c .)
-	rounds=$cl_rounds
-	[ "$scen" != kill ] || rounds=$cl_kill_rounds
+	rounds=$cl_rounds rule=0
+	# shellcheck disable=SC2086 # cl_loss_hosts: a list of host numbers
+	case $scen in
+	clean) ;;
+	loss) cluster_loss "$cl_loss_pct" "$tr" $cl_loss_hosts || rule=$? ;;
+	kill) cl_victim=$cl_kill_rank rounds=$cl_kill_rounds ;;
+	*) cl_why="no scenario $scen (clean, loss, kill)" cl_desc=$scen; return ;;
+	esac
 	steps=$((3 * nsizes * rounds))
-	shape="$cl_hosts hosts x $cl_ppn rank$([ "$cl_ppn" = 1 ] || echo s)"
+	cluster_run "$run" "iw-$tr" -S "$cl_sizes" -n "$rounds"
+	job="$(cluster_totals "$run"), $cl_secs s"
+	shape="$tr, $cl_hosts hosts x $cl_ppn rank$([ "$cl_ppn" = 1 ] || echo s)"
 	case $scen in
 	clean)
-		cluster_run "$run" "iw-$tr" -S "$cl_sizes" -n "$rounds"
 		cl_why=$(cluster_verdict_clean "$run" "$steps")
-		cl_desc="$tr, $shape, clean: every rank finished with every peer ($(cluster_totals "$run"), $cl_secs s)"
+		cl_desc="$shape, clean: every rank finished with every peer ($job)"
 		;;
 	loss)
 		# shellcheck disable=SC2086 # a list of host numbers
-		cluster_loss "$cl_loss_pct" "$tr" $cl_loss_hosts
-		rule=$?
-		cluster_run "$run" "iw-$tr" -S "$cl_sizes" -n "$rounds"
-		# shellcheck disable=SC2086
 		drops=$(cluster_drops $cl_loss_hosts)
 		# shellcheck disable=SC2086
 		cluster_loss 0 "$tr" $cl_loss_hosts
-		cl_why=$(cluster_verdict_clean "$run" "$steps")
-		[ "$rule" = 0 ] || cl_why="${cl_why:+$cl_why
-}the nftables loss rule could not be set"
-		[ "$drops" -gt 0 ] || cl_why="${cl_why:+$cl_why
-}nftables dropped nothing: the job ran without loss"
-		cl_desc="$tr, $shape, $cl_loss_pct % of $tr packets into hosts $(echo $cl_loss_hosts | tr ' ' ,) lost: every rank finished with every peer ($drops packets dropped, $(cluster_totals "$run"), $cl_secs s)"
+		cl_why=$(cluster_verdict_clean "$run" "$steps"
+			[ "$rule" = 0 ] || echo "the nftables loss rule could not be set"
+			[ "$drops" -gt 0 ] || echo "nftables dropped nothing: the job ran without loss")
+		cl_desc="$shape, $cl_loss_pct % of $tr packets into hosts $(echo $cl_loss_hosts | tr ' ' ,)"
+		cl_desc="$cl_desc lost: every rank finished with every peer ($drops packets dropped, $job)"
 		;;
 	kill)
-		cl_victim=$cl_kill_rank
-		cluster_run "$run" "iw-$tr" -S "$cl_sizes" -n "$rounds"
 		cl_why=$(cluster_verdict_kill "$run" "$steps" "$cl_bound_ms")
-		detect=$(cluster_detect_ms "$run")
+		cl_desc="$shape, rank $cl_victim SIGKILLed halfway: the $((cl_ranks - 1)) others saw"
+		cl_desc="$cl_desc its connection end within $(cluster_detect_ms "$run") ms (bound"
+		cl_desc="$cl_desc $cl_bound_ms), finished with each other and exited 2 ($job)"
 		cl_victim=''
-		cl_desc="$tr, $shape, rank $cl_kill_rank SIGKILLed halfway: the $((cl_ranks - 1)) others saw its connection end within $detect ms (bound $cl_bound_ms), finished with each other and exited 2 ($(cluster_totals "$run"), $cl_secs s)"
-		;;
-	*)
-		cl_why="no scenario $scen (clean, loss, kill)" cl_desc=$scen
 		;;
 	esac
 }
