@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # netns_lib.sh: two network namespaces joined by a veth pair (MTU 1500),
 # for the scripts that run the provider across a real link
-# (udp_netns.sh, netns_tools.sh).  Sourced, not run.  The addresses live
+# (udp_netns.sh, netns_tools.sh); cluster_lib.sh uses its skip and loss
+# helpers for a bridge of many.  Sourced, not run.  The addresses live
 # only on the veth pair inside the namespaces; both namespaces are
 # removed when the sourcing script exits.
 
@@ -45,9 +46,10 @@ netns_conf() {
 	echo "$3 u2.0 nonthreadsafe default $2 dapl.2.0 \"$4 $5${6:+ $6}\" \"\"" >"$1"
 }
 
-# netns_loss NS PCT: drop PCT % of the UDP packets NS receives -- real
-# loss: an input-hook drop leaves the sender's sendmsg successful (an
-# output-hook drop would make it fail with EPERM).  0 removes the rule.
+# netns_loss NS PCT [PROTO]: drop PCT % of the UDP (or PROTO: tcp)
+# packets NS receives -- real loss: an input-hook drop leaves the sender's
+# sendmsg successful (an output-hook drop would make it fail with EPERM).
+# 0 removes the rule.
 netns_loss() {
 	ip netns exec "$1" nft delete table inet iwloss 2>/dev/null
 	[ "$2" -eq 0 ] && return 0
@@ -55,10 +57,15 @@ netns_loss() {
 table inet iwloss {
 	chain input {
 		type filter hook input priority 0; policy accept;
-		meta l4proto udp numgen random mod 100 < $2 drop
+		meta l4proto ${3:-udp} numgen random mod 100 < $2 counter drop
 	}
 }
 NFT
+}
+
+netns_loss_drops() {	# NS: the packets netns_loss's rule has dropped so far
+	ip netns exec "$1" nft list table inet iwloss 2>/dev/null |
+		sed -n 's/.*counter packets \([0-9]*\) .*/\1/p' | awk '{ s += $1 } END { print s + 0 }'
 }
 
 netns_frags() {	# NS: the IP fragments NS has created so far (by name:

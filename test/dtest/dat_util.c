@@ -11,6 +11,9 @@
 #include <sys/socket.h>
 #include <time.h>
 
+/* Other programs built on these helpers (iwa2a) put their own name here. */
+const char *du_prog = "iwdtest";
+
 const char *du_err(DAT_RETURN r)
 {
 	static char buf[160];
@@ -25,13 +28,13 @@ int du_check(DAT_RETURN r, const char *what)
 {
 	if (r == DAT_SUCCESS)
 		return 0;
-	fprintf(stderr, "iwdtest: %s: %s\n", what, du_err(r));
+	fprintf(stderr, "%s: %s: %s\n", du_prog, what, du_err(r));
 	if (DAT_GET_TYPE(r) == DAT_NOT_IMPLEMENTED)
-		fprintf(stderr, "iwdtest: the provider does not implement %s yet\n", what);
+		fprintf(stderr, "%s: the provider does not implement %s yet\n", du_prog, what);
 	return -1;
 }
 
-static const char *event_name(DAT_EVENT_NUMBER n)
+const char *du_event_name(DAT_EVENT_NUMBER n)
 {
 	switch (n) {
 	case DAT_DTO_COMPLETION_EVENT: return "DTO_COMPLETION";
@@ -55,7 +58,7 @@ int du_open(struct du *d, const char *ia_name, int dto_qlen)
 
 	r = dat_ia_open((const DAT_NAME_PTR)ia_name, 8, &d->async_evd, &d->ia);
 	if (du_check(r, "dat_ia_open")) {
-		fprintf(stderr, "iwdtest: is %s in the dat.conf that DAT_OVERRIDE names?\n", ia_name);
+		fprintf(stderr, "%s: is %s in the dat.conf that DAT_OVERRIDE names?\n", du_prog, ia_name);
 		d->ia = DAT_HANDLE_NULL;
 		return -1;
 	}
@@ -94,7 +97,7 @@ int du_reg(struct du *d, struct du_region *g, size_t len)
 
 	/* Page-aligned, so the provider's registration covers whole pages. */
 	if (posix_memalign(&g->buf, 4096, len)) {
-		fprintf(stderr, "iwdtest: out of memory (%zu bytes)\n", len);
+		fprintf(stderr, "%s: out of memory (%zu bytes)\n", du_prog, len);
 		return -1;
 	}
 	memset(g->buf, 0, len);
@@ -149,8 +152,8 @@ int du_take_cr(const DAT_EVENT *ev, DAT_CR_HANDLE *cr, void *pd, int pdmax,
 	DAT_CR_PARAM p;
 
 	if (ev->event_number != DAT_CONNECTION_REQUEST_EVENT) {
-		fprintf(stderr, "iwdtest: expected CONNECTION_REQUEST, got %s\n",
-			event_name(ev->event_number));
+		fprintf(stderr, "%s: expected CONNECTION_REQUEST, got %s\n", du_prog,
+			du_event_name(ev->event_number));
 		return -1;
 	}
 	*cr = ev->event_data.cr_arrival_event_data.cr_handle;
@@ -199,7 +202,7 @@ static int wait_established(struct du *d, int *refused)
 	*refused = ev.event_number == DAT_CONNECTION_EVENT_NON_PEER_REJECTED ||
 		   ev.event_number == DAT_CONNECTION_EVENT_UNREACHABLE;
 	if (!*refused)
-		fprintf(stderr, "iwdtest: connection failed: %s\n", event_name(ev.event_number));
+		fprintf(stderr, "%s: connection failed: %s\n", du_prog, du_event_name(ev.event_number));
 	return -1;
 }
 
@@ -210,7 +213,7 @@ int du_wait_established(struct du *d)
 	if (!wait_established(d, &refused))
 		return 0;
 	if (refused)
-		fprintf(stderr, "iwdtest: the connection was refused\n");
+		fprintf(stderr, "%s: the connection was refused\n", du_prog);
 	return -1;
 }
 
@@ -232,7 +235,7 @@ int du_resolve(const char *host, struct sockaddr_in *sin)
 	hints.ai_family = AF_INET;
 	e = getaddrinfo(host, NULL, &hints, &res);
 	if (e) {
-		fprintf(stderr, "iwdtest: cannot resolve %s: %s\n", host, gai_strerror(e));
+		fprintf(stderr, "%s: cannot resolve %s: %s\n", du_prog, host, gai_strerror(e));
 		return -1;
 	}
 	memcpy(sin, res->ai_addr, sizeof *sin);
@@ -267,7 +270,7 @@ int du_connect(struct du *d, const char *host, DAT_CONN_QUAL qual,
 			return 0;
 		if (!refused || now_ms() > end) {
 			if (refused)
-				fprintf(stderr, "iwdtest: nobody accepted at %s qualifier %llu\n",
+				fprintf(stderr, "%s: nobody accepted at %s qualifier %llu\n", du_prog,
 					host, (unsigned long long)qual);
 			return -1;
 		}
@@ -317,7 +320,7 @@ int du_wait(struct du *d, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what)
 		r = dat_evd_wait(evd, d->tmo_us, 1, ev, &more);
 	}
 	if (DAT_GET_TYPE(r) == DAT_TIMEOUT_EXPIRED) {
-		fprintf(stderr, "iwdtest: timed out after %.1f s waiting for %s\n",
+		fprintf(stderr, "%s: timed out after %.1f s waiting for %s\n", du_prog,
 			(double)d->tmo_us / 1e6, what);
 		return -1;
 	}
@@ -334,7 +337,7 @@ void du_report_end(struct du *d)
 	if (!d->connected || du_wait(d, d->conn_evd, &ev, "the connection's end"))
 		return;
 	d->connected = 0;
-	fprintf(stderr, "iwdtest: connection event: %s\n", event_name(ev.event_number));
+	fprintf(stderr, "%s: connection event: %s\n", du_prog, du_event_name(ev.event_number));
 }
 
 void du_disconnect(struct du *d)
@@ -351,7 +354,7 @@ void du_disconnect(struct du *d)
 	d->tmo_us = 5 * 1000 * 1000;
 	if (!du_wait(d, d->conn_evd, &ev, "DISCONNECTED") &&
 	    ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED)
-		fprintf(stderr, "iwdtest: at disconnect got %s\n", event_name(ev.event_number));
+		fprintf(stderr, "%s: at disconnect got %s\n", du_prog, du_event_name(ev.event_number));
 	d->tmo_us = keep;
 }
 

@@ -37,10 +37,15 @@ struct du {
 	DAT_TIMEOUT tmo_us;	/* bound on every wait */
 };
 
+/* The name that starts every message printed here (default "iwdtest"). */
+extern const char *du_prog;
+
 /* "DAT_MAJOR DAT_MINOR" for r (static buffer). */
 const char *du_err(DAT_RETURN r);
-/* Prints "iwdtest: what: <error>" and returns -1 unless r is success. */
+/* Prints "PROG: what: <error>" and returns -1 unless r is success. */
 int du_check(DAT_RETURN r, const char *what);
+/* The event's name without its DAT_ prefix ("ESTABLISHED", "BROKEN"...). */
+const char *du_event_name(DAT_EVENT_NUMBER n);
 
 int du_open(struct du *d, const char *ia_name, int dto_qlen);
 int du_reg(struct du *d, struct du_region *r, size_t len);

@@ -13,6 +13,7 @@
  * 2 for a usage error. */
 #include "iwdtest.h"
 #include "result_row.h"
+#include "size_arg.h"
 #include "window.h"
 
 #include <getopt.h>
@@ -64,34 +65,10 @@ static void usage(FILE *f)
 		IWD_SIGNAL_DEFAULT, IWD_SIGNAL_MAX);
 }
 
-static int parse_size(const char *p, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(p, &end, 10);
-
-	if (end == p)
-		return -1;
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
-	if (*end || v < 1 || v > (1ull << 30))
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
-
 static int parse_sizes(struct iwd_opts *o, char *list)
 {
-	char *save = NULL, *tok;
-
-	o->nsizes = 0;
-	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (o->nsizes == IWD_MAX_SIZES || parse_size(tok, &o->sizes[o->nsizes]))
-			return -1;
-		o->nsizes++;
-	}
-	return o->nsizes ? 0 : -1;
+	o->nsizes = size_arg_list(list, o->sizes, IWD_MAX_SIZES);
+	return o->nsizes > 0 ? 0 : -1;
 }
 
 static int parse_modes(struct iwd_opts *o, char *list)
