@@ -282,7 +282,7 @@ int trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
 		   uint64_t now);
 /* Bring the progress thread's timer in line with deadline_ns and
  * idle_ns. */
-void trp_timer_sync(struct trp *t);
+void trp_timer_sync(struct trp *t, const struct iwe_qp_priv *q);
 /* Credits we grant now. */
 uint32_t trp_credits(const struct trp *t);
 

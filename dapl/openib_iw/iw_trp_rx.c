@@ -639,7 +639,7 @@ int trp_rx_progress(struct iwe_qp_priv *q)
 	t->ack_by_term = err == EPROTO && q->rx.term_out;
 	ferr = trp_flush(t, q);
 	t->ack_by_term = 0;
-	trp_timer_sync(t);
+	trp_timer_sync(t, q);
 	return err ? err : ferr == EAGAIN ? 0 : ferr;
 }
 

@@ -743,10 +743,16 @@ static void timer_cb(struct iwe_prog_timer *tm)
 	pthread_mutex_unlock(&t->mx);
 }
 
-void trp_timer_sync(struct trp *t)
+void trp_timer_sync(struct trp *t, const struct iwe_qp_priv *q)
 {
 	uint64_t d = t->deadline_ns, a = atomic_load(&t->armed_ns);
 
+	/* A failed QP runs none of its timers (its receive side stopped):
+	 * a deadline left past would fire again at once, for ever. */
+	if (q->state == IWE_QPS_ERROR) {
+		atomic_store(&t->want_ns, 0);
+		return;
+	}
 	if (t->idle_ns && (!d || t->idle_ns < d))
 		d = t->idle_ns;
 	if (t->ack_hold_ns && (!d || t->ack_hold_ns < d))
@@ -947,7 +953,7 @@ static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
 	}
 	q->llp_tx = q->llp_rx = t;
 	trp_flush(t, q);
-	trp_timer_sync(t);
+	trp_timer_sync(t, q);
 	return 0;
 }
 
@@ -1078,7 +1084,7 @@ static int trp_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 
 	*done = t->done;
 	t->done = 0;
-	trp_timer_sync(t);
+	trp_timer_sync(t, q);
 	if (t->fault && (!err || err == EAGAIN)) {
 		err = t->fault;
 		t->fault = 0;	/* told once: the Terminate may follow */
@@ -1171,7 +1177,7 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 			send_abrupt_fin(t, q);
 		} else
 			trp_flush(t, q);
-		trp_timer_sync(t);
+		trp_timer_sync(t, q);
 	}
 	iwe_qp_unlock(q);
 }

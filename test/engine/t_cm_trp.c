@@ -12,6 +12,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <sys/resource.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -376,6 +377,20 @@ static void test_request_credits(void)
 	}
 }
 
+/* CPU time (user + system) this process uses over ms of sleeping. */
+static long cpu_ms_over(int ms)
+{
+	struct rusage a, b;
+
+	getrusage(RUSAGE_SELF, &a);
+	sleep_ms(ms);
+	getrusage(RUSAGE_SELF, &b);
+	return (b.ru_utime.tv_sec - a.ru_utime.tv_sec) * 1000 +
+	       (b.ru_utime.tv_usec - a.ru_utime.tv_usec) / 1000 +
+	       (b.ru_stime.tv_sec - a.ru_stime.tv_sec) * 1000 +
+	       (b.ru_stime.tv_usec - a.ru_stime.tv_usec) / 1000;
+}
+
 static void test_broken(void)
 {
 	struct cpair p;
@@ -390,6 +405,14 @@ static void test_broken(void)
 		      wait_type(&p.la, 1, IWE_CM_BROKEN),
 		      "a Send with no receive: fatal Terminate, BROKEN on "
 		      "both sides");
+		/* Kept, the failed QPs cost nothing: their timers' deadlines
+		 * (the idle probe's, past after a second) once fired again
+		 * at once, for ever, a CPU spinning in the progress thread
+		 * for every broken connection a consumer held on to. */
+		sleep_ms(TRP_IDLE_PROBE_MS * 2);
+		long cpu = cpu_ms_over(1000);
+		CHECK(cpu < 300, "the broken QPs kept: the process used %ld ms "
+		      "of CPU in a second", cpu);
 	}
 	cpair_close(&p);
 }
