@@ -31,7 +31,7 @@ int du_check(DAT_RETURN r, const char *what)
 	return -1;
 }
 
-static const char *event_name(DAT_EVENT_NUMBER n)
+const char *du_event_name(DAT_EVENT_NUMBER n)
 {
 	switch (n) {
 	case DAT_DTO_COMPLETION_EVENT: return "DTO_COMPLETION";
@@ -110,27 +110,32 @@ int du_reg(struct du *d, struct du_region *g, size_t len)
 	return 0;
 }
 
+void du_ep_attr(const struct du_ep_sizes *s, DAT_EP_ATTR *a)
+{
+	/* Every field explicitly: the DAT spec gives no "zero means default". */
+	memset(a, 0, sizeof *a);
+	a->service_type = DAT_SERVICE_TYPE_RC;
+	a->max_message_size = 1u << 30;
+	a->max_rdma_size = 1u << 30;
+	a->qos = DAT_QOS_BEST_EFFORT;
+	a->recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a->request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a->max_recv_dtos = s->max_recv;
+	a->max_request_dtos = s->max_req;
+	a->max_recv_iov = 1;
+	a->max_request_iov = 1;
+	a->max_rdma_read_in = s->rdma_read;
+	a->max_rdma_read_out = s->rdma_read;
+	a->srq_soft_hw = DAT_HW_DEFAULT;
+	a->max_rdma_read_iov = 1;
+	a->max_rdma_write_iov = 1;
+}
+
 int du_ep_create(struct du *d, const struct du_ep_sizes *s)
 {
 	DAT_EP_ATTR a;
 
-	/* Every field explicitly: the DAT spec gives no "zero means default". */
-	memset(&a, 0, sizeof a);
-	a.service_type = DAT_SERVICE_TYPE_RC;
-	a.max_message_size = 1u << 30;
-	a.max_rdma_size = 1u << 30;
-	a.qos = DAT_QOS_BEST_EFFORT;
-	a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-	a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-	a.max_recv_dtos = s->max_recv;
-	a.max_request_dtos = s->max_req;
-	a.max_recv_iov = 1;
-	a.max_request_iov = 1;
-	a.max_rdma_read_in = s->rdma_read;
-	a.max_rdma_read_out = s->rdma_read;
-	a.srq_soft_hw = DAT_HW_DEFAULT;
-	a.max_rdma_read_iov = 1;
-	a.max_rdma_write_iov = 1;
+	du_ep_attr(s, &a);
 	d->sizes = *s;
 	return du_check(dat_ep_create(d->ia, d->pz, d->dto_evd, d->dto_evd,
 				      d->conn_evd, &a, &d->ep), "dat_ep_create");
@@ -150,7 +155,7 @@ int du_take_cr(const DAT_EVENT *ev, DAT_CR_HANDLE *cr, void *pd, int pdmax,
 
 	if (ev->event_number != DAT_CONNECTION_REQUEST_EVENT) {
 		fprintf(stderr, "iwdtest: expected CONNECTION_REQUEST, got %s\n",
-			event_name(ev->event_number));
+			du_event_name(ev->event_number));
 		return -1;
 	}
 	*cr = ev->event_data.cr_arrival_event_data.cr_handle;
@@ -199,7 +204,7 @@ static int wait_established(struct du *d, int *refused)
 	*refused = ev.event_number == DAT_CONNECTION_EVENT_NON_PEER_REJECTED ||
 		   ev.event_number == DAT_CONNECTION_EVENT_UNREACHABLE;
 	if (!*refused)
-		fprintf(stderr, "iwdtest: connection failed: %s\n", event_name(ev.event_number));
+		fprintf(stderr, "iwdtest: connection failed: %s\n", du_event_name(ev.event_number));
 	return -1;
 }
 
@@ -334,7 +339,7 @@ void du_report_end(struct du *d)
 	if (!d->connected || du_wait(d, d->conn_evd, &ev, "the connection's end"))
 		return;
 	d->connected = 0;
-	fprintf(stderr, "iwdtest: connection event: %s\n", event_name(ev.event_number));
+	fprintf(stderr, "iwdtest: connection event: %s\n", du_event_name(ev.event_number));
 }
 
 void du_disconnect(struct du *d)
@@ -351,7 +356,7 @@ void du_disconnect(struct du *d)
 	d->tmo_us = 5 * 1000 * 1000;
 	if (!du_wait(d, d->conn_evd, &ev, "DISCONNECTED") &&
 	    ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED)
-		fprintf(stderr, "iwdtest: at disconnect got %s\n", event_name(ev.event_number));
+		fprintf(stderr, "iwdtest: at disconnect got %s\n", du_event_name(ev.event_number));
 	d->tmo_us = keep;
 }
 
