@@ -68,8 +68,9 @@ struct scale_msg {
 int ctl_send(int fd, const struct scale_msg *m);
 /* The next message within wait_s; -1 (printed) unless it is `step`. */
 int ctl_recv(int fd, int64_t step, double wait_s, struct scale_msg *m);
-/* 1 when the peer sent something while none was due (STOP) or left. */
-int ctl_peer_gone(int fd);
+/* 1 (said, with what this side was waiting for) when the peer sent
+ * something while none was due (STOP) or left. */
+int ctl_peer_gone(int fd, const char *waiting_for);
 /* Tells the peer this side gave up, and why. */
 void ctl_stop(int fd, const char *why);
 

@@ -70,7 +70,8 @@ static long request_index(struct scale_side *s, const DAT_CR_PARAM *p, long from
 	if (p->private_data && p->private_data_size >= (DAT_COUNT)sizeof idx)
 		memcpy(&idx, p->private_data, sizeof idx);
 	if (idx < (uint64_t)from || idx >= (uint64_t)to || s->ep[idx] != DAT_HANDLE_NULL) {
-		side_fail(s, (long)idx, "a connection request with a bad index", DAT_SUCCESS);
+		side_fail(s, (long)idx, "a connection request with an index not expected now "
+			  "(another program on these ports?)", DAT_SUCCESS);
 		return -1;
 	}
 	return (long)idx;
@@ -203,7 +204,9 @@ int teardown(struct scale_side *s, struct scale_msg *m)
 		idx = side_ep_index(ev.event_data.connect_event_data.ep_handle);
 		if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED || idx < 0 ||
 		    idx >= s->o->n || s->ep[idx] == DAT_HANDLE_NULL) {
-			side_fail(s, idx, du_event_name(ev.event_number), DAT_SUCCESS);
+			side_fail(s, idx, ev.event_number == DAT_CONNECTION_REQUEST_EVENT ?
+				  "a connection request in the teardown (another program on these ports?)" :
+				  du_event_name(ev.event_number), DAT_SUCCESS);
 			m->errors++;
 			continue;
 		}

@@ -60,7 +60,7 @@ int ctl_recv(int fd, int64_t step, double wait_s, struct scale_msg *m)
 	return 0;
 }
 
-int ctl_peer_gone(int fd)
+int ctl_peer_gone(int fd, const char *waiting_for)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	struct scale_msg m;
@@ -69,9 +69,10 @@ int ctl_peer_gone(int fd)
 		return 0;
 	/* Nothing is due while a phase runs: a STOP, or the end. */
 	if (io_full(fd, &m, sizeof m, 0))
-		fprintf(stderr, "iwscale: the peer is gone\n");
+		fprintf(stderr, "iwscale: the peer is gone (waiting for %s)\n", waiting_for);
 	else
-		fprintf(stderr, "iwscale: the peer gave up%s%s\n", m.what[0] ? ": " : "", m.what);
+		fprintf(stderr, "iwscale: the peer gave up%s%s (waiting for %s)\n",
+			m.what[0] ? ": " : "", m.what, waiting_for);
 	return 1;
 }
 

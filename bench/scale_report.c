@@ -18,6 +18,13 @@ void scale_row_header(const struct scale_opts *o)
 	fflush(stdout);
 }
 
+void scale_row_rate(struct scale_row *r, long count, double secs)
+{
+	r->count = count;
+	r->secs = secs;
+	r->per_s = secs > 0 ? (double)count / secs : 0;
+}
+
 /* v into buf with `dec` decimals, or "" when v < 0 (not measured). */
 static const char *num(char *buf, size_t len, int dec, double v)
 {

@@ -23,6 +23,8 @@ struct scale_row {
 			   .lat_mean_us = -1 }
 
 void scale_row_header(const struct scale_opts *o);
+/* count things in secs: the row's count, seconds and rate. */
+void scale_row_rate(struct scale_row *r, long count, double secs);
 void scale_row_out(const struct scale_opts *o, const struct scale_row *r);
 /* For people only: "(what: a vs b unit: a/b x)". */
 void scale_row_ratio(const struct scale_opts *o, const char *what, const char *unit, double a,

@@ -8,6 +8,7 @@
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "iwscale.h"
 #include "scale_report.h"
@@ -21,8 +22,23 @@
 #define FLAT_HEAP_FIXED (512L << 10)
 #define FLAT_HEAP_PER_EP 16L
 
+/* The provider closes a freed connection's socket on its own thread, a
+ * moment later: the descriptors are counted once their number held
+ * still for 20 ms (2 s at most). */
+static void fds_settle(void)
+{
+	long last = -1, now = proc_count_entries("/proc/self/fd");
+
+	for (int k = 0; k < 100 && now != last; k++) {
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+		last = now;
+		now = proc_count_entries("/proc/self/fd");
+	}
+}
+
 static struct proc_usage usage_trimmed(void)
 {
+	fds_settle();
 	/* Freed memory goes back to the kernel first, so the resident set
 	 * shows what is still in use. */
 	malloc_trim(0);
@@ -96,9 +112,7 @@ static void report_tcp(struct active_run *a, const struct scale_msg *m, int rc)
 	struct scale_row r = SCALE_ROW("tcp_setup", "both");
 	double secs = secs_between(m->t_begin, m->t_end);
 
-	r.count = m->count;
-	r.secs = secs;
-	r.per_s = secs > 0 ? (double)m->count / secs : 0;
+	scale_row_rate(&r, m->count, secs);
 	r.ok = rc == 0;
 	a->tcp_rate = r.per_s;
 	a->ok &= r.ok;
@@ -120,9 +134,7 @@ static void report_setup(struct active_run *a, const struct scale_msg *mine,
 	for (long k = 1; k < s->up; k++)
 		sum += s->lat[k];
 	lat_summarize(s->lat + 1, n, 1.0, &l);
-	r.count = n;
-	r.secs = secs_between(mine->t_begin, end);
-	r.per_s = r.secs > 0 ? (double)n / r.secs : 0;
+	scale_row_rate(&r, n, secs_between(mine->t_begin, end));
 	r.lat = &l;
 	r.lat_mean_us = n > 0 ? (double)sum / (double)n / 1e3 : 0;
 	r.ok = ok;
@@ -133,9 +145,7 @@ static void report_setup(struct active_run *a, const struct scale_msg *mine,
 		struct scale_row t = SCALE_ROW("setup_tenth", "active");
 		uint64_t from = k ? s->t_up[k * tenth] : mine->t_begin;
 
-		t.count = tenth;
-		t.secs = secs_between(from, s->t_up[(k + 1) * tenth]);
-		t.per_s = t.secs > 0 ? (double)tenth / t.secs : 0;
+		scale_row_rate(&t, tenth, secs_between(from, s->t_up[(k + 1) * tenth]));
 		t.ok = ok;
 		scale_row_out(s->o, &t);
 	}
@@ -168,26 +178,20 @@ static void report_busy(struct active_run *a, const char *poll, const char *pp, 
 
 	ok = ok && b->errors == 0;
 	a->ok &= ok;
-	r.count = b->polls;
-	r.secs = b->poll_secs;
-	r.per_s = b->poll_secs > 0 ? (double)b->polls / b->poll_secs : 0;
+	scale_row_rate(&r, b->polls, b->poll_secs);
 	r.lat_mean_us = b->polls ? b->poll_secs * 1e6 / (double)b->polls : 0;
 	r.ok = ok;
 	scale_row_out(a->s.o, &r);
 	r = (struct scale_row)SCALE_ROW(pp, "active");
 	r.size = SCALE_PP_SIZE;
-	r.count = b->rtts;
-	r.secs = b->rtt_secs;
-	r.per_s = b->rtt_secs > 0 ? (double)b->rtts / b->rtt_secs : 0;
+	scale_row_rate(&r, b->rtts, b->rtt_secs);
 	r.lat_mean_us = b->lat_mean_us;
 	r.lat = &b->lat;
 	r.ok = ok;
 	scale_row_out(a->s.o, &r);
 	r = (struct scale_row)SCALE_ROW(wr, "active");
 	r.size = SCALE_STREAM_SIZE;
-	r.count = b->writes;
-	r.secs = b->stream_secs;
-	r.per_s = b->stream_secs > 0 ? (double)b->writes / b->stream_secs : 0;
+	scale_row_rate(&r, b->writes, b->stream_secs);
 	r.mbps = r.per_s * SCALE_STREAM_SIZE / 1e6;
 	r.ok = ok;
 	scale_row_out(a->s.o, &r);
@@ -251,9 +255,7 @@ static int use_phase(struct active_run *a, const struct scale_msg *setup)
 	idle = proc_usage_now();
 	kidle = kernel_usage_now();
 	r.size = a->s.o->size;
-	r.count = m.count;
-	r.secs = secs_between(m.t_begin, m.t_end);
-	r.per_s = r.secs > 0 ? (double)m.count / r.secs : 0;
+	scale_row_rate(&r, m.count, secs_between(m.t_begin, m.t_end));
 	r.ok = rc == 0 && m.errors == 0 && peer.errors == 0 && m.count == a->s.o->n;
 	a->ok &= r.ok || a->s.o->no_use;
 	if (!a->s.o->no_use)
@@ -276,9 +278,7 @@ static int teardown_phase(struct active_run *a)
 		rc = teardown(&a->s, &m);
 	if (rc == 0)
 		rc = ctl_recv(a->s.ctl, STEP_TEARDOWN_DONE, a->s.o->wait_s, &peer);
-	r.count = m.count;
-	r.secs = secs_between(m.t_begin, later(m.t_end, peer.t_end));
-	r.per_s = r.secs > 0 ? (double)m.count / r.secs : 0;
+	scale_row_rate(&r, m.count, secs_between(m.t_begin, later(m.t_end, peer.t_end)));
 	r.ok = rc == 0 && m.count == a->s.o->n && peer.count == a->s.o->n;
 	a->ok &= r.ok;
 	scale_row_out(a->s.o, &r);

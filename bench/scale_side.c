@@ -327,10 +327,8 @@ int side_wait(struct scale_side *s, DAT_EVD_HANDLE evd, DAT_EVENT *ev, const cha
 				s->o->wait_s, what);
 			return -1;
 		}
-		if (ctl_peer_gone(s->ctl)) {
-			fprintf(stderr, "iwscale: (while waiting for %s)\n", what);
+		if (ctl_peer_gone(s->ctl, what))
 			return -1;
-		}
 	}
 }
 

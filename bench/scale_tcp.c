@@ -65,11 +65,7 @@ int tcp_wait(struct scale_side *s, int epfd, struct epoll_event *evs, int max,
 			s->o->wait_s, what);
 		return -1;
 	}
-	if (ctl_peer_gone(s->ctl)) {
-		fprintf(stderr, "iwscale: (while waiting for %s)\n", what);
-		return -1;
-	}
-	return 0;
+	return ctl_peer_gone(s->ctl, what) ? -1 : 0;
 }
 
 static unsigned baseline_port(const struct scale_side *s, long idx)
