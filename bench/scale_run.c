@@ -5,10 +5,13 @@
  * side that failed tells the other (STOP, with why) and both end: the
  * rows printed so far and the failure, with how far the run got, are the
  * report. */
+#include <dirent.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "iwscale.h"
 #include "scale_report.h"
@@ -22,23 +25,41 @@
 #define FLAT_HEAP_FIXED (512L << 10)
 #define FLAT_HEAP_PER_EP 16L
 
-/* The provider closes a freed connection's socket on its own thread, a
- * moment later: the descriptors are counted once their number held
- * still for 20 ms (2 s at most). */
-static void fds_settle(void)
+/* Sockets this process holds: /proc/self/fd entries "socket:[...]". */
+static long count_sockets(void)
 {
-	long last = -1, now = proc_count_entries("/proc/self/fd");
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
 
-	for (int k = 0; k < 100 && now != last; k++) {
-		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
-		last = now;
-		now = proc_count_entries("/proc/self/fd");
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char link[64];
+		ssize_t len = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
+
+		n += len > 7 && strncmp(link, "socket:", 7) == 0;
 	}
+	closedir(d);
+	return n;
 }
 
-static struct proc_usage usage_trimmed(void)
+/* The provider closes a torn-down connection's socket on its own thread,
+ * some time after the EP is freed (the passive side's was still open
+ * 200 ms later): waits, 5 s at most, until this process holds no more
+ * than `target` sockets, so that a snapshot counts what stays. */
+static void sockets_down_to(long target)
 {
-	fds_settle();
+	for (int k = 0; k < 250 && count_sockets() > target; k++)
+		nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL);
+}
+
+/* A snapshot once at most `sockets` sockets are left (LONG_MAX: at
+ * once); *held gets the sockets held then. */
+static struct proc_usage usage_trimmed(long sockets, long *held)
+{
+	sockets_down_to(sockets);
+	*held = count_sockets();
 	/* Freed memory goes back to the kernel first, so the resident set
 	 * shows what is still in use. */
 	malloc_trim(0);
@@ -77,10 +98,12 @@ static void warm_up(const struct scale_opts *o)
 static int prime(struct scale_side *s)
 {
 	struct scale_msg m = { 0 }, peer;
+	long sockets = count_sockets();
 
 	if ((s->active ? connect_range(s, 0, 1, &m) : accept_range(s, 0, 1, &m)) ||
 	    teardown(s, &m))
 		return -1;
+	sockets_down_to(sockets);
 	if (s->active)
 		return ctl_recv(s->ctl, STEP_PRIMED, s->o->wait_s, &peer);
 	return ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_PRIMED });
@@ -102,6 +125,7 @@ static uint64_t later(uint64_t a, uint64_t b)
 struct active_run {
 	struct scale_side s;
 	struct proc_usage u0, u1;
+	long sockets0, sockets1;	/* held at u0, u1 */
 	struct kernel_usage k1;
 	double tcp_rate;
 	int ok;
@@ -129,7 +153,8 @@ static void report_setup(struct active_run *a, const struct scale_msg *mine,
 	long n = s->up - 1, tenth = n / 10;
 	struct scale_row r = SCALE_ROW("setup", "both");
 	struct lat_stats l;
-	uint64_t sum = 0, end = later(mine->t_end, peer->t_end);
+	/* A setup cut short has no end of its own: its last ESTABLISHED. */
+	uint64_t sum = 0, end = later(mine->t_end ? mine->t_end : s->t_up[s->up - 1], peer->t_end);
 
 	for (long k = 1; k < s->up; k++)
 		sum += s->lat[k];
@@ -291,12 +316,13 @@ int active_run(const struct scale_opts *o, int ctl)
 	struct scale_msg m = { 0 }, peer = { 0 };
 	struct busy_result lone, busy;
 	struct proc_usage u2, u3;
+	long held;
 	int rc;
 
 	a.s = (struct scale_side){ .o = o, .active = 1, .ctl = ctl };
 	a.ok = 1;
 	warm_up(o);
-	a.u0 = usage_trimmed();
+	a.u0 = usage_trimmed(LONG_MAX, &a.sockets0);
 	if (!o->no_tcp && o->n > 1) {
 		side_log(&a.s, "plain TCP");
 		rc = tcp_baseline_active(&a.s, o->n - 1, &m);
@@ -311,7 +337,7 @@ int active_run(const struct scale_opts *o, int ctl)
 	a.s.peer.virtual_address = (DAT_VADDR)peer.addr;
 	if (prime(&a.s))
 		goto fail;
-	a.u1 = usage_trimmed();
+	a.u1 = usage_trimmed(LONG_MAX, &a.sockets1);
 	a.k1 = kernel_usage_now();
 	if (lone_phase(&a, &lone))
 		goto fail;
@@ -329,11 +355,11 @@ int active_run(const struct scale_opts *o, int ctl)
 			lone.lat_mean_us);
 	if (teardown_phase(&a))
 		goto fail;
-	u2 = proc_usage_diff(usage_trimmed(), a.u1);
+	u2 = proc_usage_diff(usage_trimmed(a.sockets1, &held), a.u1);
 	if (side_async_errors(&a.s))
 		a.ok = 0;
 	side_close(&a.s);
-	u3 = proc_usage_diff(usage_trimmed(), a.u0);
+	u3 = proc_usage_diff(usage_trimmed(a.sockets0, &held), a.u0);
 	if (ctl_recv(ctl, STEP_LEAK, o->wait_s, &peer))
 		goto fail;
 	if (peer.errors)
@@ -383,10 +409,11 @@ int passive_run(const struct scale_opts *o, int ctl)
 	static struct scale_side s;
 	struct scale_msg m = { 0 };
 	struct proc_usage u0, u1;
+	long sockets0, sockets1, held;
 
 	s = (struct scale_side){ .o = o, .ctl = ctl };
 	warm_up(o);
-	u0 = usage_trimmed();
+	u0 = usage_trimmed(LONG_MAX, &sockets0);
 	if (!o->no_tcp && o->n > 1 && tcp_baseline_passive(&s, o->n - 1, &m))
 		goto fail;
 	if (side_open(&s) || listen_all(&s))
@@ -395,16 +422,16 @@ int passive_run(const struct scale_opts *o, int ctl)
 				.addr = (uint64_t)(uintptr_t)s.reg.buf };
 	if (ctl_send(ctl, &m) || prime(&s))
 		goto fail;
-	u1 = usage_trimmed();
+	u1 = usage_trimmed(LONG_MAX, &sockets1);
 	if (passive_phases(&s, u1))
 		goto fail;
 	m = (struct scale_msg){ .step = STEP_LEAK };
-	m.use[0] = proc_usage_diff(usage_trimmed(), u1);
+	m.use[0] = proc_usage_diff(usage_trimmed(sockets1, &held), u1);
 	if (side_async_errors(&s))
 		m.errors++;
 	unlisten_all(&s);
 	side_close(&s);
-	m.use[1] = proc_usage_diff(usage_trimmed(), u0);
+	m.use[1] = proc_usage_diff(usage_trimmed(sockets0, &held), u0);
 	return ctl_send(ctl, &m) || m.errors ? 1 : 0;
 fail:
 	ctl_stop(ctl, s.fail[0] ? s.fail : "the passive side failed");

@@ -29,7 +29,18 @@ int nofile_raise(long need)
 	if (setrlimit(RLIMIT_NOFILE, &want)) {
 		fprintf(stderr, "iwscale: cannot raise RLIMIT_NOFILE to %ld (soft %ld, hard %ld): %s%s\n",
 			need, (long)was.rlim_cur, (long)was.rlim_max, strerror(errno),
-			errno == EPERM ? " (raising the hard limit needs root)" : "");
+			errno != EPERM ? "" : geteuid() == 0 ?
+			" (root, but without CAP_SYS_RESOURCE: not in this machine's capability bounding set)" :
+			" (raising the hard limit needs CAP_SYS_RESOURCE: root)");
+		/* The soft limit up to the hard one still helps. */
+		want.rlim_max = was.rlim_max;
+		want.rlim_cur = was.rlim_max;
+		if (was.rlim_cur < was.rlim_max && setrlimit(RLIMIT_NOFILE, &want) == 0)
+			fprintf(stderr, "iwscale: RLIMIT_NOFILE raised to the hard limit, %ld: the run stops near %ld connections\n",
+				(long)was.rlim_max, (long)was.rlim_max - 256);
+		else
+			fprintf(stderr, "iwscale: the run stops near %ld connections\n",
+				(long)was.rlim_cur - 256);
 		return -1;
 	}
 	fprintf(stderr, "iwscale: RLIMIT_NOFILE raised for this run from soft %ld, hard %ld to %ld%s\n",
