@@ -89,7 +89,7 @@ function scale_tables(    c, line, n) {
 	scale_line("teardown of all, s", "teardown", 0, "seconds", 1)
 	scale_flat_line("descriptors, threads, heap after teardown", "leak_freed")
 	scale_flat_line("  ... and after the IA closed", "leak_closed")
-	scale_line("anonymous resident left after teardown, active, B/conn", "leak_freed_active", 0, "rss_per_ep", 1)
+	scale_line("resident left after teardown, active, B/conn", "leak_freed_active", 0, "rss_per_ep", 1)
 	scale_line("  passive, B/conn", "leak_freed_passive", 0, "rss_per_ep", 1)
 	printf "(a cell n/a: not measured -- see results.csv and the iwscale logs; lone: connection 0 before the others connected)\n"
 }

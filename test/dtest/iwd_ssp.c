@@ -277,14 +277,6 @@ static int take_stray(int fd)
 	return strcmp(line, READY) == 0;
 }
 
-/* Server: the SSP sends the final streaming message and produces the
- * request; the CR and its private data are returned as du_wait_cr does.
- * Over UDP the client repeats READY until the offer reaches it, so when
- * the offer (or READY) was lost, or a repeat crossed the offer, the SSP
- * finds a READY where the TRP request belongs and ends with
- * NON_PEER_REJECTED, the datagram left in the socket: take it out and
- * upgrade again, offering again when it was READY (the client has not
- * seen the offer yet). */
 /* An SSP on fd for d->ep, its request to d->cr_evd; offer: the final
  * streaming message, or NULL for none. */
 static int ssp_create(struct du *d, int fd, const char *offer, DAT_IW_SSP_HANDLE *ssp)
@@ -299,6 +291,14 @@ int du_ssp_offer(struct du *d, int fd, DAT_IW_SSP_HANDLE *ssp)
 	return ssp_create(d, fd, UPGRADE, ssp);
 }
 
+/* Server: the SSP sends the final streaming message and produces the
+ * request; the CR and its private data are returned as du_wait_cr does.
+ * Over UDP the client repeats READY until the offer reaches it, so when
+ * the offer (or READY) was lost, or a repeat crossed the offer, the SSP
+ * finds a READY where the TRP request belongs and ends with
+ * NON_PEER_REJECTED, the datagram left in the socket: take it out and
+ * upgrade again, offering again when it was READY (the client has not
+ * seen the offer yet). */
 int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		   void *pd, int pdmax, int *pdlen)
 {
