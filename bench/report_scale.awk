@@ -115,9 +115,13 @@ function scale_all_valid(c,    k, f, ok, any, kk) {
 function scale_targets(    c, n, v, va, vp, ka, kp, kk, ks, kt, lim) {
 	scale_cols()
 	n = scale + 0
-	for (c = 1; c <= ncol; c++)
+	for (c = 1; c <= ncol; c++) {
+		ka = sk(c, "leak_freed_active", 0); kp = sk(c, "leak_freed_passive", 0)
 		target(sprintf("%d connected EPs (%s): used, checked, freed, nothing leaked", n, SL[c]),
-			scale_all_valid(c), 1, 0, "descriptors, threads, heap flat")
+			scale_all_valid(c), 1, 0, !(ka in have) ? "" : \
+			sprintf("heap left with the IA open: %.0f, %.0f B/conn", med(ka, "heap_per_ep"),
+				med(kp, "heap_per_ep")))
+	}
 	ka = sk(1, "mem_idle_active", 0); kp = sk(1, "mem_idle_passive", 0)
 	kk = sk(1, "mem_idle_kernel", 0)
 	va = med(ka, "rss_per_ep"); vp = med(kp, "rss_per_ep")
