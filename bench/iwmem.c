@@ -21,7 +21,6 @@
  * Exit status 0 when they all were, 1 otherwise, 2 on usage. */
 #include <arpa/inet.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include <unistd.h>
 
 #include "proc_io.h"
+#include "proc_usage.h"
 #include "dtest/dat_util.h"
 
 #define DEFAULT_QUAL 63955	/* above the ephemeral port range */
@@ -40,40 +40,15 @@ struct mem_opts {
 	int idle_only, csv;
 };
 
-struct usage {
-	long rss, heap;		/* bytes */
-};
-
 /* What one side reached: EPs made, and its growth. */
 struct mem_result {
 	long eps;
-	struct usage grew;
+	struct proc_usage grew;
 };
 
-static struct usage usage_now(void)
+static struct proc_usage usage_since(struct proc_usage before)
 {
-	struct usage u = { 0, 0 };
-	struct mallinfo2 m = mallinfo2();
-	long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-
-	if (f) {
-		if (fscanf(f, "%*d %ld", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	u.rss = pages * sysconf(_SC_PAGESIZE);
-	u.heap = (long)(m.uordblks + m.hblkhd);
-	return u;
-}
-
-static struct usage usage_since(struct usage before)
-{
-	struct usage now = usage_now();
-
-	now.rss -= before.rss;
-	now.heap -= before.heap;
-	return now;
+	return proc_usage_diff(proc_usage_now(), before);
 }
 
 /* An EP with the provider's default attributes. */
@@ -109,7 +84,7 @@ static int measure_idle(const struct mem_opts *o, DAT_EP_HANDLE *eps)
 {
 	struct du d = { .tmo_us = 5000000 };
 	struct mem_result r = { 0 };
-	struct usage before;
+	struct proc_usage before;
 	DAT_EP_HANDLE first;
 
 	if (du_open(&d, o->ia, 64) || ep_new(&d, &first)) {
@@ -117,7 +92,7 @@ static int measure_idle(const struct mem_opts *o, DAT_EP_HANDLE *eps)
 		return 1;
 	}
 	dat_ep_free(first);
-	before = usage_now();
+	before = proc_usage_now();
 	while (r.eps < o->eps && !ep_new(&d, &eps[r.eps]))
 		r.eps++;
 	r.grew = usage_since(before);
@@ -191,11 +166,11 @@ static int server(const struct mem_opts *o, DAT_EP_HANDLE *eps, int ready_fd, in
 {
 	struct du d = { 0 };
 	struct mem_result r = { 0 };
-	struct usage before;
+	struct proc_usage before;
 	char go;
 
 	if (!open_side(&d, o) && !du_listen(&d, o->qual)) {
-		before = usage_now();
+		before = proc_usage_now();
 		io_full(ready_fd, "R", 1, 1);
 		while (r.eps < o->eps && !accept_one(&d, &eps[r.eps]))
 			r.eps++;
@@ -230,12 +205,12 @@ static int connect_one(struct du *d, const struct mem_opts *o, DAT_EP_HANDLE *ep
 static int client(const struct mem_opts *o, DAT_EP_HANDLE *eps, int in_fd, int go_fd)
 {
 	struct du d = { 0 };
-	struct mem_result r = { 0 }, srv = { -1, { 0, 0 } };
-	struct usage before;
+	struct mem_result r = { 0 }, srv = { .eps = -1 };
+	struct proc_usage before;
 	long k;
 
 	if (!open_side(&d, o)) {
-		before = usage_now();
+		before = proc_usage_now();
 		while (r.eps < o->eps && !connect_one(&d, o, &eps[r.eps]))
 			r.eps++;
 		r.grew = usage_since(before);

@@ -4,7 +4,9 @@
 # -v lat_sizes=LIST (bytes, comma-separated), -v udp_sizes=LIST (the udp
 # transport's Write sizes), -v rounds=N, -v base=0 (the base section did
 # not run: none of its tables and targets), report_patterns.awk's
-# variables, -v strict=1 to exit 2 when a target is missed.
+# variables, -v scale=N (the connection scale section ran, N connections;
+# report_scale.awk's tables and targets), -v strict=1 to exit 2 when a
+# target is missed.
 #
 # Every cell is "median [min-max]" over the rounds; a ratio divides the
 # medians.  Latencies are one way (half a round trip), in microseconds.
@@ -370,11 +372,15 @@ END {
 	}
 	if (patterns != "")
 		pattern_tables()
+	if (scale != "")
+		scale_tables()
 	printf "\nTargets (ratios of medians over the rounds of this run)\n"
 	if (base)
 		targets()
 	if (patterns != "")
 		pattern_targets()
+	if (scale != "")
+		scale_targets()
 	printf "\ntargets: %d passed, %d missed, %d n/a\n", npass, nmiss, nna
 	exit (strict && nmiss) ? 2 : 0
 }

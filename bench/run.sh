@@ -38,7 +38,13 @@
 #     polling memory, Read and Write rendezvous ping-pongs, a stream of
 #     Read rendezvous, bidirectional RDMA Write bandwidth, two ping-pong
 #     pairs at once, Debian's dtest -W -a; next to iwdapl's CQ-polling
-#     Send ping-pong and plain TCP over a dense size sweep.
+#     Send ping-pong and plain TCP over a dense size sweep;
+#   - only when asked (--only scale; minutes a round): connection scale
+#     (bench/scale.sh): 10,000 connections between two processes over
+#     PSPs (default and small EP queues) and SSPs -- setup rate against
+#     plain TCP connect/accept, every connection used, memory per
+#     connected EP, one busy connection among the idle ones, teardown,
+#     leaks.
 # Every figure is measured in each of N rounds (default 5); the table
 # shows the median of the rounds and their spread [min-max].
 #
@@ -52,20 +58,22 @@
 # Options: --quick (1 round, 3 sizes, short budgets: a smoke run of some
 # 35 s that also validates every transfer), --rounds N, --sizes LIST,
 # --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
-# (sections: base -- all of the above but the patterns --, patterns, or
-# parts of it: wpp, rdv, rdvstream, bibw, twopair, dtestwa; default
-# base,patterns), --pattern-sizes LIST, --rdv-sizes LIST (the patterns'
-# sweeps; see bench/patterns.sh).
+# (sections: base -- all of the above but the patterns and the scale --,
+# patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair, dtestwa;
+# scale; default base,patterns), --pattern-sizes LIST, --rdv-sizes LIST
+# (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
 # BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_PAIR_SECONDS (twice --seconds),
 # BENCH_PAIR_REPS (paired trios a round, 3; --quick: 1),
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_PAT_SECONDS,
 # BENCH_TWOPAIR_SECONDS, BENCH_DTEST_WA_TIMEOUT (bench/patterns.sh),
+# BENCH_SCALE_N, BENCH_SCALE_DEPTH, BENCH_SCALE_INFLIGHT,
+# BENCH_SCALE_TIMEOUT, BENCH_SCALE_ARGS (bench/scale.sh),
 # BENCH_STRICT=1 (exit 2 when a
 # target is missed), BENCH_TIMEOUT (seconds per tool run, 120), and
-# IWDTEST, TCP_BASELINE, IWCM, IWMEM, STALL_PROBE, FI_PINGPONG (tool
-# paths).
+# IWDTEST, TCP_BASELINE, IWCM, IWMEM, STALL_PROBE, FI_PINGPONG, IWSCALE
+# (tool paths).
 # Exit status: 0, 1 if a run failed or a transfer did not validate, 2 on
 # a usage error or (BENCH_STRICT=1) a missed target.
 
@@ -118,7 +126,7 @@ fi
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
 	case $s in
-	base | patterns | wpp | rdv | rdvstream | bibw | twopair | dtestwa) ;;
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | dtestwa | scale) ;;
 	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
 	esac
 done
@@ -126,7 +134,7 @@ done
 want() {
 	case ,$only, in
 	*,"$1",*) return 0 ;;
-	*,patterns,*) [ "$1" != base ] ;;
+	*,patterns,*) [ "$1" != base ] && [ "$1" != scale ] ;;
 	*) return 1 ;;
 	esac
 }
@@ -150,6 +158,8 @@ log_tag=
 # The patterns' settings and steps (patterns_round).
 # shellcheck source=bench/patterns.sh
 . "$here/patterns.sh"
+# shellcheck source=bench/scale.sh
+. "$here/scale.sh"
 
 out=${out:-$top/bench/results-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out/logs" || exit 1
@@ -460,6 +470,7 @@ stalls() {
 echo "== iwdapl vs plain TCP vs libfabric TCP on loopback"
 echo "   $rounds round(s); sizes $sizes, ${secs}s each, window $window; ping-pong $lat_iters iterations at $lat_sizes"
 echo "   sections: $only${pat_parts:+; patterns at $pat_sizes (rendezvous $rdv_sizes), ${pat_secs}s each}"
+want scale && echo "   scale: $scale_n connections, $scale_k connects in flight, small queues of $scale_depth; ${BENCH_SCALE_ARGS:+iwscale $BENCH_SCALE_ARGS; }a round takes minutes"
 echo "   provider: $(awk '$1 == "iw-lo" { print $5; exit }' "$DAT_OVERRIDE"); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "$fipp" ] || echo "   fi_pingpong not installed (Debian libfabric-bin): libfabric TCP is n/a"
 echo "   results: $out"
@@ -511,6 +522,7 @@ while [ $round -lt "$rounds" ]; do
 		base_round
 	fi
 	patterns_round
+	scale_round
 	echo "   round $round of $rounds done"
 done
 
@@ -520,11 +532,13 @@ if awk -F, 'NR > 1 && $NF != 1 { bad = 1 } END { exit !bad }' "$raw"; then
 fi
 awk -F, -f "$here/summarize.awk" "$raw" >"$out/summary.csv"
 want base && base=1 || base=0
+want scale && scale=$scale_n || scale=
 awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
 	-v udp_sizes="$(bytes "$udp_sizes")" -v base="$base" -v patterns="$pat_parts" \
 	-v pat_sizes="$pat_bytes" -v rdv_sizes="$rdv_bytes" \
+	-v scale="$scale" -v scale_depth="$scale_depth" \
 	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" -f "$here/report_patterns.awk" \
-	"$out/summary.csv" >"$out/report.txt"
+	-f "$here/report_scale.awk" "$out/summary.csv" >"$out/report.txt"
 rs=$?
 cat "$out/report.txt"
 if command -v gnuplot >/dev/null 2>&1; then

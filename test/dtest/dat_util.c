@@ -113,27 +113,32 @@ int du_reg(struct du *d, struct du_region *g, size_t len)
 	return 0;
 }
 
+void du_ep_attr(const struct du_ep_sizes *s, DAT_EP_ATTR *a)
+{
+	/* Every field explicitly: the DAT spec gives no "zero means default". */
+	memset(a, 0, sizeof *a);
+	a->service_type = DAT_SERVICE_TYPE_RC;
+	a->max_message_size = 1u << 30;
+	a->max_rdma_size = 1u << 30;
+	a->qos = DAT_QOS_BEST_EFFORT;
+	a->recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a->request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a->max_recv_dtos = s->max_recv;
+	a->max_request_dtos = s->max_req;
+	a->max_recv_iov = 1;
+	a->max_request_iov = 1;
+	a->max_rdma_read_in = s->rdma_read;
+	a->max_rdma_read_out = s->rdma_read;
+	a->srq_soft_hw = DAT_HW_DEFAULT;
+	a->max_rdma_read_iov = 1;
+	a->max_rdma_write_iov = 1;
+}
+
 int du_ep_create(struct du *d, const struct du_ep_sizes *s)
 {
 	DAT_EP_ATTR a;
 
-	/* Every field explicitly: the DAT spec gives no "zero means default". */
-	memset(&a, 0, sizeof a);
-	a.service_type = DAT_SERVICE_TYPE_RC;
-	a.max_message_size = 1u << 30;
-	a.max_rdma_size = 1u << 30;
-	a.qos = DAT_QOS_BEST_EFFORT;
-	a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-	a.request_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
-	a.max_recv_dtos = s->max_recv;
-	a.max_request_dtos = s->max_req;
-	a.max_recv_iov = 1;
-	a.max_request_iov = 1;
-	a.max_rdma_read_in = s->rdma_read;
-	a.max_rdma_read_out = s->rdma_read;
-	a.srq_soft_hw = DAT_HW_DEFAULT;
-	a.max_rdma_read_iov = 1;
-	a.max_rdma_write_iov = 1;
+	du_ep_attr(s, &a);
 	d->sizes = *s;
 	return du_check(dat_ep_create(d->ia, d->pz, d->dto_evd, d->dto_evd,
 				      d->conn_evd, &a, &d->ep), "dat_ep_create");

@@ -49,6 +49,9 @@ const char *du_event_name(DAT_EVENT_NUMBER n);
 
 int du_open(struct du *d, const char *ia_name, int dto_qlen);
 int du_reg(struct du *d, struct du_region *r, size_t len);
+/* The attributes du_ep_create gives an EP of these sizes (one IOV each
+ * way); for callers that create EPs on EVDs of their own. */
+void du_ep_attr(const struct du_ep_sizes *s, DAT_EP_ATTR *a);
 int du_ep_create(struct du *d, const struct du_ep_sizes *s);
 
 /* Passive side: listen on qual, wait up to wait_us for one request and copy
@@ -86,6 +89,11 @@ int du_ssp_answer(struct du *d, unsigned port, int wait_ms);
 int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		   void *pd, int pdmax, int *pdlen);
 int du_ssp_connect(struct du *d, int fd, const void *pd, int pdlen);
+/* Server, tcp IA, for callers that wait for the request themselves (many
+ * upgrades at once): an SSP on fd for d->ep with d->cr_evd, offering the
+ * upgrade that du_ssp_await_offer reads; the request comes to d->cr_evd,
+ * its sp_handle.psp_handle the SSP (DAT_IW_SSP_HANDLE, a DAT_HANDLE). */
+int du_ssp_offer(struct du *d, int fd, DAT_HANDLE *ssp);
 /* du_ssp_connect in two steps: read the server's upgrade offer (the SSP's
  * final streaming message), then dat_iw_socket_connect and ESTABLISHED.
  * Both close fd on failure before the upgrade call. */

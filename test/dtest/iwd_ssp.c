@@ -277,6 +277,20 @@ static int take_stray(int fd)
 	return strcmp(line, READY) == 0;
 }
 
+/* An SSP on fd for d->ep, its request to d->cr_evd; offer: the final
+ * streaming message, or NULL for none. */
+static int ssp_create(struct du *d, int fd, const char *offer, DAT_IW_SSP_HANDLE *ssp)
+{
+	return du_check(dat_iw_ssp_create(d->ia, fd, d->ep, d->cr_evd, (DAT_PVOID)offer,
+					  offer ? (DAT_COUNT)strlen(offer) : 0, ssp),
+			"dat_iw_ssp_create");
+}
+
+int du_ssp_offer(struct du *d, int fd, DAT_IW_SSP_HANDLE *ssp)
+{
+	return ssp_create(d, fd, UPGRADE, ssp);
+}
+
 /* Server: the SSP sends the final streaming message and produces the
  * request; the CR and its private data are returned as du_wait_cr does.
  * Over UDP the client repeats READY until the offer reaches it, so when
@@ -295,9 +309,7 @@ int du_ssp_wait_cr(struct du *d, int fd, DAT_TIMEOUT wait_us, DAT_CR_HANDLE *cr,
 		DAT_EVENT ev;
 		int rc;
 
-		if (du_check(dat_iw_ssp_create(d->ia, fd, d->ep, d->cr_evd, (DAT_PVOID)offer,
-					       offer ? (DAT_COUNT)strlen(offer) : 0, &ssp),
-			     "dat_iw_ssp_create"))
+		if (ssp_create(d, fd, offer, &ssp))
 			return -1;
 		rc = du_wait_cr_event(d, wait_us, &ev);
 		/* The CR owns the socket now; after NON_PEER_REJECTED the
