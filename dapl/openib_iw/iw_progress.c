@@ -80,6 +80,9 @@ struct iwe_prog {
 	pthread_mutex_t lock;			/* calls, tasks, stop */
 	pthread_cond_t done_cv;
 	atomic_int sleeper;			/* a consumer sleeps in epoll */
+	atomic_int thread_waits;		/* ... and the thread waits for
+						 * it to leave (sleeper_cv) */
+	pthread_cond_t sleeper_cv;
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
@@ -513,16 +516,19 @@ static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
 	return NULL;
 }
 
-static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
+/* Returns how many of the events were a sleeping consumer's own. */
+static int dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 {
 	uint64_t v;
-	int i;
+	int i, sleepers = 0;
 
 	for (i = 0; i < n; i++) {
 		struct iwe_prog_watch *w;
 
-		if (ev[i].data.u64 == PROG_KEY_SLEEPER)
-			continue;	/* it only wakes the sleeper */
+		if (ev[i].data.u64 == PROG_KEY_SLEEPER) {
+			sleepers++;	/* it only wakes the sleeper */
+			continue;
+		}
 		if (ev[i].data.u64 == PROG_KEY_TIMER) {
 			/* Its expiry read; run_timers follows the batch. */
 			if (read(p->tfd, &v, sizeof(v)) < 0 &&
@@ -547,6 +553,40 @@ static void dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 		if (w && w->fd >= 0)
 			w->cb(w, ev[i].events);
 	}
+	return sleepers;
+}
+
+/* The thread's epoll_wait returned a sleeping consumer's fd: the
+ * consumer's wake-up, which the kernel gave us (its fds are level-
+ * triggered in our epoll; it woke the consumer too, once).  Until the
+ * consumer left, its fd stays ready, and each of our waits would return
+ * it at once: the thread, at its high priority, spun and kept the CPU
+ * from the consumer it had to wait for (80-90 % of a CPU in a passive
+ * side's setup of thousands of connections).  So the thread waits for
+ * the consumer to leave, which it does at once (10 ms: a bound only);
+ * what comes meanwhile wakes the consumer, which dispatches it. */
+static void yield_to_sleeper(struct iwe_prog *p)
+{
+	struct timespec ts;
+
+	pthread_mutex_unlock(&p->run);
+	pthread_mutex_lock(&p->lock);
+	atomic_store(&p->thread_waits, 1);
+	if (atomic_load(&p->sleeper)) {
+		prog_wake(p);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 10000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		while (atomic_load(&p->sleeper) &&
+		       !pthread_cond_timedwait(&p->sleeper_cv, &p->lock, &ts))
+			;
+	}
+	atomic_store(&p->thread_waits, 0);
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&p->run);
 }
 
 /* Nanosecond deadlines (TRP's timers are microseconds); kernels
@@ -744,6 +784,11 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 	while (added-- > 0)
 		epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
 	atomic_store(&p->sleeper, 0);
+	if (atomic_load(&p->thread_waits)) {
+		pthread_mutex_lock(&p->lock);
+		pthread_cond_broadcast(&p->sleeper_cv);
+		pthread_mutex_unlock(&p->lock);
+	}
 	return slept;
 }
 
@@ -767,8 +812,8 @@ static void *prog_main(void *arg)
 		pthread_mutex_lock(&p->run);
 		if (n < 0 && errno != EINTR)
 			abort();
-		if (n > 0)
-			dispatch(p, ev, n);
+		if (n > 0 && dispatch(p, ev, n))
+			yield_to_sleeper(p);
 		run_timers(p);
 	}
 	run_calls(p);
@@ -798,11 +843,13 @@ static struct iwe_prog *prog_create(void)
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
+	pthread_cond_init(&p->sleeper_cv, NULL);
 	if (pthread_create(&p->thread, NULL, prog_main, p) == 0)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->sleeper_cv);
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
@@ -848,6 +895,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
+	pthread_cond_destroy(&p->sleeper_cv);
 	free(p->heap);
 	free(p->slots);
 	free(p);
