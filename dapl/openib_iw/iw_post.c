@@ -4,6 +4,7 @@
  * posting thread needs no thread hop on the fast path.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,53 +89,57 @@ static int fill_swqe(struct iwe_qp_priv *q, struct ibv_send_wr *wr,
 	return wr->opcode == IBV_WR_BIND_MW ? fill_bind(q, wr, w) : 0;
 }
 
-/* The queue's slots, at its first post: an EP that never sends (or
- * never receives, as with an SRQ) holds none.  At least one SGE slot
- * per WR keeps the slot arithmetic simple. */
+/* A queue's slots, at its first post: an EP that never sends (or never
+ * receives, as with an SRQ) holds none.  n WRs of wr_size bytes, each
+ * with its sg pointer (at sg_off) to nsge SGE slots of its own (at least
+ * one: the slot arithmetic stays simple).  0, or ENOMEM. */
+static int queue_ready(void **wrs, struct iwe_sge_res **sges, uint32_t n,
+		       size_t wr_size, size_t sg_off, uint32_t nsge)
+{
+	size_t per = nsge ? nsge : 1;
+	char *w;
+
+	if (*wrs)
+		return 0;
+	w = calloc(n, wr_size);
+	*sges = calloc(n * per, sizeof(**sges));
+	if (!w || !*sges) {
+		free(w);
+		free(*sges);
+		*sges = NULL;
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct iwe_sge_res *sg = *sges + i * per;
+
+		memcpy(w + i * wr_size + sg_off, &sg, sizeof(sg));
+	}
+	*wrs = w;
+	return 0;
+}
+
 static int sq_ready(struct iwe_qp_priv *q)
 {
 	const struct iwe_qp_cap *c = &q->pub.cap;
-	size_t ss = c->max_send_sge ? c->max_send_sge : 1;
-	struct iwe_swqe *sq;
-	struct iwe_sge_res *sge;
+	void *wrs = q->sq;
+	int err = queue_ready(&wrs, &q->sq_sge, c->max_send_wr,
+			      sizeof(*q->sq), offsetof(struct iwe_swqe, sg),
+			      c->max_send_sge);
 
-	if (q->sq)
-		return 0;
-	sq = calloc(c->max_send_wr, sizeof(*sq));
-	sge = calloc(c->max_send_wr * ss, sizeof(*sge));
-	if (!sq || !sge) {
-		free(sq);
-		free(sge);
-		return ENOMEM;
-	}
-	for (uint32_t i = 0; i < c->max_send_wr; i++)
-		sq[i].sg = sge + i * ss;
-	q->sq = sq;
-	q->sq_sge = sge;
-	return 0;
+	q->sq = wrs;
+	return err;
 }
 
 static int rq_ready(struct iwe_qp_priv *q)
 {
 	const struct iwe_qp_cap *c = &q->pub.cap;
-	size_t rs = c->max_recv_sge ? c->max_recv_sge : 1;
-	struct iwe_rwqe *rq;
-	struct iwe_sge_res *sge;
+	void *wrs = q->rq;
+	int err = queue_ready(&wrs, &q->rq_sge, c->max_recv_wr,
+			      sizeof(*q->rq), offsetof(struct iwe_rwqe, sg),
+			      c->max_recv_sge);
 
-	if (q->rq)
-		return 0;
-	rq = calloc(c->max_recv_wr, sizeof(*rq));
-	sge = calloc(c->max_recv_wr * rs, sizeof(*sge));
-	if (!rq || !sge) {
-		free(rq);
-		free(sge);
-		return ENOMEM;
-	}
-	for (uint32_t i = 0; i < c->max_recv_wr; i++)
-		rq[i].sg = sge + i * rs;
-	q->rq = rq;
-	q->rq_sge = sge;
-	return 0;
+	q->rq = wrs;
+	return err;
 }
 
 static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)
