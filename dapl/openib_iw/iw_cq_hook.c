@@ -232,6 +232,12 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	h->attached = h->blocked = 0;
 	__atomic_store_n(&h->wanted, 0, __ATOMIC_RELAXED);
 	h->fd = -1;
+	/* The last QP gone, the epoll goes too (a CQ kept for the next
+	 * connections holds no descriptor meanwhile). */
+	if (!q->nhooks && q->pollfd >= 0) {
+		close(q->pollfd);
+		q->pollfd = -1;
+	}
 	pthread_mutex_unlock(&q->watch_lock);
 	pthread_mutex_unlock(&q->hooks_lock);
 }

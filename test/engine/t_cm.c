@@ -11,6 +11,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -810,6 +811,20 @@ static int burst_on(struct cpair *p, struct iwe_cq *cq, int base, int arm)
 	return n;
 }
 
+/* Descriptors open in this process. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 static void test_many_on_cq(void)
 {
 	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
@@ -820,9 +835,10 @@ static void test_many_on_cq(void)
 	struct cpair p[MANY_QPS];
 	struct ibv_wc wc;
 	uint64_t r0 = 0, r1 = 0;
-	int got = 0, polls = 200, ok = 1, n_arm;
+	int got = 0, polls = 200, ok = 1, n_arm, fds0, fds1;
 	long end;
 
+	fds0 = open_fds();
 	for (int i = 0; i < MANY_QPS; i++) {
 		cpair_open(&p[i]);
 		side_close(&p[i].b);
@@ -859,6 +875,12 @@ static void test_many_on_cq(void)
 	      "that follows it (%d of 4 completed)", n_arm);
 	for (int i = 0; i < MANY_QPS; i++)
 		cpair_close(&p[i]);
+	/* The sockets close on the progress thread, a little later. */
+	for (end = now_ms() + WAIT_MS; (fds1 = open_fds()) > fds0 &&
+	     now_ms() <= end;)
+		sleep_ms(5);
+	CHECK(fds1 == fds0, "many on a CQ: with its QPs gone, the CQ holds "
+	      "no descriptor (%d open, %d before)", fds1, fds0);
 	iwe_destroy_cq(cq);
 }
 
