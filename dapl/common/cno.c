@@ -205,7 +205,7 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 				   DAT_EVD_HANDLE *evd)
 {
 	struct pollfd pfd = { .fd = cno->ep_fd, .events = POLLIN };
-	struct timespec deadline;
+	struct timespec deadline, left;
 	int bounded = dapl_deadline(timeout, &deadline);
 	int more;
 
@@ -219,6 +219,10 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 		if (report_locked(cno, evd))
 			return DAT_SUCCESS;
 		sync_fd_locked(cno);
+		/* The device's sleep returns at its deadline as any wake-up
+		 * does: the deadline is ours to check. */
+		if (bounded && !dapl_time_left(&deadline, &left))
+			return DAT_QUEUE_EMPTY;
 		dapl_unlock(&cno->lock);
 		/* This thread runs the device's loop while it sleeps, when
 		 * it may. */

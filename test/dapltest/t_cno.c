@@ -268,6 +268,37 @@ static void test_abrupt_close(void)
 	      "the waiter returns INVALID_STATE/CNO_DEAD with a NULL EVD (0x%x)", cw.ret);
 }
 
+/* Regression: once a listener starts the device's progress thread, a
+ * CNO wait sleeps in the device's loop, whose return at the deadline
+ * looked like any wake-up: the wait never timed out (dtest -c hung). */
+static void test_timeout_with_thread(DAT_IA_HANDLE ia)
+{
+	DAT_EVD_HANDLE dto = NULL, cr = NULL, got = (DAT_EVD_HANDLE)0x1;
+	DAT_CNO_HANDLE cno = NULL;
+	DAT_PSP_HANDLE psp = NULL;
+	DAT_CONN_QUAL port = 0;
+	double t0, dt;
+
+	if (dat_cno_create(ia, DAT_OS_WAIT_PROXY_AGENT_NULL, &cno) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, cno, DAT_EVD_DTO_FLAG, &dto) != DAT_SUCCESS ||
+	    dat_evd_create(ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr) != DAT_SUCCESS ||
+	    dat_psp_create_any(ia, &port, cr, DAT_PSP_CONSUMER_FLAG, &psp) != DAT_SUCCESS) {
+		CHECK(0, "a CNO, a DTO EVD on it and a listening PSP");
+		return;
+	}
+	test_watchdog(10);
+	t0 = now_ms();
+	CHECK_RET(dat_cno_wait(cno, 40 * 1000, &got), DAT_QUEUE_EMPTY,
+		  "with a PSP listening, cno_wait still times out with DAT_QUEUE_EMPTY");
+	dt = now_ms() - t0;
+	alarm(0);
+	CHECK(got == NULL && dt >= 35 && dt < 2000, "... evd NULL, after 35 ms to 2 s (%.1f ms)", dt);
+	dat_psp_free(&psp);
+	dat_evd_free(cr);
+	dat_evd_free(dto);
+	dat_cno_free(cno);
+}
+
 int main(void)
 {
 	DAT_IA_HANDLE ia = test_open_ia(NULL);
@@ -283,6 +314,7 @@ int main(void)
 	test_fd(ia);
 	test_lone_waiter(ia);
 	test_orphan_and_free(ia, cno, evd);
+	test_timeout_with_thread(ia);
 	test_abrupt_close();	/* while our IA keeps the provider loaded */
 	test_close_ia(ia);
 	return tap_done();
