@@ -293,7 +293,7 @@ static void test_timeout_with_thread(DAT_IA_HANDLE ia)
 	dt = now_ms() - t0;
 	alarm(0);
 	CHECK(got == NULL && dt >= 35 && dt < 2000, "... evd NULL, after 35 ms to 2 s (%.1f ms)", dt);
-	dat_psp_free(&psp);
+	dat_psp_free(psp);
 	dat_evd_free(cr);
 	dat_evd_free(dto);
 	dat_cno_free(cno);
