@@ -96,6 +96,17 @@ static inline void trp_bufs_put(struct trp_bufs *s, uint8_t *buf)
 		free(buf);
 }
 
+/* Free the spares, keep the stack: an idle connection holds no packet
+ * buffer. */
+static inline uint32_t trp_bufs_trim(struct trp_bufs *s)
+{
+	uint32_t n = s->n;
+
+	while (s->n)
+		free(s->b[--s->n]);
+	return n;
+}
+
 static inline void trp_bufs_free(struct trp_bufs *s)
 {
 	while (s->n)
@@ -241,7 +252,9 @@ struct trp {
 			 acks_held,	/* pure acks held for an answer */
 			 rtt_sacked,	/* RTT samples from selective acks */
 			 sack_blocks_max, /* most blocks in one ack sent */
-			 tx_bufs;	/* packet buffers allocated */
+			 tx_bufs,	/* packet buffers allocated */
+			 bufs_trimmed,	/* spares freed while idle */
+			 spares;	/* spare buffers held (a snapshot) */
 	} st;
 };
 

@@ -708,6 +708,11 @@ int trp_check_idle(struct trp *t, struct iwe_qp_priv *q, int heard,
 			return ETIMEDOUT;
 		}
 		trp_send_ack(t, q);
+		/* A probe period with nothing of ours in flight: the spare
+		 * packet buffers go back (a stream takes them again as it
+		 * starts; a ping-pong keeps none to speak of). */
+		t->st.bufs_trimmed += trp_bufs_trim(&t->tx_spare) +
+				      trp_bufs_trim(&t->rx_pool);
 	}
 	if (!t->idle_ns || now >= t->idle_ns)
 		t->idle_ns = now + every;
@@ -1188,8 +1193,10 @@ void iwe_trp_stats(struct iwe_qp *qp, struct iwe_trp_stats *out)
 
 	memset(out, 0, sizeof(*out));
 	iwe_qp_lock_for_post(q);
-	if (q->llp == &iwe_llp_trp && trp_of(q))
+	if (q->llp == &iwe_llp_trp && trp_of(q)) {
 		*out = trp_of(q)->st;
+		out->spares = trp_of(q)->tx_spare.n + trp_of(q)->rx_pool.n;
+	}
 	iwe_qp_unlock(q);
 }
 

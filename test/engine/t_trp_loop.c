@@ -922,6 +922,31 @@ static void delayed_ack(void)
  * ring reuses one packet buffer or a few, not one per slot of its window
  * (1024 at a path MTU of 1500; walking them all cost a ping-pong twice
  * its time over its first thousand round trips). */
+/* A connection idle for a probe period frees its spare packet buffers;
+ * traffic after takes new ones. */
+static void idle_gives_back(struct pair *p)
+{
+	struct iwe_trp_stats before, after;
+	double end;
+	int ok;
+
+	iwe_trp_stats(p->a.qp, &before);
+	end = now_s() + 2.5;
+	do {
+		step(p);
+		usleep(10000);
+		iwe_trp_stats(p->a.qp, &after);
+	} while ((after.spares || !after.bufs_trimmed) && now_s() < end);
+	CHECK(before.spares > 0 && after.spares == 0 &&
+	      after.bufs_trimmed >= before.spares,
+	      "idle past a probe period, the sender gave back its spare "
+	      "packet buffers (%llu held, %llu freed)",
+	      (unsigned long long)before.spares,
+	      (unsigned long long)after.bufs_trimmed);
+	ok = burst(p, 1) && burst(p, 4);
+	CHECK(ok, "Sends after the idle period are delivered");
+}
+
 static void buffer_reuse(void)
 {
 	struct iwe_trp_stats sa;
@@ -938,6 +963,7 @@ static void buffer_reuse(void)
 	      "the sender's ring reused its packet buffers (%llu allocated "
 	      "for %llu packets)", (unsigned long long)sa.tx_bufs,
 	      (unsigned long long)sa.sent);
+	idle_gives_back(&p);
 	pair_close(&p);
 }
 
