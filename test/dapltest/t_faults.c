@@ -17,7 +17,8 @@
  *   - the EP's descriptors are closed once it is freed;
  * and over ROUNDS rounds the resident set does not grow.
  * Then the consumer's own error: a peer frees (munmap) memory it
- * registered while RDMA Reads and Writes target it.  Its process must
+ * registered while RDMA Reads and Writes target it (here an inaccessible
+ * mapping replaces it, so that no allocator reuses the range).  Its process must
  * survive (no SIGSEGV in the progress thread); the requests fail or the
  * connection breaks (doc/semantics.md says which).
  */
@@ -196,7 +197,13 @@ static int role_unmapper(int argc, char **argv)
 	peer_tell(PM_RMR, 0, rc, (uintptr_t)m, MSG);
 	if (!peer_wait_go(20000))
 		return 6;
-	munmap(m, MSG);
+	/* Gone as munmap leaves it, but the range stays reserved: once
+	 * unmapped, an allocator may map it again (ASan's heap did), and
+	 * the peer's Writes would then land in live memory -- what no
+	 * provider can tell from a consumer's reuse of its address. */
+	if (mmap(m, MSG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0) == MAP_FAILED)
+		return 8;
 	peer_tell(PM_DONE, 0, 0, 0, 0);
 	ev = side_wait(s.conn, 3000000);
 	peer_tell(PM_EVENT, (int)ev.event_number, 0, 0, 0);
