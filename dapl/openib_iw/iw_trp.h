@@ -109,8 +109,7 @@ static inline uint32_t trp_bufs_trim(struct trp_bufs *s)
 
 static inline void trp_bufs_free(struct trp_bufs *s)
 {
-	while (s->n)
-		free(s->b[--s->n]);
+	trp_bufs_trim(s);
 	free(s->b);
 	s->b = NULL;
 	s->cap = 0;
