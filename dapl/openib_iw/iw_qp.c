@@ -405,11 +405,18 @@ static int qp_reserve(struct iwe_device *dev)
 	return ok;
 }
 
+/* The device's last QP gone, its spare transmit batches go too (each
+ * keeps its CRC staging, 64 KiB to 1 MiB): a process that closed its
+ * connections holds nothing for them. */
 static void qp_unreserve(struct iwe_device *dev)
 {
+	int last;
+
 	iwe_lock(&dev->lock);
-	dev->nqp--;
+	last = --dev->nqp == 0;
 	iwe_unlock(&dev->lock);
+	if (last)
+		iwe_mpa_tx_spares_free(dev);
 }
 
 /* With an SRQ the receive caps are ignored (verbs). */

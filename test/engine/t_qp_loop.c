@@ -185,6 +185,43 @@ static void test_write_then_send(void)
 	pair_close(&p);
 }
 
+static int spares_held(const struct iwe_device *dev)
+{
+	int n = 0;
+
+	for (int i = 0; i < IWE_TX_SPARES; i++)
+		n += atomic_load(&((struct iwe_device *)dev)->tx_spare[i]) != NULL;
+	return n;
+}
+
+/* A message staged for its CRC leaves its transmit batch (and the 64 KiB
+ * or more of staging) as the device's spare for the next; the device's
+ * last QP gone, the spares go too (they were kept until the device
+ * closed, half a MiB a process after its connections were freed). */
+static void test_spares_given_back(void)
+{
+	struct opts o = { .crc = 1, .mulpdu = 4096 };
+	struct pair p;
+
+	pair_open(&p, &o);
+	fill(p.a.buf, 65536, 5);
+	post_recv1(&p.b, 1, 65536, 64);
+	CHECK(post_send1(&p.a, 1, IBV_WR_RDMA_WRITE, 0, 65536,
+			 (uintptr_t)p.b.buf, p.b.mr->rkey, 0) == 0 &&
+	      post_send1(&p.a, 2, IBV_WR_SEND, 0, 8, 0, 0,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      pump_cq(&p, p.b.rcq, 1) && pump_cq(&p, p.a.scq, 1) &&
+	      memcmp(p.b.buf, p.a.buf, 65536) == 0,
+	      "spares: a 64 KiB Write with CRC arrives");
+	CHECK(spares_held(g_dev) >= 1,
+	      "spares: its batch waits as the device's spare (%d)",
+	      spares_held(g_dev));
+	pair_close(&p);
+	CHECK(spares_held(g_dev) == 0,
+	      "spares: none left once the device has no QP (%d)",
+	      spares_held(g_dev));
+}
+
 /* The Read rings hold a power of two >= ORD (IRD) entries: ORD 4 fills
  * its ring exactly, 3 leaves one slot spare, 1 is the least. */
 static void test_reads(uint32_t rd)
@@ -856,6 +893,7 @@ int main(void)
 	test_sgl();
 	test_sgl_rdma();
 	test_write_then_send();
+	test_spares_given_back();
 	test_reads(4);
 	test_reads(3);
 	test_reads(1);
