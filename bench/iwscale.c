@@ -33,7 +33,8 @@
  *      resident set and its anonymous part (/proc/self/statm), malloc
  *      heap in use -- and the kernel's, machine-wide: TCP's buffer pages
  *      in /proc/net/sockstat ("mem") and /proc/meminfo's Slab (rows
- *      mem_connected, after the setup, and mem_idle, after the use; sides
+ *      mem_connected, after the setup, and mem_idle, after the use and
+ *      SCALE_REST_MS of quiet; sides
  *      active, passive, kernel);
  *   7. step 3 again with the others connected and idle (rows poll_busy,
  *      pingpong_busy, write_busy);

@@ -53,6 +53,11 @@ enum scale_step {
 
 /* One message; fields a step does not use are zero.  Both processes run
  * the same binary on the same machine: sent as it is in memory. */
+/* How long the connections rest after their use before the memory of
+ * used, idle connections is taken (row mem_idle): the provider gives
+ * back a connection's queues and buffers after 1-2 s of quiet. */
+#define SCALE_REST_MS 2500
+
 struct scale_msg {
 	int64_t step;
 	int64_t count, errors;		/* connections reached or used; failures */

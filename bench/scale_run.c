@@ -275,8 +275,11 @@ static int use_phase(struct active_run *a, const struct scale_msg *setup)
 
 	side_log(&a->s, "use");
 	rc = a->s.o->no_use ? 0 : use_active(&a->s, &m);
+	/* The passive side rests SCALE_REST_MS before it answers, so this
+	 * side's connections too have been quiet that long. */
 	if (rc == 0)
-		rc = ctl_recv(a->s.ctl, STEP_USE_DONE, a->s.o->wait_s, &peer);
+		rc = ctl_recv(a->s.ctl, STEP_USE_DONE, a->s.o->wait_s + SCALE_REST_MS / 1000.0, &peer);
+	malloc_trim(0);
 	idle = proc_usage_now();
 	kidle = kernel_usage_now();
 	r.size = a->s.o->size;
@@ -392,7 +395,12 @@ static int passive_phases(struct scale_side *s, struct proc_usage u1)
 	memset(&m, 0, sizeof m);
 	if (!s->o->no_use && use_passive(s, &m))
 		return -1;
+	/* Quiet before the snapshot: the provider gives back what a used
+	 * connection allocated once it has been idle a while (1-2 s). */
+	nanosleep(&(struct timespec){ .tv_sec = SCALE_REST_MS / 1000,
+				      .tv_nsec = SCALE_REST_MS % 1000 * 1000000L }, NULL);
 	m.step = STEP_USE_DONE;
+	malloc_trim(0);		/* the freed pages back, as for the leak rows */
 	m.use[1] = proc_usage_diff(proc_usage_now(), u1);
 	if (ctl_send(s->ctl, &m) || busy_passive(s) ||
 	    ctl_recv(s->ctl, STEP_TEARDOWN, s->o->wait_s, &go))

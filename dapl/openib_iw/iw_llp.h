@@ -79,6 +79,10 @@ struct iwe_llp_ops {
 	/* Optional: the consumer armed its CQ and may sleep, so it is not
 	 * answering what came (TRP: send an ack held for the answer). */
 	void (*rx_idle)(struct iwe_qp_priv *q);
+	/* Optional: the connection has been quiet a while (iw_qp_idle.c):
+	 * give back the buffers it can do without until its next read.  1
+	 * while one that could go later still holds bytes. */
+	int (*trim)(struct iwe_qp_priv *q);
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
@@ -99,5 +103,6 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q);
 void iwe_mpa_rx_detach(struct iwe_qp_priv *q);
 int iwe_mpa_rx_progress(struct iwe_qp_priv *q);
+int iwe_mpa_rx_trim(struct iwe_qp_priv *q);
 
 #endif

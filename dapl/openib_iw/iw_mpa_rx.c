@@ -116,6 +116,24 @@ void iwe_mpa_rx_detach(struct iwe_qp_priv *q)
 	q->llp_rx = NULL;
 }
 
+/* The buffer goes back when nothing is in it (a quiet connection's 4
+ * KiB, or the ring of up to 128 KiB a bulk stream grew); the next read
+ * starts again with a page. */
+int iwe_mpa_rx_trim(struct iwe_qp_priv *q)
+{
+	struct mpa_rx *m = mrx(q);
+
+	IWE_QP_ASSERT_LOCKED(q);
+	if (!m || !m->buf)
+		return 0;
+	if (m->zc || m->rd != m->wr)
+		return 1;
+	buf_free(m);
+	m->cap = m->rd = m->wr = 0;
+	m->ring = m->grow = m->bulk = 0;
+	return 0;
+}
+
 /* Room for an FPDU of need bytes (0: none pending) and some to read
  * ahead, moving the unconsumed bytes of a flat buffer to the front when
  * that helps (*moved counts them).  0 or ENOMEM. */
@@ -419,6 +437,8 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 			return err;
 		if (!iwe_rx_may_take(q) && !m->zc)
 			return 0;	/* bytes stay in the socket */
+		if (!m->buf)
+			iwe_qp_idle_hold(q);
 		if (buf_make_room(m, want, &q->stats.rx_moved))
 			return ENOMEM;
 		n = fill(q, m, &asked);

@@ -489,4 +489,5 @@ const struct iwe_llp_ops iwe_llp_mpa = {
 	.tx_blocked = mpa_tx_blocked,
 	.tx_detach = mpa_tx_detach,
 	.rx_progress = iwe_mpa_rx_progress,
+	.trim = iwe_mpa_rx_trim,
 };

@@ -126,6 +126,8 @@ static int sq_ready(struct iwe_qp_priv *q)
 			      sizeof(*q->sq), offsetof(struct iwe_swqe, sg),
 			      c->max_send_sge);
 
+	if (!q->sq && wrs)
+		iwe_qp_idle_hold(q);
 	q->sq = wrs;
 	return err;
 }
@@ -138,6 +140,8 @@ static int rq_ready(struct iwe_qp_priv *q)
 			      sizeof(*q->rq), offsetof(struct iwe_rwqe, sg),
 			      c->max_recv_sge);
 
+	if (!q->rq && wrs)
+		iwe_qp_idle_hold(q);
 	q->rq = wrs;
 	return err;
 }

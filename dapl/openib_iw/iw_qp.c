@@ -500,6 +500,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->rnr_task.fn = rnr_task;
 	q->rnr_timer.cb = rnr_timer_cb;
 	q->srq_waiter.resume = rnr_srq_resume;
+	iwe_qp_idle_init(q);
 	q->send_hook = IWE_CQ_HOOK_INIT(send_poll_hook, send_arm_hook);
 	q->recv_hook = IWE_CQ_HOOK_INIT(recv_poll_hook, recv_arm_hook);
 	q->hook_fd = -1;
@@ -534,6 +535,7 @@ static void unwatch(void *arg)
 	iwe_prog_unpost(q->prog, &q->defer_task);
 	iwe_prog_unpost(q->prog, &q->rnr_task);
 	iwe_prog_timer_cancel(q->prog, &q->rnr_timer);
+	iwe_qp_idle_stop(q);
 	q->notify = NULL;
 	q->notify_arg = NULL;
 	iwe_qp_unlock(q);
@@ -848,6 +850,7 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	 * RTR goes first. */
 	run_tx(q);
 	update_watch(q);
+	iwe_qp_idle_hold(q);
 	return 0;
 }
 

@@ -325,6 +325,11 @@ struct iwe_qp_priv {
 	 * were last told (under the QP lock). */
 	struct iwe_cq_hook send_hook, recv_hook;
 	int hook_fd, hook_readable, hook_blocked;
+	/* The idle give-back (iw_qp_idle.c), under the QP lock. */
+	int idle_watched;		/* its timer is armed or about to be */
+	uint64_t idle_seen;		/* activity at the last look */
+	struct iwe_prog_task idle_task;	/* arms idle_timer on the loop */
+	struct iwe_prog_timer idle_timer;
 };
 
 static inline struct iwe_qp_priv *iwe_qp_priv(struct iwe_qp *qp)
@@ -438,6 +443,14 @@ void iwe_qp_recv_posted(struct iwe_qp_priv *q);
 /* Move to ERROR, flush every outstanding WR; 'err' is what the progress
  * calls report from now on.  Idempotent. */
 void iwe_qp_fail(struct iwe_qp_priv *q, int err);
+
+/* ---- iw_qp_idle.c: the idle give-back (QP lock held) */
+
+void iwe_qp_idle_init(struct iwe_qp_priv *q);
+/* Something was allocated for traffic: give it back once idle. */
+void iwe_qp_idle_hold(struct iwe_qp_priv *q);
+/* Progress thread, the socket no longer watched: no more looks. */
+void iwe_qp_idle_stop(struct iwe_qp_priv *q);
 
 /* ---- iw_wq.c (all with q->lock held) */
 

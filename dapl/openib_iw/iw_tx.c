@@ -59,6 +59,8 @@ static int tok_push(struct iwe_qp_priv *q, int kind, int last, uint32_t idx)
 	struct iwe_tx_tok *n;
 
 	if (t->tok_count == t->tok_cap) {
+		if (!t->tok_cap)
+			iwe_qp_idle_hold(q);
 		/* Grow, keeping the order: unroll the ring into the copy. */
 		n = malloc(cap * sizeof(*n));
 		if (!n)
