@@ -516,7 +516,10 @@ void iwe_tx_queue_soft_terminate(struct iwe_qp_priv *q,
 void iwe_tx_detach_wrs(struct iwe_qp_priv *q);
 /* A message is being cut, or segments wait in the transport (TRP: until
  * acknowledged). */
-int iwe_tx_busy(const struct iwe_qp_priv *q);
+static inline int iwe_tx_busy(const struct iwe_qp_priv *q)
+{
+	return q->tx.kind != IWE_TX_IDLE || q->tx.tok_count != 0;
+}
 
 /* ---- iw_rx.c: the receive side of RDMAP/DDP, for the transports */
 

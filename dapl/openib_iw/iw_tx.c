@@ -45,10 +45,6 @@ void iwe_tx_fini(struct iwe_qp_priv *q)
 	q->tx.tok_cap = 0;
 }
 
-int iwe_tx_busy(const struct iwe_qp_priv *q)
-{
-	return q->tx.kind != IWE_TX_IDLE || q->tx.tok_count != 0;
-}
 
 /* ---------------------------------------------------------- tokens */
 
