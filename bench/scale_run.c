@@ -19,11 +19,15 @@
 /* What "flat" allows after everything is freed: no descriptor and no
  * thread more than before; the heap in use (mallinfo2) back within a
  * fixed slack (allocator and library state that stays after its first
- * use) and a little per connection, far below any real per-connection
- * leak (an EP's state is tens of KiB; a leaked socket buffer or table
- * entry is 64 B or more). */
+ * use) and the tables sized to the peak, which the next connections
+ * reuse: a 40-byte handle slot per DAT handle live at once (an EP, and
+ * a CR on the passive side; never freed, so that a stale handle stays
+ * detectably stale: dapl/common/dapl_handle.h) and the progress
+ * thread's 16-byte slot per socket watched at once (its generation
+ * tells a stale event).  A real per-connection leak is far above it (an
+ * EP's state is KiBs, a socket buffer more). */
 #define FLAT_HEAP_FIXED (512L << 10)
-#define FLAT_HEAP_PER_EP 16L
+#define FLAT_HEAP_PER_EP 112L
 
 /* Sockets this process holds: /proc/self/fd entries "socket:[...]". */
 static long count_sockets(void)

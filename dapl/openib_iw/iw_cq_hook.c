@@ -222,6 +222,17 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 		}
 	if (q->hot == h)
 		q->hot = NULL;
+	/* A table a quarter full gives half back: a CQ that served 10,000
+	 * connections keeps no 128 KiB for them. */
+	if (q->hooks_cap > 64 && q->nhooks < q->hooks_cap / 4) {
+		struct iwe_cq_hook **v = realloc(q->hooks, q->hooks_cap / 2 *
+						 sizeof(*v));
+
+		if (v) {
+			q->hooks = v;
+			q->hooks_cap /= 2;
+		}
+	}
 	pthread_mutex_lock(&q->watch_lock);
 	if (h->attached) {
 		if (hook_registered(h))

@@ -157,6 +157,21 @@ static void heap_down(struct iwe_prog *p, size_t i)
 
 static void timer_fd_set(struct iwe_prog *p, uint64_t when);
 
+/* A heap a quarter full gives half back (one timer per busy connection:
+ * 10,000 connections left 128 KiB behind them). */
+static void heap_shrink(struct iwe_prog *p)
+{
+	struct iwe_prog_timer **h;
+
+	if (p->heap_cap <= 64 || p->nheap >= p->heap_cap / 4)
+		return;
+	h = realloc(p->heap, p->heap_cap / 2 * sizeof(*h));
+	if (h) {
+		p->heap = h;
+		p->heap_cap /= 2;
+	}
+}
+
 void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t)
 {
 	struct iwe_prog_timer *m;
@@ -166,13 +181,14 @@ void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t)
 		return;
 	i = t->slot - 1;
 	t->slot = 0;
-	if (i == --p->nheap)
-		return;
-	/* The last timer fills the hole, then finds its place. */
-	m = p->heap[p->nheap];
-	heap_set(p, i, m);
-	heap_up(p, i);
-	heap_down(p, m->slot - 1);
+	if (i != --p->nheap) {
+		/* The last timer fills the hole, then finds its place. */
+		m = p->heap[p->nheap];
+		heap_set(p, i, m);
+		heap_up(p, i);
+		heap_down(p, m->slot - 1);
+	}
+	heap_shrink(p);
 }
 
 void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
