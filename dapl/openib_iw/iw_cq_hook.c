@@ -24,6 +24,8 @@
 #define CQ_HOOKS_DIRECT 4
 /* Ready sockets taken from the epoll per poll. */
 #define CQ_READY_MAX 16
+/* Polls in a row answered by the hot hook alone (poll_ready). */
+#define CQ_HOT_RUN 8
 
 void iwe_cq_hooks_init(struct iwe_cq_priv *q)
 {
@@ -289,16 +291,19 @@ static int look(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
  * progress thread (which then wins the race for the input, and every
  * message costs a hand-off: an 8 B ping-pong among 100 idle connections
  * took 2-3 times its lone time).  Then the hooks that asked, then those
- * whose socket has input.  Level-triggered: input a look left behind (a
- * QP busy on another thread) is reported again. */
+ * whose socket has input -- also after CQ_HOT_RUN polls in a row that
+ * the hot hook answered, so that a stream on it does not leave the
+ * others to the progress thread alone.  Level-triggered: input a look
+ * left behind (a QP busy on another thread) is reported again. */
 static void poll_ready(struct iwe_cq_priv *q)
 {
 	struct epoll_event ev[CQ_READY_MAX];
 	struct iwe_cq_hook *h;
 	int n;
 
-	if (q->hot && look(q, q->hot))
+	if (q->hot && look(q, q->hot) && ++q->hot_run < CQ_HOT_RUN)
 		return;
+	q->hot_run = 0;
 	for (uint32_t k = 0; k < q->nhooks &&
 	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
 		(void)look(q, h);

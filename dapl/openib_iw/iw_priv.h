@@ -327,6 +327,7 @@ struct iwe_cq_priv {
 	uint32_t nhooks, hooks_cap;
 	uint32_t hook_next;		/* where the next poll starts */
 	struct iwe_cq_hook *hot;	/* the last hook that completed */
+	uint32_t hot_run;		/* polls in a row it answered */
 	/* Past a few hooks, an epoll of their sockets says which to look
 	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
 	 * and each hook's fd and readable, and the want lists. */
