@@ -201,6 +201,7 @@ void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	}
 	/* Without memory the QP is only progressed by its thread. */
 	if (q->nhooks < q->hooks_cap) {
+		h->idx = q->nhooks;
 		q->hooks[q->nhooks++] = h;
 		pthread_mutex_lock(&q->watch_lock);
 		h->attached = 1;
@@ -217,11 +218,13 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	struct iwe_cq_priv *q = iwe_cq_priv(cq);
 
 	pthread_mutex_lock(&q->hooks_lock);
-	for (uint32_t i = 0; i < q->nhooks; i++)
-		if (q->hooks[i] == h) {
-			q->hooks[i] = q->hooks[--q->nhooks];
-			break;
-		}
+	/* Its place is known (a search cost 10,000 connections' teardown
+	 * 50 million looks); the last hook takes it.  Not there: the add
+	 * found no memory. */
+	if (h->idx < q->nhooks && q->hooks[h->idx] == h) {
+		q->hooks[h->idx] = q->hooks[--q->nhooks];
+		q->hooks[h->idx]->idx = h->idx;
+	}
 	if (q->hot == h)
 		q->hot = NULL;
 	/* A table a quarter full gives half back: a CQ that served 10,000

@@ -368,6 +368,7 @@ struct iwe_cq_hook {
 	int blocked;			/* counted in tx_blocked */
 	int wanted;			/* IWE_CQ_WANT_* lists it is on */
 	struct iwe_cq_hook *next_poll, *next_arm;
+	uint32_t idx;			/* in the CQ's table (hooks_lock) */
 };
 #define IWE_CQ_HOOK_INIT(p, a) \
 	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .fd = -1 })
