@@ -401,7 +401,7 @@ void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t)
 	struct iwe_prog_task **pp, *prev = NULL;
 
 	pthread_mutex_lock(&p->lock);
-	for (pp = &p->tasks; *pp; prev = *pp, pp = &(*pp)->next) {
+	for (pp = &p->tasks; t->queued && *pp; prev = *pp, pp = &(*pp)->next) {
 		if (*pp != t)
 			continue;
 		*pp = t->next;
