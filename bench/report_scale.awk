@@ -122,13 +122,19 @@ function scale_targets(    c, n, v, va, vp, ka, kp, kk, ks, kt, lim) {
 			sprintf("heap left with the IA open: %.0f, %.0f B/conn", med(ka, "heap_per_ep"),
 				med(kp, "heap_per_ep")))
 	}
-	ka = sk(1, "mem_idle_active", 0); kp = sk(1, "mem_idle_passive", 0)
+	# The target is the connected idle EP's (never used); one used and
+	# then quiet is reported beside it (its queues and buffers given
+	# back: heap; the resident set keeps what the allocator keeps).
+	ka = sk(1, "mem_connected_active", 0); kp = sk(1, "mem_connected_passive", 0)
+	ua = sk(1, "mem_idle_active", 0); up = sk(1, "mem_idle_passive", 0)
 	kk = sk(1, "mem_idle_kernel", 0)
 	va = med(ka, "rss_per_ep"); vp = med(kp, "rss_per_ep")
 	v = va == "" || vp == "" ? "" : sprintf("%.1f", (va > vp ? va : vp) / 1024)
+	ha = med(ua, "heap_per_ep"); hp = med(up, "heap_per_ep")
 	target("memory per connected idle EP <= 16 KiB (default EPs, the larger side, KiB)", v, 16, 1,
-		(kk in have) ? sprintf("kernel: TCP buffers %.1f, Slab %.1f KiB per connection",
-				       med(kk, "rss_per_ep") / 1024, med(kk, "heap_per_ep") / 1024) : "")
+		((ua in have) ? sprintf("used then quiet: heap %.1f / %.1f KiB; ", ha / 1024, hp / 1024) : "") \
+		((kk in have) ? sprintf("kernel: TCP buffers %.1f, Slab %.1f KiB per connection",
+				       med(kk, "rss_per_ep") / 1024, med(kk, "heap_per_ep") / 1024) : ""))
 	for (c = 1; c <= ncol; c += 2) {
 		ks = sk(c, "setup", 0); kt = sk(c, "tcp_setup", 0)
 		target(sprintf("setup of %d connections (%s) >= plain TCP connect/accept", n, SL[c]),
