@@ -1088,7 +1088,7 @@ static void test_idle_gives_back(void)
 	 * traffic -- under valgrind the traffic's last step can take the
 	 * whole idle period.) */
 	cpair_open(&p);
-	CHECK(cpair_std_connect(&p, 31195, "idle give-back"),
+	CHECK(cpair_std_connect(&p, 31196, "idle give-back"),
 	      "idle give-back: connected");
 	cpair_traffic(&p, "idle give-back");
 	a = wait_held(p.a.qp, 0, 10000);
