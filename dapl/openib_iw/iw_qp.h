@@ -32,6 +32,7 @@
 #include <assert.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/uio.h>
 
 #include "iw_priv.h"
@@ -501,7 +502,14 @@ void iwe_srq_report_limit(struct iwe_srq_priv *s);
 /* ---- iw_tx.c */
 
 void iwe_tx_init(struct iwe_qp_priv *q);
-void iwe_tx_fini(struct iwe_qp_priv *q);
+/* The list of segments in the transport goes (a QP freed, or idle with
+ * none in it: iw_qp_idle.c). */
+static inline void iwe_tx_fini(struct iwe_qp_priv *q)
+{
+	free(q->tx.tok);
+	q->tx.tok = NULL;
+	q->tx.tok_cap = 0;
+}
 /* Cut messages into segments and hand them to the transport while it has
  * room, write, act on the segments done.  0, EAGAIN (the socket is full:
  * watch for room), or the transport's errno. */

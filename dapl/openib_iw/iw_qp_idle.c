@@ -51,11 +51,8 @@ static int trim(struct iwe_qp_priv *q)
 		q->rq = NULL;
 		q->rq_sge = NULL;
 	}
-	if (!q->tx.tok_count) {
-		free(q->tx.tok);
-		q->tx.tok = NULL;
-		q->tx.tok_cap = 0;
-	}
+	if (!q->tx.tok_count)
+		iwe_tx_fini(q);
 	if (q->llp && q->llp->trim)
 		held |= q->llp->trim(q);
 	return held;

@@ -38,14 +38,6 @@ void iwe_tx_init(struct iwe_qp_priv *q)
 	q->tx.msn_rreq = 1;
 }
 
-void iwe_tx_fini(struct iwe_qp_priv *q)
-{
-	free(q->tx.tok);
-	q->tx.tok = NULL;
-	q->tx.tok_cap = 0;
-}
-
-
 /* ---------------------------------------------------------- tokens */
 
 static int tok_push(struct iwe_qp_priv *q, int kind, int last, uint32_t idx)
