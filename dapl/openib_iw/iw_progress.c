@@ -30,11 +30,9 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 
-#include "iw_env.h"
+#include "iw_prog_cpu.h"
 #include "iw_progress.h"
 
 #define PROG_MAX_EVENTS 64
@@ -90,11 +88,7 @@ struct iwe_prog {
 	size_t nheap, heap_cap;
 	struct watch_slot *slots;		/* the registered watches */
 	uint32_t nslots, slots_cap, free_slot;	/* free_slot: index + 1 */
-	/* Its claim on a CPU (prog_claim_cpu); changed under lock. */
-	pid_t tid;
-	int may_renice;
-	atomic_int polite;
-	unsigned taken_in_row;			/* the loop's: input found taken */
+	struct iwe_prog_cpu cpu;		/* its claim on a CPU */
 };
 
 /* Out of epoll.  EAGAIN means the counter is already non-zero: awake
@@ -621,94 +615,20 @@ static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
 
 /* -------------------------------------------------------------- loop */
 
-/* The thread's claim on a CPU.  It is the adapter: input it is woken for
- * and that no consumer reads must be placed now, not when a consumer
- * spinning on the same CPU (on memory, as dtest -W and MPI eager rings
- * do) has used up its time slice -- so it asks for a short slice
- * (100 us: on Linux 6.12 and later a waking task with a shorter slice
- * preempts at once; any process may ask) and, where the process may,
- * for a high weight (nice IWDAPL_PROGRESS_NICE, default -10; root,
- * CAP_SYS_NICE or RLIMIT_NICE).  But a consumer that polls reads its
- * input itself, inside its calls, and a thread woken for that input
- * anyway must not take its CPU: on 2 CPUs with two pollers each such
- * preemption cost an 8-byte ping-pong 5-10 us a round trip.  So the
- * weight follows what the input turns out to be: wake-ups that find the
- * input already taken by a consumer's call, 16 in a row, make the thread
- * polite (nice 19: it runs when the CPU is free), one that finds input
- * nobody read makes it urgent again, and so does a consumer about to
- * sleep in a wait (iwe_prog_note_sleeper: nobody reads then but the
- * thread).  A polite thread that finds unread input was late by up to a
- * few milliseconds (the price, once, of a consumer that stops polling).
- * Only a process that may lower its nice again switches: elsewhere the
- * thread keeps the consumer's nice throughout.  The thread never spins:
- * it takes CPU time only for the work it is woken for. */
-#define PROG_SLICE_NS 100000u
-#define PROG_NICE_POLITE 19
-#define PROG_POLITE_AFTER 16
-
-struct prog_sched_attr {	/* struct sched_attr, as the kernel has it */
-	uint32_t size, policy;
-	uint64_t flags;
-	int32_t nice;
-	uint32_t priority;
-	uint64_t runtime, deadline, period;
-};
-
-static int prog_nice_urgent(void)
-{
-	static long v = -1;
-
-	return (int)iw_env_long_once(&v, "IWDAPL_PROGRESS_NICE", -10, -20,
-				     19);
-}
-
-/* On the thread, at its start. */
-static void prog_claim_cpu(struct iwe_prog *p)
-{
-	struct prog_sched_attr a = { .size = sizeof(a), .policy = 0,
-				     .runtime = PROG_SLICE_NS };
-	int nice = prog_nice_urgent();
-
-	p->tid = (pid_t)syscall(SYS_gettid);
-	/* Best effort: an older kernel ignores the slice. */
-	(void)syscall(SYS_sched_setattr, 0, &a, 0u);
-	/* Going polite and back needs the right to lower nice again. */
-	p->may_renice = nice < PROG_NICE_POLITE &&
-			setpriority(PRIO_PROCESS, (id_t)p->tid, nice) == 0;
-}
-
-/* Any thread: the thread polite (1) or urgent (0). */
-static void prog_set_polite(struct iwe_prog *p, int polite)
-{
-	if (!p->may_renice || atomic_load(&p->polite) == polite)
-		return;
-	pthread_mutex_lock(&p->lock);
-	if (atomic_load(&p->polite) != polite) {
-		atomic_store(&p->polite, polite);
-		(void)setpriority(PRIO_PROCESS, (id_t)p->tid,
-				  polite ? PROG_NICE_POLITE :
-					   prog_nice_urgent());
-	}
-	pthread_mutex_unlock(&p->lock);
-}
-
 void iwe_prog_note_input(struct iwe_prog *p, int unread)
 {
-	/* Polite only once polls took the input PROG_POLITE_AFTER times in
-	 * a row: a consumer that polls now and then but mostly spins on
-	 * memory (dtest -W over udp polls for every tenth Write's
-	 * completion) must keep an urgent thread. */
-	if (unread) {
-		p->taken_in_row = 0;
-		prog_set_polite(p, 0);
-	} else if (++p->taken_in_row >= PROG_POLITE_AFTER) {
-		prog_set_polite(p, 1);
-	}
+	iwe_prog_cpu_input(&p->cpu, unread);
 }
 
 void iwe_prog_note_sleeper(struct iwe_prog *p)
 {
-	prog_set_polite(p, 0);
+	iwe_prog_cpu_urgent(&p->cpu);
+}
+
+void iwe_prog_note_consumer(struct iwe_prog *p)
+{
+	if (prog_borrowed != p)
+		iwe_prog_cpu_note_consumer(&p->cpu);
 }
 
 /* ------------------------------------------ a consumer polls, sleeps */
@@ -815,7 +735,7 @@ static void *prog_main(void *arg)
 	struct timespec ts, *timeout;
 	int n, stop = 0;
 
-	prog_claim_cpu(p);
+	iwe_prog_cpu_claim(&p->cpu);
 	pthread_mutex_lock(&p->run);
 	for (;;) {
 		run_calls(p);
@@ -823,6 +743,7 @@ static void *prog_main(void *arg)
 		timeout = prog_idle_timeout(p, &stop, &ts);
 		if (stop)
 			break;
+		iwe_prog_cpu_follow(&p->cpu);
 		pthread_mutex_unlock(&p->run);
 		n = prog_wait(p, ev, timeout);
 		pthread_mutex_lock(&p->run);
@@ -860,12 +781,14 @@ static struct iwe_prog *prog_create(void)
 	pthread_mutex_init(&p->run, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
 	pthread_cond_init(&p->sleeper_cv, NULL);
+	iwe_prog_cpu_init(&p->cpu);
 	if (pthread_create(&p->thread, NULL, prog_main, p) == 0)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);
+	iwe_prog_cpu_destroy(&p->cpu);
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
@@ -912,6 +835,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 	pthread_mutex_destroy(&p->run);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);
+	iwe_prog_cpu_destroy(&p->cpu);
 	free(p->heap);
 	free(p->slots);
 	free(p);

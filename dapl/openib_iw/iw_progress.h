@@ -76,12 +76,15 @@ int iwe_prog_poll(struct iwe_prog *p);
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline);
 
-/* The thread's scheduling weight (iw_progress.c, prog_claim_cpu).
+/* The thread's claim on a CPU (iw_prog_cpu.c).
  * Loop thread: input it was woken for was still unread (1: it read it),
  * or a consumer's call had taken it (0).  Any thread: a consumer is
  * about to sleep in a wait, and only the thread will read its input. */
 void iwe_prog_note_input(struct iwe_prog *p, int unread);
 void iwe_prog_note_sleeper(struct iwe_prog *p);
+/* A consumer's call (a post, a poll) runs on this thread's CPU: the
+ * progress thread keeps off it (iw_prog_cpu.c). */
+void iwe_prog_note_consumer(struct iwe_prog *p);
 
 /* Queue a task for the next loop iteration (after the current epoll
  * batch); any thread.  A task already queued stays queued once. */

@@ -284,9 +284,16 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 	}
 	reads = q->rx_reads;
 	qp_kicked(q);
-	/* Whether the input was still there for us: a poller took it. */
-	if (revents & EPOLLIN)
-		iwe_prog_note_input(q->prog, q->rx_reads != reads);
+	/* Whether the input was still there for us, or a poller took it.
+	 * An edge for input this thread read on an earlier wake-up (a
+	 * message in several segments) says neither. */
+	if (revents & EPOLLIN) {
+		if (q->rx_reads != reads)
+			iwe_prog_note_input(q->prog, 1);
+		else if (reads != q->rx_reads_prog)
+			iwe_prog_note_input(q->prog, 0);
+	}
+	q->rx_reads_prog = q->rx_reads;
 	iwe_qp_release(q, 0);
 }
 
@@ -297,7 +304,10 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
  * room in the socket, so what completes next waits for the peer. */
 static void poll_hook(struct iwe_qp_priv *q)
 {
-	if (!q->prog || !iwe_qp_trylock(q))
+	if (!q->prog)
+		return;
+	iwe_prog_note_consumer(q->prog);
+	if (!iwe_qp_trylock(q))
 		return;
 	atomic_store(&q->kick, 0);
 	if (q->watch.fd >= 0)
@@ -678,6 +688,8 @@ void iwe_qp_recv_posted(struct iwe_qp_priv *q)
 
 void iwe_qp_post_kick(struct iwe_qp_priv *q, uint64_t bytes)
 {
+	if (q->prog)
+		iwe_prog_note_consumer(q->prog);
 	if (q->state != IWE_QPS_RTS || q->fd < 0 || !q->llp ||
 	    q->llp->tx_blocked(q))
 		return;		/* the watch resumes once there is room */

@@ -5,8 +5,14 @@
  * thread when the loop is idle in epoll (it borrows the loop), and on
  * the progress thread when the loop is busy; a timer such a borrowed
  * call arms before the loop's own deadline still fires on time; a task
- * posted from another thread runs on the progress thread.  TAP output. */
+ * posted from another thread runs on the progress thread; the thread
+ * keeps off the CPU its consumer last called from, and follows the
+ * consumer when it moves.  TAP output. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -235,6 +241,64 @@ static void test_task(void)
 	g_thread = g_ran_on;
 }
 
+/* Runs a task on the progress thread twice: the loop has been round
+ * its wait once since the caller's last step. */
+static int loop_went_round(void)
+{
+	static struct iwe_prog_task task = { .fn = task_fn };
+	int runs = atomic_load(&g_runs);
+
+	iwe_prog_post(g_prog, &task);
+	if (!wait_runs(runs + 1))
+		return 0;
+	iwe_prog_post(g_prog, &task);
+	return wait_runs(runs + 2);
+}
+
+/* The progress thread's CPUs once a consumer called from cpu: the
+ * consumer pinned there, a note as its post or poll makes, the loop
+ * round once. */
+static int thread_cpus_after_call_from(int cpu, cpu_set_t *got)
+{
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one))
+		return 0;
+	iwe_prog_note_consumer(g_prog);
+	return loop_went_round() &&
+	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
+}
+
+/* A progress thread queued on the CPU of a consumer that spins on
+ * memory waits until the kernel preempts the consumer (on some virtual
+ * machines: its next tick, milliseconds); so it keeps off that CPU,
+ * where the process may run elsewhere. */
+static void test_keeps_off_consumer_cpu(void)
+{
+	cpu_set_t all, got;
+	int a = -1, b = -1, i;
+
+	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2) {
+		printf("ok %d - # SKIP the process may run on one CPU only\n",
+		       ++tap_count);
+		return;
+	}
+	for (i = 0; i < CPU_SETSIZE && b < 0; i++)
+		if (CPU_ISSET(i, &all))
+			*(a < 0 ? &a : &b) = i;
+	CHECK(thread_cpus_after_call_from(a, &got) && !CPU_ISSET(a, &got) &&
+	      CPU_ISSET(b, &got) && CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
+	      "the progress thread keeps off the CPU its consumer called from (%d)",
+	      a);
+	usleep(5000);	/* it follows a moving consumer once a ms at most */
+	CHECK(thread_cpus_after_call_from(b, &got) && !CPU_ISSET(b, &got) &&
+	      CPU_ISSET(a, &got) && CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
+	      "... and follows the consumer to CPU %d, giving %d back", b, a);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
+}
+
 int main(void)
 {
 	struct iwe_device *dev;
@@ -248,6 +312,7 @@ int main(void)
 	test_input_dispatched();
 	test_calls();
 	test_borrowed_timer();
+	test_keeps_off_consumer_cpu();
 	iwe_device_close(dev);
 	close(g_src);
 	return tap_done();

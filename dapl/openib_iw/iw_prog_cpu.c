@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* The progress thread's claim on a CPU (iw_prog_cpu.h).
+ *
+ * Weight.  Input the thread is woken for and that no consumer reads must
+ * be placed now, not when a consumer spinning on the same CPU (on
+ * memory, as dtest -W and MPI eager rings do) has used up its time slice
+ * -- so the thread asks for a short slice (100 us: on Linux 6.12 and
+ * later a waking task with a shorter slice preempts at once; any process
+ * may ask) and, where the process may, for a high weight (nice
+ * IWDAPL_PROGRESS_NICE, default -10; root, CAP_SYS_NICE or RLIMIT_NICE).
+ * But a consumer that polls reads its input itself, inside its calls,
+ * and a thread woken for that input anyway must not take its CPU: on 2
+ * CPUs with two pollers each such preemption cost an 8-byte ping-pong
+ * 5-10 us a round trip.  So the weight follows what the input turns out
+ * to be: wake-ups that find the input already taken by a consumer's
+ * call, 16 in a row, make the thread polite (nice 19: it runs when the
+ * CPU is free), one that finds input nobody read makes it urgent again,
+ * and so does a consumer about to sleep in a wait (nobody reads then but
+ * the thread).  Only a process that may lower its nice again switches.
+ *
+ * Place.  A thread woken for input is queued on the CPU the kernel picks
+ * for it -- the waker's when that CPU runs nothing else (the sender of
+ * the data, on loopback), else mostly its previous one.  Queued behind
+ * its own consumer spinning on memory, it waits until the kernel
+ * preempts that consumer; where a busy CPU is preempted only at its next
+ * tick (seen on virtual machines: 1-4 ms), every such message waited
+ * that long, while a thread queued on another CPU ran at once.  So the
+ * thread keeps off the CPU its consumers last called from (a post or a
+ * poll notes it, from the CPU number the kernel keeps for the calling
+ * thread), when the process may run on another: its affinity is the one
+ * it started with less that CPU, changed at most once a millisecond
+ * when consumers move.  IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity
+ * alone (for a job that places its threads itself).
+ *
+ * The thread never spins: it takes CPU time only for the work it is
+ * woken for. */
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+
+#include "iw_env.h"
+#include "iw_priv.h"
+#include "iw_prog_cpu.h"
+
+#define PROG_SLICE_NS 100000u
+#define PROG_NICE_POLITE 19
+#define PROG_POLITE_AFTER 16
+#define PROG_MOVE_NS 1000000u
+
+struct prog_sched_attr {	/* struct sched_attr, as the kernel has it */
+	uint32_t size, policy;
+	uint64_t flags;
+	int32_t nice;
+	uint32_t priority;
+	uint64_t runtime, deadline, period;
+};
+
+static int prog_nice_urgent(void)
+{
+	static long v = -1;
+
+	return (int)iw_env_long_once(&v, "IWDAPL_PROGRESS_NICE", -10, -20,
+				     19);
+}
+
+static int prog_may_move(void)
+{
+	static long v = -1;
+
+	return (int)iw_env_long_once(&v, "IWDAPL_PROGRESS_AFFINITY", 1, 0, 1);
+}
+
+void iwe_prog_cpu_init(struct iwe_prog_cpu *c)
+{
+	pthread_mutex_init(&c->lock, NULL);
+	c->avoided = -1;
+	atomic_init(&c->consumer_cpu, -1);
+}
+
+void iwe_prog_cpu_destroy(struct iwe_prog_cpu *c)
+{
+	pthread_mutex_destroy(&c->lock);
+}
+
+void iwe_prog_cpu_claim(struct iwe_prog_cpu *c)
+{
+	struct prog_sched_attr a = { .size = sizeof(a), .policy = 0,
+				     .runtime = PROG_SLICE_NS };
+	int nice = prog_nice_urgent();
+
+	c->tid = (pid_t)syscall(SYS_gettid);
+	/* Best effort: an older kernel ignores the slice. */
+	(void)syscall(SYS_sched_setattr, 0, &a, 0u);
+	/* Going polite and back needs the right to lower nice again. */
+	c->may_renice = nice < PROG_NICE_POLITE &&
+			setpriority(PRIO_PROCESS, (id_t)c->tid, nice) == 0;
+	c->may_move = prog_may_move() &&
+		      sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0 &&
+		      CPU_COUNT(&c->allowed) > 1;
+}
+
+/* The thread polite (1) or urgent (0). */
+static void set_polite(struct iwe_prog_cpu *c, int polite)
+{
+	if (!c->may_renice || atomic_load(&c->polite) == polite)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (atomic_load(&c->polite) != polite) {
+		atomic_store(&c->polite, polite);
+		(void)setpriority(PRIO_PROCESS, (id_t)c->tid,
+				  polite ? PROG_NICE_POLITE :
+					   prog_nice_urgent());
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread)
+{
+	/* Polite only once polls took the input PROG_POLITE_AFTER times in
+	 * a row: a consumer that polls now and then but mostly spins on
+	 * memory (dtest -W over udp polls for every tenth Write's
+	 * completion) must keep an urgent thread. */
+	if (unread) {
+		c->taken_in_row = 0;
+		set_polite(c, 0);
+	} else if (++c->taken_in_row >= PROG_POLITE_AFTER) {
+		set_polite(c, 1);
+	}
+}
+
+void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
+{
+	set_polite(c, 0);
+}
+
+void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
+{
+	int cpu = sched_getcpu();	/* the kernel's rseq word: no call */
+
+	if (cpu >= 0 &&
+	    atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed) != cpu)
+		atomic_store_explicit(&c->consumer_cpu, cpu,
+				      memory_order_relaxed);
+}
+
+void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
+{
+	int cpu = atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed);
+	cpu_set_t set;
+	uint64_t now;
+
+	if (!c->may_move || cpu == c->avoided)
+		return;
+	now = iwe_now_ns();
+	if (c->avoided >= 0 && now - c->moved_at < PROG_MOVE_NS)
+		return;
+	set = c->allowed;
+	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))
+		return;		/* a consumer the job placed elsewhere */
+	CPU_CLR(cpu, &set);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
+		c->avoided = cpu;
+		c->moved_at = now;
+	}
+}
