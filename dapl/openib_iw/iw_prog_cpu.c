@@ -159,8 +159,12 @@ void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
 	if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &set))
 		return;		/* a consumer the job placed elsewhere */
 	CPU_CLR(cpu, &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0) {
-		c->avoided = cpu;
-		c->moved_at = now;
+	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {
+		/* The process's CPUs shrank under us (a cpuset): stay put
+		 * rather than try at every turn of the loop. */
+		c->may_move = 0;
+		return;
 	}
+	c->avoided = cpu;
+	c->moved_at = now;
 }
