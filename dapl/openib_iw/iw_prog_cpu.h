@@ -39,7 +39,8 @@ void iwe_prog_cpu_claim(struct iwe_prog_cpu *c);
 /* On the thread: an input wake-up found input nobody read (1) or input
  * a consumer's call took (0). */
 void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread);
-/* Any thread: nobody but the thread reads input for a while. */
+/* Any thread: a consumer goes to sleep in a wait -- nobody but the
+ * thread reads input for a while, and the consumer's CPU is free. */
 void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c);
 /* A consumer's thread, in a post or a poll. */
 void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c);

@@ -296,6 +296,12 @@ static void test_keeps_off_consumer_cpu(void)
 	CHECK(thread_cpus_after_call_from(b, &got) && !CPU_ISSET(b, &got) &&
 	      CPU_ISSET(a, &got) && CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
 	      "... and follows the consumer to CPU %d, giving %d back", b, a);
+	usleep(5000);
+	iwe_prog_note_sleeper(g_prog);
+	CHECK(loop_went_round() &&
+	      !pthread_getaffinity_np(g_thread, sizeof(got), &got) &&
+	      CPU_EQUAL(&got, &all),
+	      "... and has every CPU again once the consumer goes to sleep");
 	(void)pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 }
 
