@@ -41,6 +41,7 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
+#include "iw_engine.h"
 #include "iw_env.h"
 #include "iw_priv.h"
 #include "iw_prog_cpu.h"
@@ -138,10 +139,20 @@ void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
 	atomic_store_explicit(&c->consumer_cpu, -1, memory_order_relaxed);
 }
 
+static __thread int thread_waits;
+
+void iwe_thread_waits(int on)
+{
+	thread_waits = on;
+}
+
 void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 {
-	int cpu = sched_getcpu();	/* the kernel's rseq word: no call */
+	int cpu;
 
+	if (thread_waits)
+		return;
+	cpu = sched_getcpu();	/* the kernel's rseq word: no call */
 	if (cpu >= 0 &&
 	    atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed) != cpu)
 		atomic_store_explicit(&c->consumer_cpu, cpu,
