@@ -404,7 +404,6 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	}
 	dapl_unlock(&evd->lock);
 	end = mono_us() + max;
-	iwe_thread_waits(1);
 	do {
 		int blocked = iwe_cq_drive(evd->cq);
 
@@ -417,7 +416,6 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 		sched_yield();	/* the peer, or our progress thread, may
 				 * need this CPU */
 	} while (mono_us() < end);
-	iwe_thread_waits(0);
 	dapl_lock(&evd->lock);
 	return got && dapl_evd_count_locked(evd) >= threshold;
 }

@@ -214,11 +214,6 @@ int iwe_cq_count(const struct iwe_cq *cq);
  * room in its socket: what completes next waits for the peer, and a
  * spinning waiter would only take CPU time the transfer needs. */
 int iwe_cq_drive(struct iwe_cq *cq);
-/* The calling thread spins in a blocking wait, yielding its CPU at
- * every turn (1), or no longer (0).  A progress thread queued on its CPU
- * runs at its next yield, so the thread's posts and polls meanwhile do
- * not keep the progress thread off that CPU (iw_prog_cpu.c). */
-void iwe_thread_waits(int on);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

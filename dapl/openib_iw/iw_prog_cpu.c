@@ -24,14 +24,18 @@
  * its own consumer spinning on memory, it waits until the kernel
  * preempts that consumer; where a busy CPU is preempted only at its next
  * tick (seen on virtual machines: 1-4 ms), every such message waited
- * that long, while a thread queued on another CPU ran at once.  So the
- * thread keeps off the CPU its consumers last called from (a post or a
- * poll notes it, from the CPU number the kernel keeps for the calling
- * thread), when the process may run on another: its affinity is the one
- * it started with less that CPU -- all of it while the consumer sleeps in
- * a wait, leaving its CPU free (a stream's receiver: 64 KiB Writes lost
- * a fifth of their bandwidth when its thread kept off a sleeper's CPU)
- * -- changed at most once a millisecond when consumers move.  IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity
+ * that long, while a thread queued on another CPU ran at once.  So,
+ * while consumers leave their input to the thread (from the first input
+ * it finds unread until polls take the input 16 times in a row, as for
+ * its weight), it keeps off the CPU its consumers last called from (a
+ * post or a poll notes it, from the CPU number the kernel keeps for the
+ * calling thread), when the process may run on another: its affinity is
+ * the one it started with less that CPU.  It has every CPU again once
+ * polls take the input (kept off pollers' CPUs, two polling ping-pong
+ * pairs on 2 CPUs took 2-4 times as long) and while the consumer sleeps
+ * in a wait, leaving its CPU free (a stream's receiver: 64 KiB Writes
+ * lost a fifth of their bandwidth when its thread kept off a sleeper's
+ * CPU).  Changed at most once a millisecond when consumers move.  IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity
  * alone (for a job that places its threads itself).
  *
  * The thread never spins: it takes CPU time only for the work it is
@@ -41,7 +45,6 @@
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
-#include "iw_engine.h"
 #include "iw_env.h"
 #include "iw_priv.h"
 #include "iw_prog_cpu.h"
@@ -126,8 +129,10 @@ void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread)
 	 * completion) must keep an urgent thread. */
 	if (unread) {
 		c->taken_in_row = 0;
+		c->keep_off = 1;
 		set_polite(c, 0);
 	} else if (++c->taken_in_row >= PROG_POLITE_AFTER) {
+		c->keep_off = 0;
 		set_polite(c, 1);
 	}
 }
@@ -139,20 +144,10 @@ void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
 	atomic_store_explicit(&c->consumer_cpu, -1, memory_order_relaxed);
 }
 
-static __thread int thread_waits;
-
-void iwe_thread_waits(int on)
-{
-	thread_waits = on;
-}
-
 void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 {
-	int cpu;
+	int cpu = sched_getcpu();	/* the kernel's rseq word: no call */
 
-	if (thread_waits)
-		return;
-	cpu = sched_getcpu();	/* the kernel's rseq word: no call */
 	if (cpu >= 0 &&
 	    atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed) != cpu)
 		atomic_store_explicit(&c->consumer_cpu, cpu,
@@ -161,7 +156,8 @@ void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 
 void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
 {
-	int cpu = atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed);
+	int cpu = c->keep_off ? atomic_load_explicit(&c->consumer_cpu,
+						     memory_order_relaxed) : -1;
 	cpu_set_t set;
 	uint64_t now;
 

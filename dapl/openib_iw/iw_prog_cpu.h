@@ -27,6 +27,8 @@ struct iwe_prog_cpu {
 	 * consumers last called from (iwe_prog_cpu_follow). */
 	cpu_set_t allowed;
 	int may_move;
+	int keep_off;			/* the thread's: input nobody read
+					 * came since polls last took it */
 	int avoided;			/* the CPU left out now, or -1 */
 	uint64_t moved_at;
 	atomic_int consumer_cpu;	/* -1: none seen */

@@ -83,7 +83,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 void iwe_prog_note_input(struct iwe_prog *p, int unread);
 void iwe_prog_note_sleeper(struct iwe_prog *p);
 /* A consumer's call (a post, a poll) runs on this thread's CPU: the
- * progress thread keeps off it (iw_prog_cpu.c). */
+ * progress thread keeps off it while the consumer leaves its input to
+ * the thread (iw_prog_cpu.c). */
 void iwe_prog_note_consumer(struct iwe_prog *p);
 
 /* Queue a task for the next loop iteration (after the current epoll

@@ -255,6 +255,29 @@ static int loop_went_round(void)
 	return wait_runs(runs + 2);
 }
 
+/* What the progress thread's wake-ups found, as a QP's tells it: input
+ * nobody read (1), or input a consumer's poll took (0), n times. */
+static int g_input_unread, g_input_times;
+
+static void input_fn(struct iwe_prog_task *t)
+{
+	(void)t;
+	for (int i = 0; i < g_input_times; i++)
+		iwe_prog_note_input(g_prog, g_input_unread);
+	ran();
+}
+
+static int thread_found_input(int unread, int times)
+{
+	static struct iwe_prog_task task = { .fn = input_fn };
+	int runs = atomic_load(&g_runs);
+
+	g_input_unread = unread;
+	g_input_times = times;
+	iwe_prog_post(g_prog, &task);
+	return wait_runs(runs + 1);
+}
+
 /* The progress thread's CPUs once a consumer called from cpu: the
  * consumer pinned there, a note as its post or poll makes, the loop
  * round once. */
@@ -271,14 +294,22 @@ static int thread_cpus_after_call_from(int cpu, cpu_set_t *got)
 	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
 }
 
+static int thread_cpus(cpu_set_t *got)
+{
+	return loop_went_round() &&
+	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
+}
+
 /* A progress thread queued on the CPU of a consumer that spins on
  * memory waits until the kernel preempts the consumer (on some virtual
- * machines: its next tick, milliseconds); so it keeps off that CPU,
- * where the process may run elsewhere. */
+ * machines: its next tick, milliseconds); so while input comes that no
+ * consumer reads, it keeps off that CPU, where the process may run
+ * elsewhere.  Consumers that poll read their input: then it may run
+ * anywhere. */
 static void test_keeps_off_consumer_cpu(void)
 {
 	cpu_set_t all, got;
-	int a = -1, b = -1, i;
+	int a = -1, b = -1, i, ok;
 
 	if (sched_getaffinity(0, sizeof(all), &all) || CPU_COUNT(&all) < 2) {
 		printf("ok %d - # SKIP the process may run on one CPU only\n",
@@ -288,20 +319,29 @@ static void test_keeps_off_consumer_cpu(void)
 	for (i = 0; i < CPU_SETSIZE && b < 0; i++)
 		if (CPU_ISSET(i, &all))
 			*(a < 0 ? &a : &b) = i;
-	CHECK(thread_cpus_after_call_from(a, &got) && !CPU_ISSET(a, &got) &&
-	      CPU_ISSET(b, &got) && CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
-	      "the progress thread keeps off the CPU its consumer called from (%d)",
+	CHECK(thread_cpus_after_call_from(a, &got) && CPU_EQUAL(&got, &all),
+	      "the progress thread may run anywhere while no input went unread");
+	CHECK(thread_found_input(1, 1) && thread_cpus(&got) &&
+	      !CPU_ISSET(a, &got) && CPU_ISSET(b, &got) &&
+	      CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
+	      "input nobody read: it keeps off the CPU its consumer called from (%d)",
 	      a);
 	usleep(5000);	/* it follows a moving consumer once a ms at most */
 	CHECK(thread_cpus_after_call_from(b, &got) && !CPU_ISSET(b, &got) &&
 	      CPU_ISSET(a, &got) && CPU_COUNT(&got) == CPU_COUNT(&all) - 1,
 	      "... and follows the consumer to CPU %d, giving %d back", b, a);
 	usleep(5000);
-	iwe_prog_note_sleeper(g_prog);
-	CHECK(loop_went_round() &&
-	      !pthread_getaffinity_np(g_thread, sizeof(got), &got) &&
+	CHECK(thread_found_input(0, 16) && thread_cpus(&got) &&
 	      CPU_EQUAL(&got, &all),
-	      "... and has every CPU again once the consumer goes to sleep");
+	      "... and has every CPU again once polls took the input 16 times");
+	ok = thread_found_input(1, 1);
+	usleep(5000);
+	CHECK(ok && thread_cpus_after_call_from(a, &got) && !CPU_ISSET(a, &got),
+	      "input nobody read again: off CPU %d", a);
+	usleep(5000);
+	iwe_prog_note_sleeper(g_prog);
+	CHECK(thread_cpus(&got) && CPU_EQUAL(&got, &all),
+	      "... and every CPU again once the consumer goes to sleep");
 	(void)pthread_setaffinity_np(pthread_self(), sizeof(all), &all);
 }
 
