@@ -627,7 +627,7 @@ void iwe_prog_note_sleeper(struct iwe_prog *p)
 
 void iwe_prog_note_consumer(struct iwe_prog *p)
 {
-	if (prog_borrowed != p)
+	if (!iwe_prog_on_thread(p))
 		iwe_prog_cpu_note_consumer(&p->cpu);
 }
 
