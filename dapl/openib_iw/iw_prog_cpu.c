@@ -35,8 +35,9 @@
  * pairs on 2 CPUs took 2-4 times as long) and while the consumer sleeps
  * in a wait, leaving its CPU free (a stream's receiver: 64 KiB Writes
  * lost a fifth of their bandwidth when its thread kept off a sleeper's
- * CPU).  Changed at most once a millisecond when consumers move.  IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity
- * alone (for a job that places its threads itself).
+ * CPU).  Changed at most once a millisecond when consumers move.
+ * IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity alone (for a job that
+ * places its threads itself).
  *
  * The thread never spins: it takes CPU time only for the work it is
  * woken for. */
@@ -166,9 +167,9 @@ void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
 	now = iwe_now_ns();
 	if (c->avoided >= 0 && now - c->moved_at < PROG_MOVE_NS)
 		return;
-	set = c->allowed;
-	if (cpu >= CPU_SETSIZE || (cpu >= 0 && !CPU_ISSET(cpu, &set)))
+	if (cpu >= CPU_SETSIZE || (cpu >= 0 && !CPU_ISSET(cpu, &c->allowed)))
 		return;		/* a consumer the job placed elsewhere */
+	set = c->allowed;
 	if (cpu >= 0)
 		CPU_CLR(cpu, &set);
 	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {

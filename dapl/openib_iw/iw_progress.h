@@ -79,7 +79,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 /* The thread's claim on a CPU (iw_prog_cpu.c).
  * Loop thread: input it was woken for was still unread (1: it read it),
  * or a consumer's call had taken it (0).  Any thread: a consumer is
- * about to sleep in a wait, and only the thread will read its input. */
+ * about to sleep in a wait, and only the thread will read its input
+ * (and the consumer's CPU is free). */
 void iwe_prog_note_input(struct iwe_prog *p, int unread);
 void iwe_prog_note_sleeper(struct iwe_prog *p);
 /* A consumer's call (a post, a poll) runs on this thread's CPU: the

@@ -5,9 +5,11 @@
  * thread when the loop is idle in epoll (it borrows the loop), and on
  * the progress thread when the loop is busy; a timer such a borrowed
  * call arms before the loop's own deadline still fires on time; a task
- * posted from another thread runs on the progress thread; the thread
- * keeps off the CPU its consumer last called from, and follows the
- * consumer when it moves.  TAP output. */
+ * posted from another thread runs on the progress thread; while input
+ * comes that no consumer reads, the thread keeps off the CPU its
+ * consumer last called from and follows the consumer when it moves,
+ * and has every CPU again once polls take the input or the consumer
+ * sleeps.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -278,9 +280,15 @@ static int thread_found_input(int unread, int times)
 	return wait_runs(runs + 1);
 }
 
-/* The progress thread's CPUs once a consumer called from cpu: the
- * consumer pinned there, a note as its post or poll makes, the loop
- * round once. */
+/* The progress thread's CPUs once its loop went round. */
+static int thread_cpus(cpu_set_t *got)
+{
+	return loop_went_round() &&
+	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
+}
+
+/* ... once a consumer called from cpu: the consumer pinned there, a
+ * note as its post or poll makes. */
 static int thread_cpus_after_call_from(int cpu, cpu_set_t *got)
 {
 	cpu_set_t one;
@@ -290,14 +298,7 @@ static int thread_cpus_after_call_from(int cpu, cpu_set_t *got)
 	if (pthread_setaffinity_np(pthread_self(), sizeof(one), &one))
 		return 0;
 	iwe_prog_note_consumer(g_prog);
-	return loop_went_round() &&
-	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
-}
-
-static int thread_cpus(cpu_set_t *got)
-{
-	return loop_went_round() &&
-	       !pthread_getaffinity_np(g_thread, sizeof(*got), got);
+	return thread_cpus(got);
 }
 
 /* A progress thread queued on the CPU of a consumer that spins on
