@@ -298,7 +298,7 @@ kill_peer udp server 20000 vanish
 kill_peer udp client 20000 vanish
 kill_peer tcp server 2000
 kill_peer tcp client 2000
-# Over tcp the kernel's keepalive (every second while idle) and user
+# Over tcp the kernel's keepalive (every 2 s while idle) and user
 # timeout (data unacknowledged) end it after IWDAPL_PEER_TIMEOUT_MS, 10 s.
 kill_peer tcp server 20000 vanish
 kill_peer tcp client 20000 vanish
