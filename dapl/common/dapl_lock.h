@@ -81,6 +81,15 @@ static inline void dapl_unlock(struct dapl_lock *l)
 	pthread_mutex_unlock(&l->mutex);
 }
 
+/* 1 with l taken; 0, nothing taken, while another thread holds it. */
+static inline int dapl_trylock(struct dapl_lock *l)
+{
+	if (pthread_mutex_trylock(&l->mutex))
+		return 0;
+	dapl_lock_own(l, 1);
+	return 1;
+}
+
 /* pthread_cond_wait on a struct dapl_lock: the owner word follows the
  * mutex, which the wait releases and takes back. */
 static inline void dapl_cond_wait(pthread_cond_t *cond, struct dapl_lock *l)

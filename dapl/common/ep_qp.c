@@ -70,7 +70,8 @@ struct dapl_wr_pool {
 	struct dapl_wr_pool *hnext;	/* qp_num table chain */
 	struct dapl_wr_pool *rnext;	/* retired list, oldest first */
 	/* Send ring, then recv ring; allocated at the first post (an EP
-	 * that never posts holds none). */
+	 * that never posts holds none), given back when the QP goes idle
+	 * with none outstanding (pool_slots_give_back). */
 	struct dapl_wr_ctx *slots;
 };
 
@@ -191,21 +192,39 @@ static DAT_RETURN qp_errno(int err)
 			     : DAT_INTERNAL_ERROR;
 }
 
-/* Engine handler of an SRQ EP's QP: it entered the error state and takes
- * no more SRQ buffers.  DAT consumers (dtestsrq) expect this as
+/* The engine's QP went idle with nothing outstanding (IWE_EVENT_QP_IDLE,
+ * on the progress thread, no engine lock held): the slots go too, unless
+ * a post or a completion holds the pool just now (then it is not idle;
+ * the next quiet spell tries again).  pool_slots makes them again at the
+ * next post. */
+static void pool_slots_give_back(struct dapl_wr_pool *p)
+{
+	if (!dapl_trylock(&p->lock))
+		return;
+	if (p->slots && !ring_used(&p->send) && !ring_used(&p->recv)) {
+		free(p->slots);
+		p->slots = NULL;
+	}
+	dapl_unlock(&p->lock);
+}
+
+/* Engine handler of the EP's QP.  An SRQ EP's QP entered the error state
+ * and takes no more SRQ buffers: DAT consumers (dtestsrq) expect this as
  * DAT_ASYNC_ERROR_EP_BROKEN naming the EP, after the connection event.
- * Not while the QP is being retired: the EP is reset or gone then. Runs
- * on whatever thread moved the QP, possibly under ia->lock: it only
- * queues an event. */
+ * The QP went idle: its slots may go back.  Not while the QP is being
+ * retired: the EP is reset or gone then. Runs on whatever thread moved
+ * the QP, possibly under ia->lock: it only queues an event or frees. */
 static void qp_engine_event(const struct iwe_async_event *ev)
 {
 	struct dapl_wr_pool *pool = ev->context;
 
-	if (ev->type != IWE_EVENT_QP_LAST_WQE_REACHED ||
-	    atomic_load(&pool->quiet))
+	if (atomic_load(&pool->quiet))
 		return;
-	dapl_evd_post_async(pool->ia, DAT_ASYNC_ERROR_EP_BROKEN,
-			    pool->ep_handle, 0);
+	if (ev->type == IWE_EVENT_QP_IDLE)
+		pool_slots_give_back(pool);
+	else if (ev->type == IWE_EVENT_QP_LAST_WQE_REACHED)
+		dapl_evd_post_async(pool->ia, DAT_ASYNC_ERROR_EP_BROKEN,
+				    pool->ep_handle, 0);
 }
 
 static struct iwe_qp *qp_new(struct dapl_ep *ep, struct dapl_wr_pool *pool,
@@ -218,11 +237,10 @@ static struct iwe_qp *qp_new(struct dapl_ep *ep, struct dapl_wr_pool *pool,
 	at.send_cq = ep->request_evd->cq;
 	at.recv_cq = ep->recv_evd->cq;
 	qp_caps(&ep->attr, &at.cap);
-	if (ep->srq) {
+	at.qp_context = pool;
+	at.event_handler = qp_engine_event;
+	if (ep->srq)
 		at.srq = ep->srq->esrq;
-		at.qp_context = pool;
-		at.event_handler = qp_engine_event;
-	}
 	qp = iwe_create_qp(ep->pz->pd, &at);
 	if (!qp) {
 		*r = qp_errno(errno);
@@ -517,14 +535,18 @@ int dapl_ep_wc_take(const struct ibv_wc *wc, struct dapl_wr_ctx *ctx,
 
 	pthread_rwlock_rdlock(&table_lock);
 	p = table_find(qp_num);
-	if (p && p->slots && idx < p->send.n + p->recv.n) {
+	if (p && idx < p->send.n + p->recv.n) {
+		/* slots under the lock: an idle pool gives them back. */
 		dapl_lock(&p->lock);
-		*ctx = p->slots[idx];
-		*ep = p->ep_handle;
-		ring_complete_locked(p, idx < p->send.n ? &p->send : &p->recv,
-				     &p->slots[idx], idx < p->send.n);
+		if (p->slots) {
+			*ctx = p->slots[idx];
+			*ep = p->ep_handle;
+			ring_complete_locked(p, idx < p->send.n ? &p->send
+								: &p->recv,
+					     &p->slots[idx], idx < p->send.n);
+			found = 1;
+		}
 		dapl_unlock(&p->lock);
-		found = 1;
 	}
 	pthread_rwlock_unlock(&table_lock);
 	return found;

@@ -258,10 +258,16 @@ struct iwe_srq;
  *     with iwe_modify_srq.  Reported once per arming.
  *   IWE_EVENT_QP_LAST_WQE_REACHED: a QP attached to an SRQ entered ERROR;
  *     it will take no more receives from the SRQ.  Once per entry into
- *     ERROR. */
+ *     ERROR.
+ *   IWE_EVENT_QP_IDLE: not a verbs event.  A connection of the connection
+ *     manager was quiet a while with no work request outstanding, and the
+ *     QP gave back the queues it allocated for traffic; its owner may give
+ *     back its own per-request state too (it comes back at the next
+ *     post).  On the progress thread, at most once per quiet spell. */
 enum iwe_event_type {
 	IWE_EVENT_SRQ_LIMIT_REACHED = 1,
 	IWE_EVENT_QP_LAST_WQE_REACHED,
+	IWE_EVENT_QP_IDLE,
 };
 
 struct iwe_async_event {
@@ -300,8 +306,8 @@ struct iwe_qp_init_attr {
 	int sq_sig_all;			/* every send WR completes */
 	void *qp_context;
 	iwe_event_handler event_handler; /* asynchronous events of the QP
-					 * (IWE_EVENT_QP_LAST_WQE_REACHED),
-					 * or NULL */
+					 * (IWE_EVENT_QP_LAST_WQE_REACHED,
+					 * IWE_EVENT_QP_IDLE), or NULL */
 };
 
 struct iwe_qp {

@@ -230,6 +230,7 @@ static inline struct iwe_srq_priv *iwe_srq_priv(struct iwe_srq *srq)
 /* Events a QP call noticed under its lock, delivered after unlocking. */
 #define IWE_QP_EV_LAST_WQE  0x1u
 #define IWE_QP_EV_SRQ_LIMIT 0x2u
+#define IWE_QP_EV_IDLE      0x4u
 
 /* Receive hold (iwe_qp_attach_cm): the CM delivers ESTABLISHED before any
  * completion of the connection can be seen. */

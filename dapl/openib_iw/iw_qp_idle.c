@@ -7,6 +7,9 @@
  * is allocated again by the next post or read.  A queue holding work (the
  * receives most consumers keep posted ahead) stays.
  *
+ * Once all of it went back, the QP's owner hears IWE_EVENT_QP_IDLE and
+ * may give back its own per-request state (the DAT layer's work slots).
+ *
  * One timer per QP that holds any of it, on the progress thread: armed
  * when something is allocated, re-armed while the connection is busy or
  * some of it is still in use, stopped once everything went back.  No
@@ -74,6 +77,10 @@ static void idle_timer_cb(struct iwe_prog_timer *t)
 		iwe_prog_timer_arm(q->prog, &q->idle_timer, QP_IDLE_MS);
 	} else {
 		q->idle_watched = 0;
+		/* Nothing posted is outstanding: the owner's per-request
+		 * state may go too. */
+		if (!q->sq && !q->rq)
+			q->ev_pending |= IWE_QP_EV_IDLE;
 	}
 	iwe_qp_release(q, 0);
 }

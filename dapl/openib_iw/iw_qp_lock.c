@@ -33,6 +33,9 @@ static void deliver_events(struct iwe_qp_priv *q, unsigned ev)
 		iwe_srq_report_limit(q->srq);
 	if ((ev & IWE_QP_EV_LAST_WQE) && q->handler)
 		q->handler(&e);
+	e.type = IWE_EVENT_QP_IDLE;
+	if ((ev & IWE_QP_EV_IDLE) && q->handler)
+		q->handler(&e);
 }
 
 void iwe_qp_release(struct iwe_qp_priv *q, int keep_events)

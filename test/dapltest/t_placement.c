@@ -66,27 +66,9 @@ static void *watcher(void *arg)
 
 static void connect_pair(void)
 {
-	DAT_IA_ATTR ia;
-	DAT_EVENT ev;
-
 	S.ep = side_ep(&S);
 	C.ep = side_ep(&C);
-	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
-			 NULL) != DAT_SUCCESS ||
-	    dat_ep_connect(C.ep, ia.ia_address_ptr, qual, WAIT_US, 0, NULL,
-			   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) !=
-	    DAT_SUCCESS)
-		BAIL("dat_ep_connect");
-	ev = side_wait(S.cr, WAIT_US);
-	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
-	    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
-			  S.ep, 0, NULL) != DAT_SUCCESS)
-		BAIL("no connection request to accept");
-	if (side_wait(C.conn, WAIT_US).event_number !=
-	    DAT_CONNECTION_EVENT_ESTABLISHED ||
-	    side_wait(S.conn, WAIT_US).event_number !=
-	    DAT_CONNECTION_EVENT_ESTABLISHED)
-		BAIL("not established");
+	side_connect(&S, &C, qual, "placement");
 }
 
 static void free_pair(void)

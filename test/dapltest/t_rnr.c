@@ -69,9 +69,6 @@ static size_t msg_len(int i)
 /* S's EP (on srq when not NULL), connected to C's. */
 static void connect_pair(DAT_SRQ_HANDLE srq, const char *tag)
 {
-	DAT_IA_ATTR ia;
-	DAT_EVENT ev;
-
 	if (srq) {
 		if (dat_ep_create_with_srq(S.ia, S.pz, S.rcv, S.req, S.conn,
 					   srq, NULL, &S.ep) != DAT_SUCCESS)
@@ -80,22 +77,7 @@ static void connect_pair(DAT_SRQ_HANDLE srq, const char *tag)
 		S.ep = side_ep(&S);
 	}
 	C.ep = side_ep(&C);
-	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
-			 NULL) != DAT_SUCCESS ||
-	    dat_ep_connect(C.ep, ia.ia_address_ptr, qual, WAIT_US, 0, NULL,
-			   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) !=
-	    DAT_SUCCESS)
-		BAIL("%s: dat_ep_connect", tag);
-	ev = side_wait(S.cr, WAIT_US);
-	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
-	    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
-			  S.ep, 0, NULL) != DAT_SUCCESS)
-		BAIL("%s: no connection request to accept", tag);
-	if (side_wait(C.conn, WAIT_US).event_number !=
-	    DAT_CONNECTION_EVENT_ESTABLISHED ||
-	    side_wait(S.conn, WAIT_US).event_number !=
-	    DAT_CONNECTION_EVENT_ESTABLISHED)
-		BAIL("%s: not established", tag);
+	side_connect(&S, &C, qual, tag);
 }
 
 static void free_pair(void)

@@ -106,6 +106,32 @@ static inline DAT_EVENT side_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
 	return ev;
 }
 
+/* cli's EP connected to srv's (both made already) through srv's PSP on
+ * qual, whose requests go to srv->cr; BAIL naming tag on any failure. */
+static inline void side_connect(struct side *srv, struct side *cli,
+				DAT_CONN_QUAL qual, const char *tag)
+{
+	DAT_IA_ATTR ia;
+	DAT_EVENT ev;
+
+	if (dat_ia_query(srv->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
+			 NULL) != DAT_SUCCESS ||
+	    dat_ep_connect(cli->ep, ia.ia_address_ptr, qual, TSIDE_WAIT_US, 0,
+			   NULL, DAT_QOS_BEST_EFFORT,
+			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
+		BAIL("%s: dat_ep_connect", tag);
+	ev = side_wait(srv->cr, TSIDE_WAIT_US);
+	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
+	    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
+			  srv->ep, 0, NULL) != DAT_SUCCESS)
+		BAIL("%s: no connection request to accept", tag);
+	if (side_wait(cli->conn, TSIDE_WAIT_US).event_number !=
+	    DAT_CONNECTION_EVENT_ESTABLISHED ||
+	    side_wait(srv->conn, TSIDE_WAIT_US).event_number !=
+	    DAT_CONNECTION_EVENT_ESTABLISHED)
+		BAIL("%s: not established", tag);
+}
+
 /* Segments of a side's buffer: local (its LMR) and remote (its RMR). */
 static inline DAT_LMR_TRIPLET side_lseg(const struct side *s, size_t off,
 				       size_t len)

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct side {
 	char *buf;		/* BIG bytes, registered as mr */
 	struct iwe_mr *mr;
 	struct iwe_comp_channel *ch;	/* for the receive CQ, or NULL */
+	atomic_int idle_events;		/* IWE_EVENT_QP_IDLE heard */
 };
 
 struct pair {
@@ -63,6 +65,14 @@ static inline void sock_pair(int *x, int *y)
 	*y = sv[1];
 }
 
+static inline void side_on_event(const struct iwe_async_event *ev)
+{
+	struct side *s = ev->context;
+
+	if (ev->type == IWE_EVENT_QP_IDLE)
+		atomic_fetch_add(&s->idle_events, 1);
+}
+
 /* both: a CQ for both of the QP's queues (one DAT EVD for requests and
  * receives), else the side's own scq and rcq (made either way, so that
  * side_close is the same). */
@@ -79,6 +89,9 @@ static inline void side_init_on(struct side *s, uint32_t sq_sig_all,
 	at.cap = (struct iwe_qp_cap){ .max_send_wr = 32, .max_recv_wr = 32,
 				      .max_send_sge = 4, .max_recv_sge = 4 };
 	at.sq_sig_all = (int)sq_sig_all;
+	at.qp_context = s;
+	at.event_handler = side_on_event;
+	atomic_store(&s->idle_events, 0);
 	s->qp = iwe_create_qp(s->pd, &at);
 	s->buf = calloc(1, BIG);
 	s->mr = iwe_reg_mr(s->pd, s->buf, BIG, mr_access);

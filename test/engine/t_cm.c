@@ -532,33 +532,51 @@ static void test_abrupt(void)
 }
 
 /* Both ends of an established connection probe an idle peer every
- * second and give up on a silent one after IWDAPL_PEER_TIMEOUT_MS
- * (default 10 s), sending or not: without it, a connection whose peer's
- * host vanished waited forever idle and a quarter of an hour sending
- * (test/udp_netns.sh kills such peers). */
-static int peer_timeout_set(struct iwe_qp *qp, int want_ms)
+ * quarter of IWDAPL_PEER_TIMEOUT_MS (default 10 s; at least a second)
+ * and give up on a silent one after the timeout, sending or not:
+ * without it, a connection whose peer's host vanished waited forever
+ * idle and a quarter of an hour sending (test/udp_netns.sh kills such
+ * peers).  Not every second: 10,000 idle connections' probes slowed the
+ * one busy among them. */
+static int peer_timeout_set(struct iwe_qp *qp, int want_ms, int want_idle)
 {
-	int fd = iwe_qp_priv(qp)->fd, ka = 0, idle = 0, ut = 0;
-	socklen_t l = sizeof(int), l2 = sizeof(int), l3 = sizeof(int);
+	int fd = iwe_qp_priv(qp)->fd, ka = 0, idle = 0, intvl = 0, ut = 0;
+	socklen_t l = sizeof(int), l2 = sizeof(int), l3 = sizeof(int),
+		  l4 = sizeof(int);
 
 	return !getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, &l) && ka &&
 	       !getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &l2) &&
-	       idle == 1 &&
+	       idle == want_idle &&
+	       !getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, &l4) &&
+	       intvl == want_idle &&
 	       !getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &l3) &&
 	       ut == want_ms;
 }
 
-static void test_peer_timeout(void)
+static void peer_timeout_case(const char *env, uint16_t port, int want_ms,
+			      int want_idle)
 {
 	struct cpair p;
 
+	if (env)
+		setenv("IWDAPL_PEER_TIMEOUT_MS", env, 1);
 	cpair_open(&p);
 	p.ap = p.bp = cm_params(2, 0, 0);
-	CHECK(cpair_connect(&p, 31191, 0, 0, "peer timeout"),
-	      "peer timeout: connected");
-	CHECK(peer_timeout_set(p.a.qp, 10000) && peer_timeout_set(p.b.qp, 10000),
-	      "both sockets: keepalive every 1 s, user timeout 10000 ms");
+	CHECK(cpair_connect(&p, port, 0, 0, "peer timeout"),
+	      "peer timeout %d ms: connected", want_ms);
+	CHECK(peer_timeout_set(p.a.qp, want_ms, want_idle) &&
+	      peer_timeout_set(p.b.qp, want_ms, want_idle),
+	      "both sockets: keepalive every %d s, user timeout %d ms",
+	      want_idle, want_ms);
 	cpair_close(&p);
+	unsetenv("IWDAPL_PEER_TIMEOUT_MS");
+}
+
+static void test_peer_timeout(void)
+{
+	peer_timeout_case(NULL, 31191, 10000, 2);
+	peer_timeout_case("2500", 31197, 2500, 1);
+	peer_timeout_case("40000", 31198, 40000, 10);
 }
 
 /* A 64 KiB Write, then right behind it a Write of second bytes: neither
@@ -1077,7 +1095,10 @@ static int wait_held(struct iwe_qp *qp, int want, int ms)
 
 /* A used connection gives back its queues once quiet (about a second,
  * iw_qp_idle.c), except a receive queue with a receive posted ahead, and
- * takes new ones at its next post: traffic goes on as before. */
+ * takes new ones at its next post: traffic goes on as before.  The side
+ * that gave back everything tells its owner (IWE_EVENT_QP_IDLE: the DAT
+ * layer then frees its work slots); the one with a receive posted does
+ * not. */
 static void test_idle_gives_back(void)
 {
 	struct ibv_wc wc;
@@ -1097,6 +1118,13 @@ static void test_idle_gives_back(void)
 	      "idle give-back: quiet, the active side holds no queue (%d), "
 	      "the passive side only its receive queue, a receive posted "
 	      "(%d)", a, b);
+	for (int i = 0; i < 500 && !atomic_load(&p.a.idle_events); i++)
+		sleep_ms(10);
+	CHECK(atomic_load(&p.a.idle_events) == 1 &&
+	      atomic_load(&p.b.idle_events) == 0,
+	      "idle give-back: the owner of the side that gave back all heard "
+	      "it once (%d), the side holding a receive heard nothing (%d)",
+	      atomic_load(&p.a.idle_events), atomic_load(&p.b.idle_events));
 	fill(p.a.buf + 8192, 300, 8);
 	CHECK(post_send1(&p.a, 20, IBV_WR_SEND, 8192, 300, 0, 0,
 			 IBV_SEND_SIGNALED) == 0 &&
