@@ -6,6 +6,7 @@
 #define IW_TEST_PROG_HARNESS_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,45 @@
 #include "../tap.h"
 #include "iw_engine.h"
 #include "iw_progress.h"
+
+/* Holds a progress thread in a task until released: posted with
+ * iwe_prog_post(p, &s.task), then prog_stall_set(&s, 1) waits until the
+ * thread is held, prog_stall_set(&s, 0) lets it go. */
+struct prog_stall {
+	struct iwe_prog_task task;
+	pthread_mutex_t mx;
+	pthread_cond_t cv;
+	int held, release;
+};
+
+#define PROG_STALL_INIT { .task.fn = prog_stall_fn, \
+			  .mx = PTHREAD_MUTEX_INITIALIZER, \
+			  .cv = PTHREAD_COND_INITIALIZER }
+
+static inline void prog_stall_fn(struct iwe_prog_task *t)
+{
+	struct prog_stall *s = IWE_CONTAINER_OF(t, struct prog_stall, task);
+
+	pthread_mutex_lock(&s->mx);
+	s->held = 1;
+	pthread_cond_broadcast(&s->cv);
+	while (!s->release)
+		pthread_cond_wait(&s->cv, &s->mx);
+	pthread_mutex_unlock(&s->mx);
+}
+
+static inline void prog_stall_set(struct prog_stall *s, int hold)
+{
+	pthread_mutex_lock(&s->mx);
+	if (hold) {
+		while (!s->held)
+			pthread_cond_wait(&s->cv, &s->mx);
+	} else {
+		s->release = 1;
+		pthread_cond_broadcast(&s->cv);
+	}
+	pthread_mutex_unlock(&s->mx);
+}
 
 /* Make eventfd fd readable (one more event for its watch). */
 static inline void prog_poke(int fd)

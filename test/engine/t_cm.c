@@ -18,6 +18,7 @@
 
 #include "cm_harness.h"
 #include "iw_progress.h"
+#include "prog_harness.h"
 #include "iw_qp.h"
 
 /* --------------------------------------------------- the pair under test */
@@ -621,47 +622,12 @@ static void test_bulk_not_held(void)
 	bulk_then("small after bulk", 31173, 64);
 }
 
-/* Holds the device's progress thread until released. */
-struct prog_stall {
-	struct iwe_prog_task task;
-	pthread_mutex_t mx;
-	pthread_cond_t cv;
-	int held, release;
-};
-
-static void prog_stall_fn(struct iwe_prog_task *t)
-{
-	struct prog_stall *s = IWE_CONTAINER_OF(t, struct prog_stall, task);
-
-	pthread_mutex_lock(&s->mx);
-	s->held = 1;
-	pthread_cond_broadcast(&s->cv);
-	while (!s->release)
-		pthread_cond_wait(&s->cv, &s->mx);
-	pthread_mutex_unlock(&s->mx);
-}
-
-static void prog_stall_set(struct prog_stall *s, int hold)
-{
-	pthread_mutex_lock(&s->mx);
-	if (hold) {
-		while (!s->held)
-			pthread_cond_wait(&s->cv, &s->mx);
-	} else {
-		s->release = 1;
-		pthread_cond_broadcast(&s->cv);
-	}
-	pthread_mutex_unlock(&s->mx);
-}
-
 /* A consumer inside a poll reads the input itself, bulk too: with the
  * progress thread held, a 32 KiB Write and then a small Send (into the
  * first of cpair_connect's receives) arrive by polls alone. */
 static void test_poll_reads_bulk(void)
 {
-	struct prog_stall st = { .task.fn = prog_stall_fn,
-				 .mx = PTHREAD_MUTEX_INITIALIZER,
-				 .cv = PTHREAD_COND_INITIALIZER };
+	struct prog_stall st = PROG_STALL_INIT;
 	struct iwe_prog *prog = iwe_prog_get(g_dev);
 	struct ibv_wc wc;
 	struct cpair p;
@@ -746,9 +712,7 @@ static void test_placed_without_calls(void)
 static void test_shared_cq(void)
 {
 	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
-	struct prog_stall st = { .task.fn = prog_stall_fn,
-				 .mx = PTHREAD_MUTEX_INITIALIZER,
-				 .cv = PTHREAD_COND_INITIALIZER };
+	struct prog_stall st = PROG_STALL_INIT;
 	struct iwe_prog *prog = iwe_prog_get(g_dev);
 	struct cpair p[2];
 	struct ibv_wc wc[2];
@@ -846,9 +810,7 @@ static int open_fds(void)
 static void test_many_on_cq(void)
 {
 	struct iwe_cq *cq = iwe_create_cq(g_dev, 256, NULL, NULL);
-	struct prog_stall st = { .task.fn = prog_stall_fn,
-				 .mx = PTHREAD_MUTEX_INITIALIZER,
-				 .cv = PTHREAD_COND_INITIALIZER };
+	struct prog_stall st = PROG_STALL_INIT;
 	struct iwe_prog *prog = iwe_prog_get(g_dev);
 	struct cpair p[MANY_QPS];
 	struct ibv_wc wc;

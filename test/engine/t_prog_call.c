@@ -108,26 +108,6 @@ static void test_input_dispatched(void)
 	iwe_prog_call(g_prog, watch_del, NULL);
 }
 
-/* Holds the progress thread in a task until released. */
-struct stall {
-	struct iwe_prog_task task;
-	pthread_mutex_t mx;
-	pthread_cond_t cv;
-	int held, release;
-};
-
-static void stall_fn(struct iwe_prog_task *t)
-{
-	struct stall *s = IWE_CONTAINER_OF(t, struct stall, task);
-
-	pthread_mutex_lock(&s->mx);
-	s->held = 1;
-	pthread_cond_broadcast(&s->cv);
-	while (!s->release)
-		pthread_cond_wait(&s->cv, &s->mx);
-	pthread_mutex_unlock(&s->mx);
-}
-
 struct later_call {
 	pthread_t t;
 	int done;
@@ -145,9 +125,7 @@ static void *later_call_main(void *arg)
 /* An idle loop is borrowed; a busy one runs the call itself. */
 static void test_calls(void)
 {
-	struct stall st = { .task.fn = stall_fn,
-			    .mx = PTHREAD_MUTEX_INITIALIZER,
-			    .cv = PTHREAD_COND_INITIALIZER };
+	struct prog_stall st = PROG_STALL_INIT;
 	struct later_call l = { 0 };
 	int runs;
 
@@ -158,17 +136,11 @@ static void test_calls(void)
 	      pthread_equal(g_ran_on, pthread_self()),
 	      "a call while the loop is idle runs on the caller's thread");
 	iwe_prog_post(g_prog, &st.task);
-	pthread_mutex_lock(&st.mx);
-	while (!st.held)
-		pthread_cond_wait(&st.cv, &st.mx);
-	pthread_mutex_unlock(&st.mx);
+	prog_stall_set(&st, 1);
 	pthread_create(&l.t, NULL, later_call_main, &l);
 	usleep(20000);
 	CHECK(!l.done, "a call while the loop is busy waits for it");
-	pthread_mutex_lock(&st.mx);
-	st.release = 1;
-	pthread_cond_broadcast(&st.cv);
-	pthread_mutex_unlock(&st.mx);
+	prog_stall_set(&st, 0);
 	pthread_join(l.t, NULL);
 	CHECK(l.done && pthread_equal(g_ran_on, g_thread),
 	      "... and then runs on the progress thread");
