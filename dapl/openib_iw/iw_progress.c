@@ -709,6 +709,14 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		ms = sleep_ms(p, deadline);
 		pthread_mutex_unlock(&p->run);
 		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, ms);
+		/* Out of the epoll before dispatching: the events posted
+		 * meanwhile -- most often to the EVD this consumer waits on
+		 * -- would wake the progress thread there, only to wait for
+		 * this sleeper to leave (a wake-up, a lock hand-over and a
+		 * kick of each thread per event: 3-4 system calls and
+		 * context switches in each step of a connection's setup). */
+		while (added-- > 0)
+			epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
 		pthread_mutex_lock(&p->run);
 		prog_borrowed = p;
 		if (n > 0)
