@@ -699,9 +699,7 @@ int main(int argc, char **argv)
 	end_bound_us = test_ia_is_udp(S.ia) ? END_BOUND_UDP_US : END_BOUND_US;
 	printf("# %s: the end event is due within %u ms of a kill\n",
 	       test_ia_name(), end_bound_us / 1000);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	snprintf(qual_arg, sizeof(qual_arg), "%llu", (unsigned long long)qual);
 	for (int r = 1; r <= rounds; r++) {
 		printf("# round %d of %d\n", r, rounds);

@@ -319,9 +319,7 @@ int main(int argc, char **argv)
 	fds0 = fd_count();
 	side_open(&S);
 	side_open(&C);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	CHECK(establish(), "a connection between two IAs of this process");
 	test_fork_exit_now();
 	test_fork_exit_handlers();

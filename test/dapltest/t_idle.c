@@ -120,20 +120,14 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	side_open(&S);
 	side_open(&C);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	S.ep = side_ep(&S);
 	C.ep = side_ep(&C);
 	side_connect(&S, &C, qual, "idle");
 	test_rounds_after_quiet();
 	test_receives_across_quiet();
 	test_suppressed_across_quiet();
-	dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG);
-	side_wait(C.conn, TSIDE_WAIT_US);
-	side_wait(S.conn, TSIDE_WAIT_US);
-	dat_ep_free(C.ep);
-	dat_ep_free(S.ep);
+	side_disconnect_free(&S, &C);
 	dat_psp_free(psp);
 	side_close(&C);
 	side_close(&S);

@@ -851,9 +851,7 @@ int main(int argc, char **argv)
 	nofile_lower(&soft_before);
 	side_open(&S);
 	test_nofile_raised(soft_before);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	snprintf(qual_arg, sizeof(qual_arg), "%llu", (unsigned long long)qual);
 	CHECK(service_works(), "a client connects to the PSP");
 	test_max_eps();

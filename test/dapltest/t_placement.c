@@ -19,7 +19,6 @@
 
 #define SLEEP_MS 1000
 #define BOUND_MS (SLEEP_MS / 4)
-#define WAIT_US 5000000
 
 static const struct write_case {
 	size_t off, len;
@@ -69,16 +68,6 @@ static void connect_pair(void)
 	S.ep = side_ep(&S);
 	C.ep = side_ep(&C);
 	side_connect(&S, &C, qual, "placement");
-}
-
-static void free_pair(void)
-{
-	dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG);
-	side_wait(C.conn, WAIT_US);
-	side_wait(S.conn, WAIT_US);
-	dat_ep_free(C.ep);
-	dat_ep_free(S.ep);
-	C.ep = S.ep = DAT_HANDLE_NULL;
 }
 
 static void run_case(const char *crc)
@@ -135,7 +124,7 @@ static void run_case(const char *crc)
 	for (size_t i = 0; i < NWRITES; i++)
 		done &= side_dto_ok(C.req, i, writes[i].len);
 	CHECK(done, "CRC %s: both Writes completed at the sender", crc);
-	free_pair();
+	side_disconnect_free(&S, &C);
 	unsetenv("IWDAPL_CRC");
 }
 
@@ -144,9 +133,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	side_open(&S);
 	side_open(&C);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	run_case("0");
 	run_case("1");
 	dat_psp_free(psp);

@@ -263,9 +263,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	side_open(&S);
 	side_open(&C);
-	if (dat_psp_create_any(S.ia, &qual, S.cr, DAT_PSP_CONSUMER_FLAG,
-			       &psp) != DAT_SUCCESS)
-		BAIL("dat_psp_create_any");
+	psp = side_psp(&S, &qual);
 	test_late(0);
 	test_late(1);
 	test_terminate(0);

@@ -106,6 +106,18 @@ static inline DAT_EVENT side_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT us)
 	return ev;
 }
 
+/* A PSP of s on a free qualifier (*qual), its requests to s->cr; BAIL
+ * on failure. */
+static inline DAT_PSP_HANDLE side_psp(struct side *s, DAT_CONN_QUAL *qual)
+{
+	DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+
+	if (dat_psp_create_any(s->ia, qual, s->cr, DAT_PSP_CONSUMER_FLAG,
+			       &psp) != DAT_SUCCESS)
+		BAIL("dat_psp_create_any");
+	return psp;
+}
+
 /* cli's EP connected to srv's (both made already) through srv's PSP on
  * qual, whose requests go to srv->cr; BAIL naming tag on any failure. */
 static inline void side_connect(struct side *srv, struct side *cli,
@@ -130,6 +142,18 @@ static inline void side_connect(struct side *srv, struct side *cli,
 	    side_wait(srv->conn, TSIDE_WAIT_US).event_number !=
 	    DAT_CONNECTION_EVENT_ESTABLISHED)
 		BAIL("%s: not established", tag);
+}
+
+/* The connection of side_connect ended (abruptly, by cli) and both EPs
+ * freed. */
+static inline void side_disconnect_free(struct side *srv, struct side *cli)
+{
+	dat_ep_disconnect(cli->ep, DAT_CLOSE_ABRUPT_FLAG);
+	side_wait(cli->conn, TSIDE_WAIT_US);
+	side_wait(srv->conn, TSIDE_WAIT_US);
+	dat_ep_free(cli->ep);
+	dat_ep_free(srv->ep);
+	cli->ep = srv->ep = DAT_HANDLE_NULL;
 }
 
 /* Segments of a side's buffer: local (its LMR) and remote (its RMR). */
