@@ -33,9 +33,10 @@ static void deliver_events(struct iwe_qp_priv *q, unsigned ev)
 		iwe_srq_report_limit(q->srq);
 	if ((ev & IWE_QP_EV_LAST_WQE) && q->handler)
 		q->handler(&e);
-	e.type = IWE_EVENT_QP_IDLE;
-	if ((ev & IWE_QP_EV_IDLE) && q->handler)
+	if ((ev & IWE_QP_EV_IDLE) && q->handler) {
+		e.type = IWE_EVENT_QP_IDLE;
 		q->handler(&e);
+	}
 }
 
 void iwe_qp_release(struct iwe_qp_priv *q, int keep_events)
