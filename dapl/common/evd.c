@@ -354,9 +354,11 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
  * thread (iwe_cq_drive: what a poll does), for up to
  * IWDAPL_WAIT_SPIN_US microseconds (default 100; 0: never), yielding its
  * CPU between looks: an answer that comes within the spin costs no
- * sleep and no wake-up.  It stops early when a connection of the EVD
- * waits for room in its socket: what completes next waits for the peer
- * to read, and the spin would only take the CPU the peer needs. */
+ * sleep and no wake-up, of this thread nor of the progress thread (the
+ * connection spun on leaves its input to the spin: iwe_cq_spin).  It
+ * stops early when a connection of the EVD waits for room in its
+ * socket: what completes next waits for the peer to read, and the spin
+ * would only take the CPU the peer needs. */
 #define WAIT_SPIN_DEFAULT_US 100
 
 static uint32_t spin_max_us(void)
@@ -404,6 +406,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	}
 	dapl_unlock(&evd->lock);
 	end = mono_us() + max;
+	iwe_cq_spin(evd->cq, 1);
 	do {
 		int blocked = iwe_cq_drive(evd->cq);
 
@@ -416,6 +419,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 		sched_yield();	/* the peer, or our progress thread, may
 				 * need this CPU */
 	} while (mono_us() < end);
+	iwe_cq_spin(evd->cq, 0);
 	dapl_lock(&evd->lock);
 	return got && dapl_evd_count_locked(evd) >= threshold;
 }

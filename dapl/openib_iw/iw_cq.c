@@ -325,6 +325,12 @@ int iwe_cq_drive(struct iwe_cq *cq)
 	return cq ? iwe_cq_hooks_poll(iwe_cq_priv(cq)) : 0;
 }
 
+void iwe_cq_spin(struct iwe_cq *cq, int on)
+{
+	if (cq)
+		iwe_cq_hooks_spin(iwe_cq_priv(cq), on);
+}
+
 /* Copy the queued completions, oldest first, into a new ring. */
 static void ring_copy(const struct iwe_cq_priv *q, struct ibv_wc *dst)
 {

@@ -227,6 +227,8 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	}
 	if (q->hot == h)
 		q->hot = NULL;
+	if (q->spun == h)
+		q->spun = NULL;
 	/* A table a quarter full gives half back: a CQ that served 10,000
 	 * connections keeps no 128 KiB for them. */
 	if (q->hooks_cap > 64 && q->nhooks < q->hooks_cap / 4) {
@@ -327,6 +329,28 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 		pthread_mutex_unlock(&q->hooks_lock);
 	}
 	return atomic_load(&q->tx_blocked) != 0;
+}
+
+/* The connection a spinning consumer waits on: the hook that completed
+ * last, or the CQ's only one.  One at most: a CQ of many connections
+ * tells none (a spin would not read all their input). */
+void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on)
+{
+	struct iwe_cq_hook *h;
+
+	pthread_mutex_lock(&q->hooks_lock);
+	if (on && !q->spun) {
+		h = q->hot ? q->hot : q->nhooks == 1 ? q->hooks[0] : NULL;
+		if (h && h->spin) {
+			q->spun = h;
+			h->spin(h, 1);
+		}
+	} else if (!on && q->spun) {
+		h = q->spun;
+		q->spun = NULL;
+		h->spin(h, 0);
+	}
+	pthread_mutex_unlock(&q->hooks_lock);
 }
 
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q)

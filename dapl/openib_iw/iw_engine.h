@@ -214,6 +214,10 @@ int iwe_cq_count(const struct iwe_cq *cq);
  * room in its socket: what completes next waits for the peer, and a
  * spinning waiter would only take CPU time the transfer needs. */
 int iwe_cq_drive(struct iwe_cq *cq);
+/* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
+ * on cq: while it spins, the progress thread is not woken for input of
+ * the connection it spins on, which the spin reads itself. */
+void iwe_cq_spin(struct iwe_cq *cq, int on);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

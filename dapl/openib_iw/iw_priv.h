@@ -328,6 +328,7 @@ struct iwe_cq_priv {
 	uint32_t hook_next;		/* where the next poll starts */
 	struct iwe_cq_hook *hot;	/* the last hook that completed */
 	uint32_t hot_run;		/* polls in a row it answered */
+	struct iwe_cq_hook *spun;	/* told of a spinning consumer */
 	/* Past a few hooks, an epoll of their sockets says which to look
 	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
 	 * and each hook's fd and readable, and the want lists. */
@@ -361,6 +362,9 @@ void iwe_cq_put(struct iwe_cq *cq);
 struct iwe_cq_hook {
 	void (*poll)(struct iwe_cq_hook *h);
 	void (*arm)(struct iwe_cq_hook *h);
+	/* A consumer spins on the CQ for this hook's QP (on 1) or stopped
+	 * (on 0); hooks_lock held. */
+	void (*spin)(struct iwe_cq_hook *h, int on);
 	/* The CQ's, under its watch_lock: */
 	int attached;			/* between add and del */
 	int fd;				/* the QP's socket, or -1 */
@@ -370,8 +374,8 @@ struct iwe_cq_hook {
 	struct iwe_cq_hook *next_poll, *next_arm;
 	uint32_t idx;			/* in the CQ's table (hooks_lock) */
 };
-#define IWE_CQ_HOOK_INIT(p, a) \
-	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .fd = -1 })
+#define IWE_CQ_HOOK_INIT(p, a, s) \
+	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .spin = (s), .fd = -1 })
 enum { IWE_CQ_WANT_POLL = 1, IWE_CQ_WANT_ARM = 2 };
 /* Add / remove a hook; removing waits for a poller running it. */
 void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
@@ -390,6 +394,7 @@ void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 /* iw_cq.c's side: an empty poll, an arm, a destroy. */
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
+void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
 void iwe_cq_hooks_init(struct iwe_cq_priv *q);
 void iwe_cq_hooks_fini(struct iwe_cq_priv *q);
 

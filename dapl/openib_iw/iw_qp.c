@@ -83,6 +83,15 @@ static uint32_t watch_interest(struct iwe_qp_priv *q)
 	return ev;
 }
 
+/* The progress thread's share: a consumer spinning on the QP's CQ reads
+ * the input itself (its spin drives the QP), so the thread is not woken
+ * for it meanwhile; the spin's end gives it back (re-arming the watch
+ * reports input that came since). */
+static uint32_t thread_interest(struct iwe_qp_priv *q, uint32_t ev)
+{
+	return q->spinners ? ev & ~(uint32_t)EPOLLIN : ev;
+}
+
 /* Tell the CQs what a consumer's poll of them should look at (fd -1:
  * nothing, the socket is about to go).  A failed QP has nothing for a
  * poll; one whose stream waits for a receive reads nothing meanwhile. */
@@ -118,7 +127,7 @@ static void update_watch(struct iwe_qp_priv *q)
 	if (!q->prog || q->watch.fd < 0)
 		return;
 	ev = watch_interest(q);
-	if (iwe_prog_watch_mod(q->prog, &q->watch, ev))
+	if (iwe_prog_watch_mod(q->prog, &q->watch, thread_interest(q, ev)))
 		abort();	/* EPOLL_CTL_MOD on a live fd: ENOMEM only */
 	update_hooks(q, q->watch.fd, ev);
 }
@@ -390,6 +399,26 @@ static void recv_poll_hook(struct iwe_cq_hook *h)
 	poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
 }
 
+/* A consumer spins on a CQ of this QP (iwe_cq_spin): the progress
+ * thread's watch leaves the input to it until it stops. */
+static void spin_hook(struct iwe_qp_priv *q, int on)
+{
+	iwe_qp_lock(q);
+	q->spinners += on ? 1 : -1;
+	update_watch(q);
+	iwe_qp_release(q, 1);
+}
+
+static void send_spin_hook(struct iwe_cq_hook *h, int on)
+{
+	spin_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook), on);
+}
+
+static void recv_spin_hook(struct iwe_cq_hook *h, int on)
+{
+	spin_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook), on);
+}
+
 static void send_arm_hook(struct iwe_cq_hook *h)
 {
 	arm_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
@@ -511,8 +540,10 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 	q->rnr_timer.cb = rnr_timer_cb;
 	q->srq_waiter.resume = rnr_srq_resume;
 	iwe_qp_idle_init(q);
-	q->send_hook = IWE_CQ_HOOK_INIT(send_poll_hook, send_arm_hook);
-	q->recv_hook = IWE_CQ_HOOK_INIT(recv_poll_hook, recv_arm_hook);
+	q->send_hook = IWE_CQ_HOOK_INIT(send_poll_hook, send_arm_hook,
+					 send_spin_hook);
+	q->recv_hook = IWE_CQ_HOOK_INIT(recv_poll_hook, recv_arm_hook,
+					 recv_spin_hook);
 	q->hook_fd = -1;
 	q->state = IWE_QPS_RESET;
 	iwe_lock_init(&q->lock);

@@ -329,6 +329,7 @@ struct iwe_qp_priv {
 	 * were last told (under the QP lock). */
 	struct iwe_cq_hook send_hook, recv_hook;
 	int hook_fd, hook_readable, hook_blocked;
+	int spinners;			/* consumers spinning on its CQs */
 	/* The idle give-back (iw_qp_idle.c), under the QP lock. */
 	int idle_watched;		/* its timer is armed or about to be */
 	uint64_t idle_seen;		/* activity at the last look */

@@ -9,6 +9,9 @@
  * data must be whole well before the consumer wakes (a quarter of the
  * second: the engine once left a poller's input to its polls for up to
  * 8 ms, and a spin of its progress thread held 64 KiB Writes 2 ms each).
+ * Then the same after a consumer that waited: blocking waits that spin
+ * (the progress thread leaves a spinner's input to it), sleep and time
+ * out, before it calls nothing -- the thread must have the input back.
  * CRC off and on; over tcp here, over udp in dapltest_progs_udp.sh. */
 #define TSIDE_BUF_SIZE (4u << 20)
 #include "tside.h"
@@ -70,21 +73,40 @@ static void connect_pair(void)
 	side_connect(&S, &C, qual, "placement");
 }
 
-static void run_case(const char *crc)
+/* What S's consumer did before it went quiet. */
+enum before { POLLED, WAITED };
+
+static void be_consumer(enum before how)
 {
 	DAT_EVENT ev;
+	DAT_COUNT n;
+	long end;
+
+	if (how == WAITED) {
+		/* Each wait spins, then sleeps, then times out. */
+		for (int i = 0; i < 5; i++) {
+			dat_evd_wait(S.rcv, 2000, 1, &ev, &n);
+			dat_evd_wait(S.req, 2000, 1, &ev, &n);
+		}
+		return;
+	}
+	for (end = mono_ms() + 20; mono_ms() < end;) {
+		dat_evd_dequeue(S.rcv, &ev);
+		dat_evd_dequeue(S.req, &ev);
+	}
+}
+
+static void run_case(const char *crc, enum before how)
+{
+	const char *what = how == WAITED ? "waited" : "polled";
 	pthread_t th;
-	long t0, end;
+	long t0;
 	int posted = 1, done = 1;
 
 	setenv("IWDAPL_CRC", crc, 1);
 	memset(S.buf, 0, TSIDE_BUF_SIZE);
 	connect_pair();
-	/* A consumer that polled: its EVDs, then nothing. */
-	for (end = mono_ms() + 20; mono_ms() < end;) {
-		dat_evd_dequeue(S.rcv, &ev);
-		dat_evd_dequeue(S.req, &ev);
-	}
+	be_consumer(how);
 	for (size_t i = 0; i < NWRITES; i++) {
 		side_fill(C.buf + writes[i].off, writes[i].len,
 			  (unsigned)(i + 3));
@@ -109,21 +131,23 @@ static void run_case(const char *crc)
 	usleep(SLEEP_MS * 1000);
 	atomic_store(&watch_stop, 1);
 	pthread_join(th, NULL);
-	CHECK(posted, "CRC %s: a 64 KiB and a 1 MiB RDMA Write posted", crc);
+	CHECK(posted, "CRC %s, %s: a 64 KiB and a 1 MiB RDMA Write posted",
+	      crc, what);
 	for (size_t i = 0; i < NWRITES; i++) {
 		long at = atomic_load(&landed_ms[i]);
 		int whole = side_same(S.buf + writes[i].off,
 				      writes[i].len - 1, (unsigned)(i + 3));
 
 		CHECK(at && at - t0 < BOUND_MS && whole,
-		      "CRC %s: the %zu KiB Write was in the sleeping "
+		      "CRC %s, %s: the %zu KiB Write was in the sleeping "
 		      "receiver's memory, whole, %ld ms after the post (the "
-		      "consumer slept %d ms)", crc, writes[i].len >> 10,
+		      "consumer slept %d ms)", crc, what, writes[i].len >> 10,
 		      at ? at - t0 : -1, SLEEP_MS);
 	}
 	for (size_t i = 0; i < NWRITES; i++)
 		done &= side_dto_ok(C.req, i, writes[i].len);
-	CHECK(done, "CRC %s: both Writes completed at the sender", crc);
+	CHECK(done, "CRC %s, %s: both Writes completed at the sender", crc,
+	      what);
 	side_disconnect_free(&S, &C);
 	unsetenv("IWDAPL_CRC");
 }
@@ -134,8 +158,10 @@ int main(void)
 	side_open(&S);
 	side_open(&C);
 	psp = side_psp(&S, &qual);
-	run_case("0");
-	run_case("1");
+	run_case("0", POLLED);
+	run_case("1", POLLED);
+	run_case("0", WAITED);
+	run_case("1", WAITED);
 	dat_psp_free(psp);
 	side_close(&C);
 	side_close(&S);
