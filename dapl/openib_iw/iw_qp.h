@@ -310,6 +310,7 @@ struct iwe_qp_priv {
 	uint64_t tx_deferred_bytes;	/* their payload */
 	uint64_t tx_last_ns;		/* the last post's time */
 	int tx_last_small;		/* ... and it was a small one */
+	uint32_t tx_burst;		/* posts in a row close together */
 	struct iwe_prog_task defer_task;
 	atomic_int rx_hup;		/* the peer closed (or the socket
 					 * failed): read up to the end */
