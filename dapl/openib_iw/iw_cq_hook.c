@@ -271,7 +271,7 @@ static void poll_each(struct iwe_cq_priv *q)
 	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
 		uint32_t i = (q->hook_next + k) % n;
 
-		q->hooks[i]->poll(q->hooks[i]);
+		q->read_input |= q->hooks[i]->poll(q->hooks[i]);
 		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
 			q->hook_next = (i + 1) % n;
 			break;
@@ -283,7 +283,7 @@ static void poll_each(struct iwe_cq_priv *q)
  * is then the hot hook. */
 static int look(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 {
-	h->poll(h);
+	q->read_input |= h->poll(h);
 	if (!__atomic_load_n(&q->count, __ATOMIC_RELAXED))
 		return 0;
 	q->hot = h;
@@ -317,18 +317,25 @@ static void poll_ready(struct iwe_cq_priv *q)
 		(void)look(q, ev[i].data.ptr);
 }
 
-/* One poller at a time; the others just look at the ring.  1 when
- * spinning is futile. */
+/* One poller at a time; the others just look at the ring.  What
+ * iwe_cq_drive returns: IWE_CQ_DRIVE_* flags. */
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 {
+	int r = 0;
+
 	if (!pthread_mutex_trylock(&q->hooks_lock)) {
+		q->read_input = 0;
 		if (q->pollfd >= 0)
 			poll_ready(q);
 		else
 			poll_each(q);
+		if (q->read_input)
+			r |= IWE_CQ_DRIVE_READ;
 		pthread_mutex_unlock(&q->hooks_lock);
 	}
-	return atomic_load(&q->tx_blocked) != 0;
+	if (atomic_load(&q->tx_blocked))
+		r |= IWE_CQ_DRIVE_BLOCKED;
+	return r;
 }
 
 /* The connection a spinning consumer waits on: the hook that completed

@@ -210,9 +210,12 @@ int iwe_cq_overflowed(const struct iwe_cq *cq);
 int iwe_cq_count(const struct iwe_cq *cq);
 /* Drive the QPs completing into cq from the calling thread (what
  * iwe_poll_cq does on an empty CQ): read what their sockets have, send
- * what is queued.  Nonzero when one of those QPs has data waiting for
- * room in its socket: what completes next waits for the peer, and a
- * spinning waiter would only take CPU time the transfer needs. */
+ * what is queued.  Returns IWE_CQ_DRIVE_READ when it read input (a
+ * message may be arriving), IWE_CQ_DRIVE_BLOCKED when one of those QPs
+ * has data waiting for room in its socket: what completes next waits
+ * for the peer, and a spinning waiter would only take CPU time the
+ * transfer needs. */
+enum { IWE_CQ_DRIVE_BLOCKED = 1, IWE_CQ_DRIVE_READ = 2 };
 int iwe_cq_drive(struct iwe_cq *cq);
 /* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
  * on cq: while it spins, the progress thread is not woken for input of

@@ -329,6 +329,7 @@ struct iwe_cq_priv {
 	struct iwe_cq_hook *hot;	/* the last hook that completed */
 	uint32_t hot_run;		/* polls in a row it answered */
 	struct iwe_cq_hook *spun;	/* told of a spinning consumer */
+	int read_input;			/* a hook's poll read some */
 	/* Past a few hooks, an epoll of their sockets says which to look
 	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
 	 * and each hook's fd and readable, and the want lists. */
@@ -360,7 +361,7 @@ void iwe_cq_put(struct iwe_cq *cq);
  * look -- a burst of posts, an acknowledgement -- goes now).  The CQ
  * knows no QP. */
 struct iwe_cq_hook {
-	void (*poll)(struct iwe_cq_hook *h);
+	int (*poll)(struct iwe_cq_hook *h);	/* 1: it read input */
 	void (*arm)(struct iwe_cq_hook *h);
 	/* A consumer spins on the CQ for this hook's QP (on 1) or stopped
 	 * (on 0); hooks_lock held. */
