@@ -383,8 +383,10 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* evd->lock held; dropped while spinning.  1 when enough events came. */
-static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
+/* evd->lock held; dropped while spinning, until until_us at the latest
+ * (the wait's deadline; 0: none).  1 when enough events came. */
+static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
+		       uint64_t until_us)
 {
 	uint32_t max = spin_max_us();
 	uint64_t end, now, last;
@@ -399,6 +401,8 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 		struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 
 		end = mono_us() + max;
+		if (until_us && until_us < end)
+			end = until_us;
 		do {
 			dapl_unlock(&evd->lock);
 			if (dev)
@@ -412,8 +416,10 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
 	}
 	dapl_unlock(&evd->lock);
 	now = mono_us();
-	end = now + max;
 	last = now + (uint64_t)max * SPIN_FLOWING_TIMES;
+	if (until_us && until_us < last)
+		last = until_us;
+	end = now + max < last ? now + max : last;
 	iwe_cq_spin(evd->cq, 1);
 	do {
 		int r = iwe_cq_drive(evd->cq);
@@ -444,7 +450,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold)
  * missed by the channel.  A wait with timeout 0 does not arm: it will
  * not sleep. */
 static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
-			int may_spin, int may_sleep)
+			int may_spin, int may_sleep, uint64_t until_us)
 {
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (dapl_evd_count_locked(evd) >= threshold)
@@ -455,7 +461,7 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		if (dapl_evd_count_locked(evd) >= threshold)
 			return 1;
 	}
-	if (may_spin && spin_locked(evd, threshold))
+	if (may_spin && spin_locked(evd, threshold, until_us))
 		return 1;
 	if (!may_sleep || !evd->cq)
 		return 0;
@@ -503,6 +509,9 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 {
 	struct timespec deadline;
 	int bounded = dapl_deadline(timeout, &deadline), first = 1;
+	/* The spin ends by the deadline too (mono_us's clock). */
+	uint64_t until_us = bounded ? (uint64_t)deadline.tv_sec * 1000000u +
+				      (uint64_t)deadline.tv_nsec / 1000u : 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	for (;;) {
@@ -510,9 +519,10 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 			return DAT_ABORT;
 		if (!evd->waitable)
 			return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE;
-		/* Spin once per wait, and only when it may block. */
+		/* Spin at the start of a wait that may block (again while
+		 * input flows: ready_locked). */
 		if (ready_locked(evd, threshold, first && timeout != 0,
-				 timeout != 0))
+				 timeout != 0, until_us))
 			return DAT_SUCCESS;
 		first = 0;
 		if (!sleep_locked(evd, bounded, &deadline))
