@@ -704,6 +704,51 @@ static void test_placed_without_calls(void)
 	cpair_disconnect_close(&p, "no calls");
 }
 
+/* A consumer spinning on a CQ (iwe_cq_spin, as a blocking wait's spin
+ * does) reads its connection's input itself: meanwhile the progress
+ * thread leaves it in the socket, and a drive says when it read some.
+ * Once the spin ends the thread has the input back -- what came during
+ * the spin and was never driven too -- with nobody calling in. */
+static void test_spin_leaves_input(void)
+{
+	struct ibv_wc wc;
+	struct cpair p;
+	long end;
+	int r = 0, quiet;
+
+	cpair_open(&p);
+	CHECK(cpair_std_connect(&p, 31181, "spin"), "spin: connected");
+	iwe_cq_spin(p.b.rcq, 1);
+	fill(p.a.buf, 4096, 31181);
+	CHECK(post_send1(&p.a, 61, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0,
+	      "spin: a Send posted while the receiver spins");
+	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
+	     iwe_cq_count(p.b.rcq) < 1;)
+		r |= iwe_cq_drive(p.b.rcq);
+	quiet = iwe_cq_drive(p.b.rcq);
+	CHECK(iwe_poll_cq(p.b.rcq, 1, &wc) == 1 && wc.wr_id == 1 &&
+	      wc.byte_len == 64 && !memcmp(p.b.buf, p.a.buf, 64) &&
+	      (r & IWE_CQ_DRIVE_READ) &&
+	      !(quiet & IWE_CQ_DRIVE_READ),
+	      "spin: the spinner's drive read the Send (and said so), a drive "
+	      "with nothing to read did not");
+	CHECK(post_send1(&p.a, 62, IBV_WR_SEND, 64, 64, 0, 0, 0) == 0,
+	      "spin: a second Send posted, nobody driving");
+	sleep_ms(100);
+	CHECK(iwe_cq_count(p.b.rcq) == 0,
+	      "spin: the progress thread left it to the spinner");
+	iwe_cq_spin(p.b.rcq, 0);
+	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
+	     iwe_cq_count(p.b.rcq) < 1;)
+		sleep_ms(1);
+	CHECK(iwe_cq_count(p.b.rcq) == 1 &&
+	      iwe_poll_cq(p.b.rcq, 1, &wc) == 1 && wc.wr_id == 2 &&
+	      wc.byte_len == 64 && !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
+	      "spin: once the spin ended the progress thread completed the "
+	      "Send that came during it, with nobody calling in");
+	cpair_disconnect_close(&p, "spin");
+}
+
 /* Each poll of an empty CQ drives each QP feeding it once: one recv per
  * QP (with a hook per queue, a QP on one CQ for both was driven twice,
  * and the second drive's recv stood between an arrival and its
@@ -1350,6 +1395,7 @@ int main(void)
 	test_bulk_not_held();
 	test_poll_reads_bulk();
 	test_placed_without_calls();
+	test_spin_leaves_input();
 	test_shared_cq();
 	test_many_on_cq();
 	test_write_pingpong();
