@@ -14,7 +14,7 @@
  *             other side's: one thread per direction, each direction on a
  *             connection of its own (the client opens two), so each is a
  *             plain stream; MB/s and iters count both directions;
- * all with TCP_NODELAY.  Blocking by default: send()/recv() sleep in the
+ * all with TCP_NODELAY and the provider's congestion control.  Blocking by default: send()/recv() sleep in the
  * kernel, as dat_evd_wait does.  With -p both sides busy-poll instead
  * (MSG_DONTWAIT in a loop), as a consumer spinning on dat_evd_dequeue does.
  * Data is the same pattern stream as iwdtest's (test/dtest/pattern.h),
@@ -176,11 +176,20 @@ static long both_ways(int send_fd, int recv_fd, const struct hdr *h, uint64_t re
 	return t.rc ? -1 : errs;
 }
 
-static void no_delay(int fd)
+/* TCP_NODELAY, and the congestion control the provider's sockets run
+ * (IWDAPL_TCP_CONGESTION, default cubic, else reno; "system" leaves the
+ * system's): both sides of a comparison at the same one. */
+static void tune_socket(int fd)
 {
+	const char *cc = getenv("IWDAPL_TCP_CONGESTION");
 	int one = 1;
 
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+	if (!cc || !*cc)
+		cc = "cubic";
+	if (strcmp(cc, "system") &&
+	    setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)))
+		setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
 }
 
 /* Connection 0 carries the tests and the client's data, 1 the server's
@@ -192,8 +201,8 @@ static int server(int lfd)
 
 	if (fd[0] < 0 || fd[1] < 0)
 		return 1;
-	no_delay(fd[0]);
-	no_delay(fd[1]);
+	tune_socket(fd[0]);
+	tune_socket(fd[1]);
 	while (!io_all(fd[0], &h, sizeof h, 0) && h.mode != T_QUIT) {
 		int64_t errs;
 
@@ -322,7 +331,7 @@ static int dial(const struct sockaddr_in *sin)
 			close(fd);
 		return -1;
 	}
-	no_delay(fd);
+	tune_socket(fd);
 	return fd;
 }
 

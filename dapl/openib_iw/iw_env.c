@@ -130,6 +130,13 @@ int iw_env_choice(const char *name, const char *const *names, int n,
 	return def;
 }
 
+const char *iw_env_str(const char *name, const char *def)
+{
+	const char *s = value_of(name);
+
+	return s ? s : def;
+}
+
 long iw_env_peer_timeout_ms(void)
 {
 	return iw_env_long("IWDAPL_PEER_TIMEOUT_MS", IW_PEER_TIMEOUT_MS, 0,

@@ -23,6 +23,9 @@ int iw_env_bool(const char *name, int def);
 int iw_env_choice(const char *name, const char *const *names, int n,
 		  int def);
 
+/* The value as it is, or def when unset or empty. */
+const char *iw_env_str(const char *name, const char *def);
+
 /* IWDAPL_PEER_TIMEOUT_MS (read at each connection): how long a
  * connection's peer may say nothing before the connection is broken
  * (TRP's idle timeout; TCP's keepalive and user timeout), 0: never. */

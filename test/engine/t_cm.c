@@ -580,6 +580,57 @@ static void test_peer_timeout(void)
 	peer_timeout_case("40000", 31198, 40000, 10);
 }
 
+/* Our TCP sockets run cubic (IWDAPL_TCP_CONGESTION), not the system's
+ * pacing BBR, whose 64 KiB pieces of a large message each woke the
+ * receiver's progress thread; a name this process may not use gives
+ * reno; "system" leaves the system's. */
+static int congestion_is(struct iwe_qp *qp, const char *want)
+{
+	char cc[32] = "";
+	socklen_t l = sizeof(cc) - 1;
+
+	return !getsockopt(iwe_qp_priv(qp)->fd, IPPROTO_TCP, TCP_CONGESTION,
+			   cc, &l) && !strcmp(cc, want);
+}
+
+static void congestion_case(const char *env, uint16_t port, const char *want)
+{
+	struct cpair p;
+
+	if (env)
+		setenv("IWDAPL_TCP_CONGESTION", env, 1);
+	cpair_open(&p);
+	CHECK(cpair_std_connect(&p, port, "congestion"),
+	      "congestion %s: connected", env ? env : "default");
+	CHECK(congestion_is(p.a.qp, want) && congestion_is(p.b.qp, want),
+	      "IWDAPL_TCP_CONGESTION=%s: both sockets run %s",
+	      env ? env : "", want);
+	cpair_close(&p);
+	unsetenv("IWDAPL_TCP_CONGESTION");
+}
+
+static void test_congestion(void)
+{
+	char sys[32] = "";
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_congestion_control", "r");
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	/* cubic where this process may choose it, as the provider asks */
+	int cubic = fd >= 0 && !setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION,
+					   "cubic", 5);
+
+	if (fd >= 0)
+		close(fd);
+	if (f) {
+		if (fscanf(f, "%31s", sys) != 1)
+			sys[0] = 0;
+		fclose(f);
+	}
+	congestion_case(NULL, 31211, cubic ? "cubic" : "reno");
+	congestion_case("no-such-algorithm", 31212, "reno");
+	if (sys[0])
+		congestion_case("system", 31213, sys);
+}
+
 /* A 64 KiB Write, then right behind it a Write of second bytes: neither
  * is held back as part of a burst.  Posts close together are held only
  * while they are small: a bulk post goes from the posting thread at once
@@ -1392,6 +1443,7 @@ int main(void)
 	test_addrinuse();
 	test_abrupt();
 	test_peer_timeout();
+	test_congestion();
 	test_bulk_not_held();
 	test_poll_reads_bulk();
 	test_placed_without_calls();
