@@ -37,7 +37,7 @@
 #define TRP_DONE_GATES     8		/* held completion batches */
 #define TRP_QUIET_MS       500u		/* quiet time of our fatal Terminates */
 #define TRP_IDLE_PROBE_MS  1000u	/* an idle connection's pure ack */
-#define TRP_ACK_DELAY_US   50u		/* a pure ack held for an answer
+#define TRP_ACK_DELAY_US   1000u	/* a pure ack held for an answer
 					 * (IWDAPL_TRP_ACK_DELAY_US) */
 #define TRP_ACK_DELAY_MAX_US 5000u	/* well below TRP_RTO_MIN_US: a
 					 * held ack must not draw a

@@ -507,19 +507,26 @@ static int rx_batch_gro(struct trp *t, struct iwe_qp_priv *q, unsigned n,
 	return r;
 }
 
-/* Delayed ack (doc/trp.md, "Acknowledging"): the ack of a lone in-order
- * packet is held for ack_delay_ns at most, for the answer that carries
- * it -- no datagram for the ack alone, and no wake-up of the peer's
- * progress thread to read it.  Only where the progress thread read the
- * packet: its timer bounds the hold at no cost (it is on its thread).
+/* Delayed ack (doc/trp.md, "Acknowledging"): the ack of in-order
+ * packets that end a message (fewer than a quarter of the credits) is
+ * held for ack_delay_ns at most, for the answer that carries it -- no
+ * datagram for the ack alone, and no wake-up of the peer's progress
+ * thread to read it.  A pure ack costs the peer a wake-up of a user
+ * thread, not a softirq as TCP's does: a 64 KiB Write (two packets)
+ * acknowledged at once cost a ping-pong polling memory 75 us one way
+ * against 33 held, and a hold of 50 us, shorter than a consumer's answer
+ * on a busy 2-CPU machine often is, 49 us at 8 B against 10.  Only
+ * where the progress thread read the packet: its timer bounds the hold
+ * at no cost (it is on its thread).
  * A consumer thread that read it inside a call acknowledges at once:
  * its call returns before any answer, and a hold would outlive the call
  * or cost the progress thread a wake-up to time it.  Held only while
  * such packets get answers (ack_answered: one of ours went out within
  * the delay of the last one; a hold that runs out unanswered clears
  * it), so a receiver that does not answer is acknowledged at once.
- * Anything else -- a second packet, a hole, a duplicate, the F,
- * reopened credits, held data -- is acknowledged at once. */
+ * Anything else -- a hole, a duplicate, the F, reopened credits, held
+ * data, a quarter of the credits unacknowledged -- is acknowledged at
+ * once. */
 static int read_by_thread(const struct trp *t, const struct iwe_qp_priv *q)
 {
 	/* A QP without a socket watch is driven by its owner alone (tests,
@@ -566,7 +573,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 	if (mid_msg_hold(t, q, now))
 		return;
 	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
-	    t->rcv_unacked != 1 || t->rcv_dlv != t->rcv_nxt ||
+	    t->rcv_unacked >= t->rx_cap / 4 || t->rcv_dlv != t->rcv_nxt ||
 	    (!t->ack_hold_ns && !heard)) {
 		t->ack_hold_ns = 0;
 		return;

@@ -861,18 +861,55 @@ static void delayed_ack(void)
 	      "(%llu)", (unsigned long long)(acks_of(&p.a) - a0 +
 					     acks_of(&p.b) - b0));
 
-	/* Two Sends read in one round: acknowledged at once. */
+	/* Two Sends read in one round, each a whole message: held for the
+	 * answer as a lone one is (the end of a 64 KiB Write, two packets,
+	 * was acknowledged at once: a pure ack each way per message), and
+	 * the answer carries the ack of both. */
 	post_recv1(&p.b, 20, 0, 64);
 	post_recv1(&p.b, 21, 64, 64);
+	post_recv1(&p.a, 24, 0, 64);
 	post_send1(&p.a, 22, IBV_WR_SEND, 0, 8, 0, 0);
 	post_send1(&p.a, 23, IBV_WR_SEND, 0, 8, 0, 0);
 	iwe_qp_progress_rx(p.a.qp);
 	b0 = acks_of(&p.b);
 	iwe_qp_progress_rx(p.b.qp);
-	CHECK(iwe_cq_count(p.b.rcq) == 2 && acks_of(&p.b) == b0 + 1,
-	      "two packets read together are acknowledged at once");
+	ok = iwe_cq_count(p.b.rcq) == 2 && acks_of(&p.b) == b0;
+	post_send1(&p.b, 25, IBV_WR_SEND, 64, 8, 0, 0);
+	CHECK(ok && drive_until(&p.a, p.a.scq, 2) &&
+	      next_wc(p.a.scq, 22, IBV_WC_SUCCESS, NULL) &&
+	      next_wc(p.a.scq, 23, IBV_WC_SUCCESS, NULL) &&
+	      acks_of(&p.b) == b0,
+	      "two whole messages read together wait for the answer, which "
+	      "acknowledges both (%llu pure acks)",
+	      (unsigned long long)(acks_of(&p.b) - b0));
+	drive_until(&p.a, p.a.rcq, 1);
+	drain(p.a.rcq);
 	drain(p.b.rcq);
+	drain(p.b.scq);
 	drain(p.a.scq);
+
+	/* A quarter of the window read unacknowledged: acknowledged at
+	 * once, answer or not (the sender keeps three quarters). */
+	{
+		int quarter = (int)iwe_trp_window(dev) / 4;
+
+		for (i = 0; i < quarter; i++)
+			post_recv1(&p.b, 100 + (uint64_t)i,
+				   (uint64_t)i * 64, 64);
+		for (i = 0; i < quarter; i++)
+			post_send1(&p.a, 300 + (uint64_t)i, IBV_WR_SEND, 0, 8,
+				   0, 0);
+		iwe_qp_progress_rx(p.a.qp);
+		b0 = acks_of(&p.b);
+		iwe_qp_progress_rx(p.b.qp);	/* one read takes them all */
+		CHECK(iwe_cq_count(p.b.rcq) == quarter &&
+		      acks_of(&p.b) == b0 + 1 &&
+		      drive_until(&p.a, p.a.scq, quarter),
+		      "%d whole messages read in one round (a quarter of the "
+		      "window): acknowledged at once", quarter);
+		drain(p.b.rcq);
+		drain(p.a.scq);
+	}
 
 	/* A lone Send nobody answers: its ack goes after the delay. */
 	post_recv1(&p.b, 30, 0, 64);
