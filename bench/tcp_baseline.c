@@ -15,8 +15,9 @@
  *             connection of its own (the client opens two), so each is a
  *             plain stream; MB/s and iters count both directions;
  * all with TCP_NODELAY and the provider's congestion control.  Blocking
- * by default: send()/recv() sleep in the kernel, as dat_evd_wait does.  With -p both sides busy-poll instead
- * (MSG_DONTWAIT in a loop), as a consumer spinning on dat_evd_dequeue does.
+ * by default: send()/recv() sleep in the kernel, as dat_evd_wait does.
+ * With -p both sides busy-poll instead (MSG_DONTWAIT in a loop), as a
+ * consumer spinning on dat_evd_dequeue does.
  * Data is the same pattern stream as iwdtest's (test/dtest/pattern.h),
  * checked on receipt: every message by default, only the last one with
  * --no-verify, exactly as iwdtest does.
