@@ -534,6 +534,15 @@ static int read_by_thread(const struct trp *t, const struct iwe_qp_priv *q)
 	return !q->prog || iwe_prog_on_thread(t->prog);
 }
 
+/* What both holds ask: the delay is on, an ack is owed and not urgent,
+ * everything read was delivered in order, and less than a quarter of
+ * the credits is unacknowledged (the sender keeps three quarters). */
+static int ack_may_wait(const struct trp *t)
+{
+	return t->ack_delay_ns && t->ack_due && !t->ack_urgent &&
+	       t->rcv_dlv == t->rcv_nxt && t->rcv_unacked < t->rx_cap / 4;
+}
+
 /* A stream whose last packet read is in the middle of a message: its
  * next packets are on their way, and their read will ack it all.  One
  * pure ack per read woke the sender's progress thread about every 90
@@ -544,9 +553,7 @@ static int read_by_thread(const struct trp *t, const struct iwe_qp_priv *q)
  * holds. */
 static int mid_msg_hold(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 {
-	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
-	    !t->rcv_mid_msg || t->rcv_dlv != t->rcv_nxt ||
-	    t->rcv_unacked >= t->rx_cap / 4 || !read_by_thread(t, q))
+	if (!ack_may_wait(t) || !t->rcv_mid_msg || !read_by_thread(t, q))
 		goto release;
 	if (!t->ack_hold_ns) {
 		t->ack_hold_ns = now + t->ack_delay_ns;
@@ -572,9 +579,7 @@ static void ack_hold(struct trp *t, struct iwe_qp_priv *q, int heard,
 		t->rcv_heard_ns = now;
 	if (mid_msg_hold(t, q, now))
 		return;
-	if (!t->ack_delay_ns || !t->ack_due || t->ack_urgent ||
-	    t->rcv_unacked >= t->rx_cap / 4 || t->rcv_dlv != t->rcv_nxt ||
-	    (!t->ack_hold_ns && !heard)) {
+	if (!ack_may_wait(t) || (!t->ack_hold_ns && !heard)) {
 		t->ack_hold_ns = 0;
 		return;
 	}
