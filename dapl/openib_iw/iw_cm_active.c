@@ -52,7 +52,7 @@ int cm_active_socket(struct iwe_device *dev, int *fdp)
 		return err;
 	}
 	cm_set_nodelay(fd);
-	cm_set_buffers(fd);
+	cm_tune_own_socket(fd);
 	*fdp = fd;
 	return 0;
 }

@@ -573,7 +573,7 @@ static void cm_set_congestion(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, "reno", 4);
 }
 
-void cm_set_buffers(int fd)
+void cm_tune_own_socket(int fd)
 {
 	int want = CM_SOCKBUF;
 

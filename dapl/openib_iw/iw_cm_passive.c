@@ -376,7 +376,7 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 	if (!udp) {
 		/* Inherited by accepted sockets. */
 		cm_set_nodelay(fd);
-		cm_set_buffers(fd);
+		cm_tune_own_socket(fd);
 	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    (udp ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,

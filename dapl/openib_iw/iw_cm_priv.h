@@ -232,9 +232,9 @@ void cm_reset_socket(int fd);
 void cm_skip_time_wait(int fd);
 void cm_close_ended(int fd);
 void cm_set_nodelay(int fd);
-/* Our own TCP sockets' buffers (iw_cm_conn.c: why), before connect or
- * listen. */
-void cm_set_buffers(int fd);
+/* Our own TCP sockets' buffers and congestion control (iw_cm_conn.c:
+ * why), before connect or listen (an accepted socket inherits them). */
+void cm_tune_own_socket(int fd);
 /* IWDAPL_PEER_TIMEOUT_MS on an established connection's own socket
  * (not an adopted one: SSP leaves the consumer's options alone). */
 void cm_set_peer_timeout(int fd);
