@@ -64,8 +64,9 @@ xfer_curves() {	# xfer_curves METRIC
 
 lat_curves() {
 	curves=
-	for mode in block poll poll_wait0; do
-		case $mode in block) c='#1f77b4' ;; poll) c='#d62728' ;; *) c='#9467bd' ;; esac
+	for mode in block block_sleep poll poll_wait0; do
+		case $mode in block) c='#1f77b4' ;; block_sleep) c='#2ca02c' ;;
+		poll) c='#d62728' ;; *) c='#9467bd' ;; esac
 		for crc in 0 1; do
 			add "iw-pp-$mode-crc$crc" "iwdapl $mode, CRC $(onoff $crc)" "$(style "$c" $crc)" \
 				iwdapl $crc $mode pingpong lat_median_us

@@ -97,11 +97,11 @@ function lat_table(    i, s, m, nm, modes, tm) {
 	printf " compared with busy-polling TCP, blocking with blocking TCP)\n"
 	printf "%-8s %-11s %-7s %-20s %-20s %-20s %-20s %7s %7s %7s\n", "size", "mode", "stat",
 		"iwdapl CRC off", "iwdapl CRC on", "plain TCP", "libfabric TCP", "off/TCP", "on/TCP", "off/fi"
-	nm = split("block poll poll_wait0", modes, " ")
+	nm = split("block block_sleep poll poll_wait0", modes, " ")
 	for (i = 1; i <= nlat; i++) {
 		s = lat[i]
 		for (m = 1; m <= nm; m++) {
-			tm = modes[m] == "block" ? "block" : "poll"
+			tm = modes[m] ~ /^block/ ? "block" : "poll"
 			lat_row(s, modes[m], tm, "lat_mean_us", "mean")
 			lat_row(s, modes[m], tm, "lat_median_us", "median")
 			lat_row(s, modes[m], tm, "lat_p99_us", "p99")

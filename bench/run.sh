@@ -9,7 +9,9 @@
 #     blocking in dat_evd_wait;
 #   - ping-pong latency, one way (half a round trip): mean, median, 99th
 #     percentile and max over N iterations, blocking (dat_evd_wait),
-#     polling (spinning dat_evd_dequeue) and, at the first latency size
+#     blocking with every wait sleeping at once (IWDAPL_WAIT_SPIN_US=0:
+#     a peer that answers after the spin), polling (spinning
+#     dat_evd_dequeue) and, at the first latency size
 #     and for BENCH_WAIT0_ITERS iterations, polling with dat_evd_wait and
 #     timeout 0;
 #   - plain TCP (bench/tcp_baseline: one send() per message, TCP_NODELAY,
@@ -195,13 +197,18 @@ log() {	# log NAME: the log file of this round's NAME
 
 # iw CRC MODE "IWDTEST ARGS": one iwdtest pair; rows tagged CRC, MODE.
 iw() {
+	spin=
 	case $2 in
 	poll) pf=-p ;;
 	poll_wait0) pf=--poll-wait0 ;;
+	# Blocking, every wait sleeping at once: what a consumer sees whose
+	# peer answers after the wait's spin (one that computes between
+	# messages), as a thread blocked in recv() does.
+	block_sleep) pf= spin=IWDAPL_WAIT_SPIN_US=0 ;;
 	*) pf= ;;
 	esac
 	l=$(log "iw-crc$1-$2-$(echo "$3" | awk '{ print $2 }')$log_tag")
-	pair_env="IWDAPL_CRC=$1"
+	pair_env="IWDAPL_CRC=$1 $spin"
 	iw_pair "$pf -w 20 $verify" "$pf -w 20 --csv $verify $3" "$l" || failed "iwdtest ($3, CRC $1, $2)" "$l.err"
 	to_raw iwdapl "$1" "$2" <"$l"
 }
@@ -482,7 +489,7 @@ base_round() {
 		for m in $bw_modes; do
 			iw $crc "$m" "-m write,read,send -S $sizes -t $secs --window $window"
 		done
-		for m in block poll; do
+		for m in block block_sleep poll; do
 			iw $crc $m "-m pingpong -S $lat_sizes -n $lat_iters"
 		done
 		iw $crc poll_wait0 "-m pingpong -S $wait0_size -n $wait0_iters"

@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-.}" && pwd) || exit 1
 progs="t_ia t_connect t_mpi t_srq_conn t_handles t_calls t_evd t_cno t_mem
 t_ep t_share t_sp t_srq t_ext_dispatch t_faults t_fork t_limits t_cycles
-t_stats t_rnr t_placement t_idle"
+t_stats t_rnr t_placement t_idle t_wait_sleep"
 IW_TEST_IA=iw-lo-udp
 export IW_TEST_IA
 : "${DAT_OVERRIDE:=$build/dat.conf}"

@@ -57,7 +57,8 @@ struct dapl_evd {
 	int cq_overflow_reported;
 	int dead;			/* being torn down: waiters abort */
 	int wake_fd;			/* eventfd, non-blocking */
-	/* wake_fd was written since the waiter's last drain (under lock). */
+	/* wake_fd was written since the waiter's last drain (set after
+	 * each write, so a drain never comes before the write it saw). */
 	atomic_int fd_woken;
 	uint64_t empty_since_us;	/* polls found it empty since then
 					 * (or the last yield); 0: not */

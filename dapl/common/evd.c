@@ -383,10 +383,25 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* evd->lock held (dropped meanwhile): a wait of a CQ's EVD begins (on
+ * 1) or ends (on 0) to take its connection's input from the progress
+ * thread (iwe_cq_spin), once for all its spins and sleeps: each change
+ * is a system call. */
+static void own_input_locked(struct dapl_evd *evd, int *owned, int on)
+{
+	DAPL_ASSERT_LOCKED(&evd->lock);
+	if (!evd->cq || *owned == on)
+		return;
+	dapl_unlock(&evd->lock);
+	iwe_cq_spin(evd->cq, on);
+	dapl_lock(&evd->lock);
+	*owned = on;
+}
+
 /* evd->lock held; dropped while spinning, until until_us at the latest
  * (the wait's deadline; 0: none).  1 when enough events came. */
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
-		       uint64_t until_us)
+		       uint64_t until_us, int *owned)
 {
 	uint32_t max = spin_max_us();
 	uint64_t end, now, last;
@@ -414,13 +429,13 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		} while (mono_us() < end);
 		return 0;
 	}
+	own_input_locked(evd, owned, 1);
 	dapl_unlock(&evd->lock);
 	now = mono_us();
 	last = now + (uint64_t)max * SPIN_FLOWING_TIMES;
 	if (until_us && until_us < last)
 		last = until_us;
 	end = now + max < last ? now + max : last;
-	iwe_cq_spin(evd->cq, 1);
 	do {
 		int r = iwe_cq_drive(evd->cq);
 
@@ -436,7 +451,6 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		if ((r & IWE_CQ_DRIVE_READ) && now + max > end)
 			end = now + max < last ? now + max : last;
 	} while (now < end);
-	iwe_cq_spin(evd->cq, 0);
 	dapl_lock(&evd->lock);
 	return got && dapl_evd_count_locked(evd) >= threshold;
 }
@@ -450,7 +464,8 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
  * missed by the channel.  A wait with timeout 0 does not arm: it will
  * not sleep. */
 static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
-			int may_spin, int may_sleep, uint64_t until_us)
+			int may_spin, int may_sleep, uint64_t until_us,
+			int *owned)
 {
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (dapl_evd_count_locked(evd) >= threshold)
@@ -461,7 +476,7 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		if (dapl_evd_count_locked(evd) >= threshold)
 			return 1;
 	}
-	if (may_spin && spin_locked(evd, threshold, until_us))
+	if (may_spin && spin_locked(evd, threshold, until_us, owned))
 		return 1;
 	if (!may_sleep || !evd->cq)
 		return 0;
@@ -471,11 +486,12 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 
 /* evd->lock held; dropped while asleep.  Returns 0 once past deadline. */
 static int sleep_locked(struct dapl_evd *evd, int bounded,
-			const struct timespec *deadline)
+			const struct timespec *deadline, int *owned)
 {
-	struct pollfd fds[2] = {
+	struct pollfd fds[3] = {
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
+		{ .fd = -1, .events = POLLIN },
 	};
 	int own[2] = { evd->wake_fd, evd->channel ? evd->channel->fd : -1 };
 	struct iwe_device *dev;
@@ -487,17 +503,25 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		return 0;	/* timeout 0 polls without a system call */
 	has_cq = evd->cq != NULL;
 	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
+	own_input_locked(evd, owned, 1);
+	if (has_cq)
+		fds[2].fd = iwe_cq_sleep_fd(evd->cq);
 	dapl_unlock(&evd->lock);
+	if (fds[2].fd >= 0)
+		more = dapl_fd_sleep(fds, 3, bounded, deadline);
 	/* This thread runs the device's loop while it sleeps, when it may. */
-	if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,
-				      bounded ? deadline : NULL)))
+	else if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,
+					   bounded ? deadline : NULL)))
 		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
 				     deadline);
+	/* The wait reads what woke it itself now (ready_locked). */
+	if (fds[2].fd >= 0)
+		iwe_cq_disarm(evd->cq);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
-	 * readable, so the next sleep returns at once.  Without a CQ every
-	 * write of the fd is under the lock, flagged. */
-	if (atomic_exchange(&evd->fd_woken, 0) || has_cq)
+	 * readable, so the next sleep returns at once.  Every write of the
+	 * fd is flagged after it. */
+	if (atomic_exchange(&evd->fd_woken, 0))
 		dapl_efd_drain(evd->wake_fd);
 	if (evd->channel)
 		dapl_evd_channel_drain(evd);
@@ -513,21 +537,35 @@ static DAT_RETURN wait_loop_locked(struct dapl_evd *evd, DAT_TIMEOUT timeout,
 	uint64_t until_us = bounded ? (uint64_t)deadline.tv_sec * 1000000u +
 				      (uint64_t)deadline.tv_nsec / 1000u : 0;
 
+	DAT_RETURN ret;
+	int owned = 0;
+
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	for (;;) {
-		if (evd->dead)
-			return DAT_ABORT;
-		if (!evd->waitable)
-			return DAT_INVALID_STATE | DAT_INVALID_STATE_EVD_UNWAITABLE;
+		if (evd->dead) {
+			ret = DAT_ABORT;
+			break;
+		}
+		if (!evd->waitable) {
+			ret = DAT_INVALID_STATE |
+			      DAT_INVALID_STATE_EVD_UNWAITABLE;
+			break;
+		}
 		/* Spin at the start of a wait that may block (again while
 		 * input flows: ready_locked). */
 		if (ready_locked(evd, threshold, first && timeout != 0,
-				 timeout != 0, until_us))
-			return DAT_SUCCESS;
+				 timeout != 0, until_us, &owned)) {
+			ret = DAT_SUCCESS;
+			break;
+		}
 		first = 0;
-		if (!sleep_locked(evd, bounded, &deadline))
-			return DAT_TIMEOUT_EXPIRED;
+		if (!sleep_locked(evd, bounded, &deadline, &owned)) {
+			ret = DAT_TIMEOUT_EXPIRED;
+			break;
+		}
 	}
+	own_input_locked(evd, &owned, 0);
+	return ret;
 }
 
 static DAT_RETURN wait_enter_locked(struct dapl_evd *evd, DAT_COUNT threshold)

@@ -53,14 +53,16 @@ int dapl_evd_cq_destroy_locked(struct dapl_evd *evd)
 	return err;
 }
 
-/* The channel fd is non-blocking: EAGAIN ends the loop. */
+/* The channel fd is non-blocking: EAGAIN ends the loop, and an empty
+ * channel ends it before the read. */
 int dapl_evd_channel_drain(struct dapl_evd *evd)
 {
 	struct iwe_cq *cq;
 	void *ctx;
 	int n = 0;
 
-	while (iwe_get_cq_event(evd->channel, &cq, &ctx) == 0) {
+	while (iwe_comp_channel_ready(evd->channel) &&
+	       iwe_get_cq_event(evd->channel, &cq, &ctx) == 0) {
 		iwe_ack_cq_events(cq, 1);
 		n++;
 	}
@@ -71,8 +73,13 @@ int dapl_evd_cq_fired(struct dapl_evd *evd)
 {
 	int n = dapl_evd_channel_drain(evd);
 
-	if (n)
+	if (n) {
+		/* Flagged after the write: the waiter drains what it saw
+		 * flagged (a flag seen first would drain before the write,
+		 * and leave the fd readable for ever). */
 		dapl_efd_poke(evd->wake_fd);
+		atomic_store(&evd->fd_woken, 1);
+	}
 	return n;
 }
 

@@ -169,6 +169,20 @@ int iwe_get_cq_event(struct iwe_comp_channel *ch, struct iwe_cq **cq,
 	return 0;
 }
 
+int iwe_comp_channel_ready(struct iwe_comp_channel *ch)
+{
+	struct iwe_channel_priv *c;
+	int ready;
+
+	if (!ch)
+		return 0;
+	c = ch_priv(ch);
+	pthread_mutex_lock(&c->lock);
+	ready = c->head != NULL || c->stale;
+	pthread_mutex_unlock(&c->lock);
+	return ready;
+}
+
 void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents)
 {
 	struct iwe_channel_priv *c;
@@ -331,6 +345,11 @@ void iwe_cq_spin(struct iwe_cq *cq, int on)
 		iwe_cq_hooks_spin(iwe_cq_priv(cq), on);
 }
 
+int iwe_cq_sleep_fd(struct iwe_cq *cq)
+{
+	return cq ? iwe_cq_hooks_sleep_fd(iwe_cq_priv(cq)) : -1;
+}
+
 /* Copy the queued completions, oldest first, into a new ring. */
 static void ring_copy(const struct iwe_cq_priv *q, struct ibv_wc *dst)
 {
@@ -409,6 +428,18 @@ int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only)
 	 * look goes now. */
 	iwe_cq_hooks_arm(q);
 	return 0;
+}
+
+void iwe_cq_disarm(struct iwe_cq *cq)
+{
+	struct iwe_cq_priv *q;
+
+	if (!cq)
+		return;
+	q = iwe_cq_priv(cq);
+	pthread_mutex_lock(&q->lock);
+	q->armed = IWE_CQ_DISARMED;
+	pthread_mutex_unlock(&q->lock);
 }
 
 /* q->lock held.  Error completions wake solicited-only waiters too, as

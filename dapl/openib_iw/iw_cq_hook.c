@@ -262,10 +262,29 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	pthread_mutex_unlock(&q->hooks_lock);
 }
 
+/* The spun hook's socket while its QP reads input (not while it holds
+ * input back: its socket would stay readable, and a sleep in poll() on
+ * it would return at once, over and over). */
+int iwe_cq_hooks_sleep_fd(struct iwe_cq_priv *q)
+{
+	int fd = -1;
+
+	pthread_mutex_lock(&q->hooks_lock);
+	if (q->spun) {
+		pthread_mutex_lock(&q->watch_lock);
+		if (q->spun->attached && q->spun->readable)
+			fd = q->spun->fd;
+		pthread_mutex_unlock(&q->watch_lock);
+	}
+	pthread_mutex_unlock(&q->hooks_lock);
+	return fd;
+}
+
 /* -------------------------------------------------------- poll, arm */
 
 /* Every hook, from where the last poll stopped; it stops at the first
- * QP that completed something, so the completion goes back at once. */
+ * QP that completed something, so the completion goes back at once (and
+ * that QP is the hot one, which a wait spins and sleeps on). */
 static void poll_each(struct iwe_cq_priv *q)
 {
 	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
@@ -274,6 +293,7 @@ static void poll_each(struct iwe_cq_priv *q)
 		q->read_input |= q->hooks[i]->poll(q->hooks[i]);
 		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
 			q->hook_next = (i + 1) % n;
+			q->hot = q->hooks[i];
 			break;
 		}
 	}

@@ -200,11 +200,18 @@ int iwe_resize_cq(struct iwe_cq *cq, int cqe);	/* EINVAL below count */
 /* Returns the number of completions written to wc (0..n), or -errno. */
 int iwe_poll_cq(struct iwe_cq *cq, int n, struct ibv_wc *wc);
 int iwe_req_notify_cq(struct iwe_cq *cq, int solicited_only);
+/* Take back an arm that has not fired: a waiter that woke and reads
+ * its input itself needs no signal of what it completes (each would
+ * cost a write and a read of the channel). */
+void iwe_cq_disarm(struct iwe_cq *cq);
 /* Consume one event from a channel: which CQ fired.  Blocks unless the
  * channel fd was made non-blocking; EAGAIN then. */
 int iwe_get_cq_event(struct iwe_comp_channel *ch, struct iwe_cq **cq,
 		     void **cq_context);
 void iwe_ack_cq_events(struct iwe_cq *cq, unsigned int nevents);
+/* 1 when a read of the channel's fd would find something (an event or
+ * a stale credit): a drain stops without the read that fails. */
+int iwe_comp_channel_ready(struct iwe_comp_channel *ch);
 int iwe_cq_overflowed(const struct iwe_cq *cq);
 /* Number of completions currently queued. */
 int iwe_cq_count(const struct iwe_cq *cq);
@@ -221,6 +228,11 @@ int iwe_cq_drive(struct iwe_cq *cq);
  * on cq: while it spins, the progress thread is not woken for input of
  * the connection it spins on, which the spin reads itself. */
 void iwe_cq_spin(struct iwe_cq *cq, int on);
+/* While a consumer spins on cq (iwe_cq_spin): the socket of the
+ * connection it spins on, when that connection takes input now -- a
+ * waiter may sleep in poll() on it, and iwe_cq_drive when it is
+ * readable; -1 when there is none (sleep otherwise). */
+int iwe_cq_sleep_fd(struct iwe_cq *cq);
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

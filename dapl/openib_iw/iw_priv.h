@@ -396,6 +396,7 @@ void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
 void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
+int iwe_cq_hooks_sleep_fd(struct iwe_cq_priv *q);
 void iwe_cq_hooks_init(struct iwe_cq_priv *q);
 void iwe_cq_hooks_fini(struct iwe_cq_priv *q);
 

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -800,6 +801,78 @@ static void test_spin_leaves_input(void)
 	cpair_disconnect_close(&p, "spin");
 }
 
+/* A blocking wait that sleeps reads its own input: while it spins on a
+ * CQ, the CQ names the socket of the connection spun on, which turns
+ * readable when the peer's Send comes, and a drive reads it (the
+ * progress thread leaves it).  An arm the waiter took back signals
+ * nothing of what its drive completes -- no channel write and read for
+ * each message -- and an arm left in place signals once.  With the spin
+ * over, there is no socket to sleep on. */
+static void test_sleep_on_socket(void)
+{
+	struct iwe_comp_channel *ch = iwe_create_comp_channel(g_dev);
+	struct iwe_cq *cq = ch ? iwe_create_cq(g_dev, 64, NULL, ch) : NULL;
+	struct iwe_cq *fired = NULL;
+	struct pollfd pfd;
+	struct ibv_wc wc;
+	struct cpair p;
+	long end;
+	int fd, quiet, ready;
+
+	CHECK(cq, "sleep on socket: a CQ with a channel");
+	if (!cq)
+		return;
+	cpair_open(&p);
+	side_close(&p.b);
+	side_fresh_on(&p.b, cq);
+	CHECK(cpair_std_connect(&p, 31214, "sleep on socket"),
+	      "sleep on socket: connected");
+	CHECK(iwe_cq_sleep_fd(cq) < 0,
+	      "sleep on socket: no socket while nobody spins");
+	iwe_cq_spin(cq, 1);
+	fd = iwe_cq_sleep_fd(cq);
+	iwe_req_notify_cq(cq, 0);
+	iwe_cq_disarm(cq);
+	fill(p.a.buf, 4096, 31214);
+	CHECK(post_send1(&p.a, 71, IBV_WR_SEND, 0, 64, 0, 0, 0) == 0,
+	      "sleep on socket: a Send posted to the sleeper");
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	CHECK(fd >= 0 && poll(&pfd, 1, WAIT_MS) == 1,
+	      "sleep on socket: the socket named (%d) turned readable", fd);
+	sleep_ms(50);
+	quiet = iwe_cq_count(cq);
+	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
+	     iwe_cq_count(cq) < 1;)
+		iwe_cq_drive(cq);
+	CHECK(quiet == 0 && iwe_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 1 &&
+	      wc.byte_len == 64 && !memcmp(p.b.buf, p.a.buf, 64) &&
+	      !iwe_comp_channel_ready(ch),
+	      "sleep on socket: the progress thread left the Send to the "
+	      "sleeper's drive, which completed it with the channel silent "
+	      "(its arm taken back)");
+	iwe_req_notify_cq(cq, 0);
+	CHECK(post_send1(&p.a, 72, IBV_WR_SEND, 64, 64, 0, 0, 0) == 0,
+	      "sleep on socket: a second Send posted");
+	for (end = now_ms() + WAIT_MS; now_ms() <= end &&
+	     iwe_cq_count(cq) < 1;)
+		iwe_cq_drive(cq);
+	ready = iwe_comp_channel_ready(ch);
+	CHECK(ready && iwe_get_cq_event(ch, &fired, NULL) == 0 &&
+	      fired == cq && !iwe_comp_channel_ready(ch),
+	      "sleep on socket: armed, the CQ signalled its completion once");
+	if (fired)
+		iwe_ack_cq_events(cq, 1);
+	CHECK(iwe_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == 2 &&
+	      !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
+	      "sleep on socket: the second Send's data intact");
+	iwe_cq_spin(cq, 0);
+	CHECK(iwe_cq_sleep_fd(cq) < 0,
+	      "sleep on socket: no socket once the spin ended");
+	cpair_close(&p);
+	iwe_destroy_cq(cq);
+	iwe_destroy_comp_channel(ch);
+}
+
 /* Each poll of an empty CQ drives each QP feeding it once: one recv per
  * QP (with a hook per queue, a QP on one CQ for both was driven twice,
  * and the second drive's recv stood between an arrival and its
@@ -1448,6 +1521,7 @@ int main(void)
 	test_poll_reads_bulk();
 	test_placed_without_calls();
 	test_spin_leaves_input();
+	test_sleep_on_socket();
 	test_shared_cq();
 	test_many_on_cq();
 	test_write_pingpong();
