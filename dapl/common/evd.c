@@ -495,17 +495,18 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	};
 	int own[2] = { evd->wake_fd, evd->channel ? evd->channel->fd : -1 };
 	struct iwe_device *dev;
+	struct iwe_cq *cq;
 	struct timespec left;
-	int more = 1, has_cq;
+	int more = 1;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
-	has_cq = evd->cq != NULL;
 	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	own_input_locked(evd, owned, 1);
-	if (has_cq)
-		fds[2].fd = iwe_cq_sleep_fd(evd->cq);
+	cq = evd->cq;
+	if (cq)
+		fds[2].fd = iwe_cq_sleep_fd(cq);
 	dapl_unlock(&evd->lock);
 	if (fds[2].fd >= 0)
 		more = dapl_fd_sleep(fds, 3, bounded, deadline);
@@ -516,7 +517,7 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 				     deadline);
 	/* The wait reads what woke it itself now (ready_locked). */
 	if (fds[2].fd >= 0)
-		iwe_cq_disarm(evd->cq);
+		iwe_cq_disarm(cq);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd
 	 * readable, so the next sleep returns at once.  Every write of the
