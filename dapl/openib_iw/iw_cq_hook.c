@@ -272,7 +272,7 @@ int iwe_cq_hooks_sleep_fd(struct iwe_cq_priv *q)
 	pthread_mutex_lock(&q->hooks_lock);
 	if (q->spun) {
 		pthread_mutex_lock(&q->watch_lock);
-		if (q->spun->attached && q->spun->readable)
+		if (q->spun->attached && hook_registered(q->spun))
 			fd = q->spun->fd;
 		pthread_mutex_unlock(&q->watch_lock);
 	}
