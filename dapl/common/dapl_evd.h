@@ -207,7 +207,9 @@ void dapl_evd_ring_free(struct dapl_evd *evd);
 void dapl_dto_event(struct dapl_ia *ia, const struct ibv_wc *wc,
 		    DAT_EVD_HANDLE evd, DAT_EVENT *event);
 
-/* evd->lock held: wake the EVD's waiter (dat_evd_wait). */
+/* Wake the EVD's waiter (dat_evd_wait): its wake fd, flagged.  _locked:
+ * evd->lock held (a CNO's scan holds the CNO's lock instead). */
+void dapl_evd_wake(struct dapl_evd *evd);
 void dapl_evd_wake_locked(struct dapl_evd *evd);
 
 /* ---- eventfd helpers: wake sleepers / reset after waking ---- */

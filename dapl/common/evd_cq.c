@@ -73,13 +73,8 @@ int dapl_evd_cq_fired(struct dapl_evd *evd)
 {
 	int n = dapl_evd_channel_drain(evd);
 
-	if (n) {
-		/* Flagged after the write: the waiter drains what it saw
-		 * flagged (a flag seen first would drain before the write,
-		 * and leave the fd readable for ever). */
-		dapl_efd_poke(evd->wake_fd);
-		atomic_store(&evd->fd_woken, 1);
-	}
+	if (n)
+		dapl_evd_wake(evd);
 	return n;
 }
 
