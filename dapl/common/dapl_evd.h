@@ -207,9 +207,8 @@ void dapl_evd_ring_free(struct dapl_evd *evd);
 void dapl_dto_event(struct dapl_ia *ia, const struct ibv_wc *wc,
 		    DAT_EVD_HANDLE evd, DAT_EVENT *event);
 
-/* Wake the EVD's waiter (dat_evd_wait): its wake fd, flagged.  _locked:
- * evd->lock held (a CNO's scan holds the CNO's lock instead). */
-void dapl_evd_wake(struct dapl_evd *evd);
+/* Wake the EVD's waiter (dat_evd_wait), evd->lock held: dapl_evd_wake
+ * below. */
 void dapl_evd_wake_locked(struct dapl_evd *evd);
 
 /* ---- eventfd helpers: wake sleepers / reset after waking ---- */
@@ -230,6 +229,17 @@ static inline void dapl_efd_drain(int fd)
 	/* Non-blocking: EAGAIN simply means nothing was pending. */
 	if (read(fd, &v, sizeof(v)) < 0)
 		return;
+}
+
+/* Wake the EVD's waiter: its wake fd, flagged after the write (the waiter
+ * drains what it saw flagged; a flag seen first would drain before the
+ * write and leave the fd readable for ever).  Inline: the EVD's own posts
+ * (evd_queue.c) and a CNO's scan (evd_cq.c, the CNO's lock held instead
+ * of the EVD's) both wake, and neither file is below the other. */
+static inline void dapl_evd_wake(struct dapl_evd *evd)
+{
+	dapl_efd_poke(evd->wake_fd);
+	atomic_store(&evd->fd_woken, 1);
 }
 
 #endif

@@ -73,15 +73,6 @@ void dapl_evd_ring_move_locked(struct dapl_evd *evd, DAT_EVENT *ring,
 
 /* -------------------------------------------------------- posting */
 
-/* Flagged after the write: the waiter drains what it saw flagged (a
- * flag seen first would drain before the write, and leave the fd
- * readable for ever). */
-void dapl_evd_wake(struct dapl_evd *evd)
-{
-	dapl_efd_poke(evd->wake_fd);
-	atomic_store(&evd->fd_woken, 1);
-}
-
 void dapl_evd_wake_locked(struct dapl_evd *evd)
 {
 	DAPL_ASSERT_LOCKED(&evd->lock);
