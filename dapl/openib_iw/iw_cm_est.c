@@ -50,11 +50,18 @@ struct est_transport {
 static int tcp_attach(struct iwe_conn *c, struct iwe_stream_params *sp,
 		      const struct iwe_qp_cm_opts *o, int responder)
 {
+	int err;
+
 	(void)responder;
 	sp->crc = c->neg.crc;
-	if (!c->adopted)
+	err = iwe_qp_attach_cm(c->qp, c->fd, sp, o);
+	/* The peer timeout: our connected socket's once the RTR is out
+	 * (four system calls, not in the RTR's way); an accepted socket
+	 * came with it from the listener (port_socket), an adopted (SSP)
+	 * one is the consumer's own. */
+	if (!err && c->active && !c->adopted)
 		cm_set_peer_timeout(c->fd);
-	return iwe_qp_attach_cm(c->qp, c->fd, sp, o);
+	return err;
 }
 
 static void tcp_close(struct iwe_conn *c)

@@ -374,9 +374,11 @@ static int port_socket(struct iwe_device *dev, uint16_t port, int *fdp,
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	a.sin_port = htons(port);
 	if (!udp) {
-		/* Inherited by accepted sockets. */
+		/* Inherited by accepted sockets: no system call of these
+		 * per connection. */
 		cm_set_nodelay(fd);
 		cm_tune_own_socket(fd);
+		cm_set_peer_timeout(fd);
 	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
 	    (udp ? setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,

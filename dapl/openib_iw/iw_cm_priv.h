@@ -235,8 +235,9 @@ void cm_set_nodelay(int fd);
 /* Our own TCP sockets' buffers and congestion control (iw_cm_conn.c:
  * why), before connect or listen (an accepted socket inherits them). */
 void cm_tune_own_socket(int fd);
-/* IWDAPL_PEER_TIMEOUT_MS on an established connection's own socket
- * (not an adopted one: SSP leaves the consumer's options alone). */
+/* IWDAPL_PEER_TIMEOUT_MS on a listening socket (its accepted sockets
+ * inherit it) or an established connection's own connected socket (not
+ * an adopted one: SSP leaves the consumer's options alone). */
 void cm_set_peer_timeout(int fd);
 /* A log line about c, prefixed "conn LOCAL->PEER: " (iw_log.h). */
 void cm_log(const struct iwe_conn *c, enum iw_log_level level,
