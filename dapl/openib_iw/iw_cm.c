@@ -80,7 +80,7 @@ static int enter_state(struct iwe_conn *c, int prev)
 		}
 		if (prev == CS_NEW && c->timeout_ms > 0)
 			arm(c, c->timeout_ms);
-		cm_watch(c, EPOLLIN | (c->out ? EPOLLOUT : 0));
+		cm_watch(c, EPOLLIN | EPOLLET | (c->out ? EPOLLOUT : 0));
 		return s;
 	case CS_REQ_WAIT:
 		if (prev != s && c->timeout_ms > 0)

@@ -696,7 +696,7 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 	    atomic_exchange(&p->sleeper, 1))
 		return 0;
 	for (; added < nfds; added++) {
-		struct epoll_event e = { .events = EPOLLIN,
+		struct epoll_event e = { .events = EPOLLIN | EPOLLET,
 					 .data.u64 = PROG_KEY_SLEEPER };
 
 		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fds[added], &e) < 0)
