@@ -7,7 +7,8 @@
 # (a small and a large size of each), the figures are plausible (positive
 # rates, median <= p99 <= max), the summary, the report with its target
 # lines and the plots exist; and that a corrupted transfer does show as
-# invalid (iwdtest --corrupt, a classic mode and a pattern).  Some 25 s
+# invalid (iwdtest --corrupt, a classic mode and a pattern), and that
+# bench/spin_stack.sh runs (one run of each kind).  Some 30 s
 # on an idle 2-CPU machine.
 #
 # BUILDDIR defaults to the directory of $DAT_OVERRIDE (make check sets it).
@@ -21,11 +22,11 @@ ia=iw-lo
 . "$here/tool_lib.sh"
 tool_setup "$1" bench_smoke
 
-echo "1..10"
+echo "1..11"
 # Not in the valgrind tree: nothing runs under valgrind here, and the same
 # code ran in the plain tree.
 if [ -n "$IW_SKIP_BENCH$IW_SKIP_DEBIAN_TOOLS" ]; then
-	for k in 1 2 3 4 5 6 7 8 9 10; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
+	for k in 1 2 3 4 5 6 7 8 9 10 11; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
 	exit 0
 fi
 res=$logdir/run
@@ -182,4 +183,16 @@ corrupted() {
 }
 corrupted write 4096 63090
 corrupted wpp 4096 63091
+
+# bench/spin_stack.sh, once each way: five rows, each of one run with a
+# median (an iwdtest wpp that gave no row counts no run).
+ss=$logdir/spin_stack.out
+BENCH_SECONDS=0.05 BENCH_QUAL=63080 timeout -k 5 120 sh "$here/../bench/spin_stack.sh" \
+	--trials 1 "$builddir" >"$ss" 2>&1
+st=$?
+why=
+[ $st -eq 0 ] || why="bench/spin_stack.sh exit status $st"
+rows=$(grep -c '    1 runs, *[01] stacked, median one-way [0-9.]* us$' "$ss")
+[ "$rows" = 5 ] || why="${why:+$why; }$rows of 5 rows with one run and its median"
+tap_result "bench/spin_stack.sh reports one run of each kind" "$why" "$ss"
 [ $failed -eq 0 ]

@@ -80,6 +80,9 @@ static int enter_state(struct iwe_conn *c, int prev)
 		}
 		if (prev == CS_NEW && c->timeout_ms > 0)
 			arm(c, c->timeout_ms);
+		/* Edge-triggered (iwe_prog_sleep says why): the request is
+		 * written and the reply read until done or EAGAIN, and the
+		 * QP that takes the socket next reads at once. */
 		cm_watch(c, EPOLLIN | EPOLLET | (c->out ? EPOLLOUT : 0));
 		return s;
 	case CS_REQ_WAIT:
