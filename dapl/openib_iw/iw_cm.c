@@ -82,8 +82,9 @@ static int enter_state(struct iwe_conn *c, int prev)
 			arm(c, c->timeout_ms);
 		/* Edge-triggered (iwe_prog_sleep says why): the request is
 		 * written and the reply read until done or EAGAIN, and the
-		 * QP that takes the socket next reads at once. */
-		cm_watch(c, EPOLLIN | EPOLLET | (c->out ? EPOLLOUT : 0));
+		 * QP that takes the socket next reads at once; its events
+		 * already, so that it takes it without an epoll_ctl. */
+		cm_watch(c, IWE_QP_STREAM_EVENTS | (c->out ? EPOLLOUT : 0));
 		return s;
 	case CS_REQ_WAIT:
 		if (prev != s && c->timeout_ms > 0)
@@ -96,8 +97,10 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * the start, as CS_REQ_RCVD wants it (one epoll_ctl
 			 * fewer per accept); the request's reader reads
 			 * until it has the frame or the socket is empty, so
-			 * no edge is missed. */
-			cm_watch(c, EPOLLIN | EPOLLET);
+			 * no edge is missed.  The QP's events (with EPOLLRDHUP,
+			 * which the reader meets as EOF): nothing to change
+			 * when the QP takes the socket. */
+			cm_watch(c, IWE_QP_STREAM_EVENTS);
 		else
 			cm_watch(c, c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;
@@ -118,7 +121,7 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * sends the reply itself, once it watches the
 			 * socket. */
 			iwe_prog_timer_cancel(c->prog, &c->timer);
-			cm_watch(c, EPOLLIN | EPOLLET);
+			cm_watch(c, IWE_QP_STREAM_EVENTS);
 			return s;
 		}
 		/* fall through */
