@@ -80,10 +80,13 @@ static int enter_state(struct iwe_conn *c, int prev)
 		}
 		if (prev == CS_NEW && c->timeout_ms > 0)
 			arm(c, c->timeout_ms);
-		/* Edge-triggered (iwe_prog_sleep says why): the request is
-		 * written and the reply read until done or EAGAIN, and the
-		 * QP that takes the socket next reads at once; its events
-		 * already, so that it takes it without an epoll_ctl. */
+		/* Edge-triggered: level-triggered, a reply that a sleeping
+		 * dat_evd_wait took from the device's epoll went back on
+		 * epoll's ready list and woke the progress thread for it too.
+		 * The request is written and the reply read until done or
+		 * EAGAIN, and the QP that takes the socket next reads at
+		 * once; its events already, so that it takes the socket
+		 * without an epoll_ctl. */
 		cm_watch(c, IWE_QP_STREAM_EVENTS | (c->out ? EPOLLOUT : 0));
 		return s;
 	case CS_REQ_WAIT:
