@@ -84,10 +84,10 @@ static int enter_state(struct iwe_conn *c, int prev)
 		 * dat_evd_wait took from the device's epoll went back on
 		 * epoll's ready list and woke the progress thread for it too.
 		 * The request is written and the reply read until done or
-		 * EAGAIN, and the QP that takes the socket next reads at
-		 * once; its events already, so that it takes the socket
-		 * without an epoll_ctl. */
-		cm_watch(c, IWE_QP_STREAM_EVENTS | (c->out ? EPOLLOUT : 0));
+		 * EAGAIN.  Bytes behind the reply (FPDUs) get no edge of
+		 * their own: the QP's watch differs from this one, and the
+		 * EPOLL_CTL_MOD that hands the socket over reports them. */
+		cm_watch(c, EPOLLIN | EPOLLET | (c->out ? EPOLLOUT : 0));
 		return s;
 	case CS_REQ_WAIT:
 		if (prev != s && c->timeout_ms > 0)
@@ -100,10 +100,13 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * the start, as CS_REQ_RCVD wants it (one epoll_ctl
 			 * fewer per accept); the request's reader reads
 			 * until it has the frame or the socket is empty, so
-			 * no edge is missed.  The QP's events (with EPOLLRDHUP,
-			 * which the reader meets as EOF): nothing to change
-			 * when the QP takes the socket. */
-			cm_watch(c, IWE_QP_STREAM_EVENTS);
+			 * no edge is missed.  Not the QP's events: bytes
+			 * behind the request (FPDUs, the peer's FIN) are read
+			 * by nobody until the QP takes the socket, and the
+			 * EPOLL_CTL_MOD of that hand-over reports them (with
+			 * the QP's events here, fuzz_cm found a stream cut
+			 * two bytes into its first FPDU never closed). */
+			cm_watch(c, EPOLLIN | EPOLLET);
 		else
 			cm_watch(c, c->out ? EPOLLOUT : CM_SSP_PEEK_EVENTS);
 		return s;
@@ -124,7 +127,7 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * sends the reply itself, once it watches the
 			 * socket. */
 			iwe_prog_timer_cancel(c->prog, &c->timer);
-			cm_watch(c, IWE_QP_STREAM_EVENTS);
+			cm_watch(c, EPOLLIN | EPOLLET);
 			return s;
 		}
 		/* fall through */

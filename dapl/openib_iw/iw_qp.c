@@ -818,7 +818,7 @@ static int llp_attach(struct iwe_qp_priv *q, const struct iwe_llp_ops *llp,
 static int watch_socket(struct iwe_qp_priv *q, int fd,
 			const struct iwe_qp_cm_opts *o)
 {
-	const uint32_t ev = IWE_QP_STREAM_EVENTS;
+	const uint32_t ev = EPOLLET | EPOLLIN | EPOLLRDHUP;
 
 	if (o->from && o->from->fd == fd)
 		return iwe_prog_watch_move(o->prog, o->from, &q->watch, ev);

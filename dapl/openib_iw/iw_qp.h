@@ -33,7 +33,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <sys/epoll.h>
 #include <sys/uio.h>
 
 #include "iw_priv.h"
@@ -43,13 +42,6 @@
 
 /* The QP lock is held by this thread (debug builds). */
 #define IWE_QP_ASSERT_LOCKED(q) IWE_ASSERT_LOCKED(&(q)->lock)
-
-/* What a QP watches its stream socket for (edge-triggered: it reads
- * until EAGAIN).  The CM registers a TCP socket it will hand over with
- * the same events, so the hand-over (iwe_prog_watch_move) needs no
- * epoll_ctl -- whose re-check of a ready socket woke the progress thread
- * for input the accepting or connecting thread was about to read. */
-#define IWE_QP_STREAM_EVENTS (EPOLLET | EPOLLIN | EPOLLRDHUP)
 
 struct iwe_llp_ops;
 
