@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
-/* The pair under test of t_cm: an active and a passive side connected
- * through the engine's connection manager, with their event logs, and
- * what connects, exercises and ends them.  Header-only, after
- * cm_harness.h. */
+/* The pair under test of t_cm and t_cm_trp: an active and a passive
+ * side connected through the engine's connection manager, with their
+ * event logs, and what connects, exercises and ends them.  Header-only,
+ * after cm_harness.h. */
 #ifndef IW_TEST_CPAIR_H
 #define IW_TEST_CPAIR_H
 
@@ -19,6 +19,7 @@ struct cpair {
 	struct iwe_cm_params ap, bp;
 	uint8_t rep[IWE_MAX_PRIVATE_DATA];
 	size_t rep_len;
+	uint64_t service;		/* t_cm_trp: the listener's port */
 };
 
 static inline void cpair_open(struct cpair *p)

@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 
 #include "cm_harness.h"
+#include "cpair.h"
 #include "iw_trp.h"
 
 /* --------------------------------------------------------- UDP sockets */
@@ -48,39 +49,6 @@ static void udp_pair(int *x, int *y)
 }
 
 /* --------------------------------------------------- the pair under test */
-
-struct cpair {
-	struct side a, b;		/* a: active, b: passive */
-	struct evlog la, lp, lb;	/* active, listener, passive conn */
-	struct iwe_listener *l;
-	struct iwe_conn *ca, *cb;
-	uint64_t service;
-};
-
-static void cpair_open(struct cpair *p)
-{
-	memset(p, 0, sizeof(*p));
-	evlog_init(&p->la);
-	evlog_init(&p->lp);
-	evlog_init(&p->lb);
-	side_fresh(&p->a);
-	side_fresh(&p->b);
-}
-
-static void cpair_close(struct cpair *p)
-{
-	if (p->ca)
-		iwe_cm_conn_destroy(p->ca);
-	if (p->cb)
-		iwe_cm_conn_destroy(p->cb);
-	if (p->l)
-		iwe_cm_listen_destroy(p->l);
-	side_close(&p->a);
-	side_close(&p->b);
-	evlog_fini(&p->la);
-	evlog_fini(&p->lp);
-	evlog_fini(&p->lb);
-}
 
 /* Listen (service 0: any port), connect with 'req' bytes of private
  * data; the CONNECT_REQUEST, or NULL. */
@@ -134,42 +102,6 @@ static int cpair_establish(struct cpair *p, const char *tag, unsigned rtr)
 	      !memcmp(p->la.r[0].pdata, rep, sizeof(rep)),
 	      "%s: the reply's private data reaches the initiator", tag);
 	return evlog_count(&p->lb) > 0 && evlog_count(&p->la) > 0;
-}
-
-/* The passive side posts first: with no RTR it may only speak once the
- * initiator's first packet came, which TRP's ack of the reply is. */
-static void cpair_traffic(struct cpair *p, const char *tag)
-{
-	struct ibv_wc wc;
-	int other;
-
-	fill(p->a.buf + 8192, 100, 3);
-	fill(p->b.buf + 8192, 200, 4);
-	post_recv1(&p->a, 7, 0, 4096);
-	post_send1(&p->b, 8, IBV_WR_SEND, 8192, 200, 0, 0, IBV_SEND_SIGNALED);
-	post_send1(&p->a, 9, IBV_WR_SEND, 8192, 100, 0, 0, IBV_SEND_SIGNALED);
-	CHECK(wait_cq(p->b.rcq, 1) && poll1(p->b.rcq, &wc) && wc.wr_id == 1 &&
-	      wc.byte_len == 100 && !memcmp(p->b.buf, p->a.buf + 8192, 100),
-	      "%s: passive receives the Send in its first receive", tag);
-	CHECK(wait_cq(p->a.rcq, 1) && poll1(p->a.rcq, &wc) && wc.wr_id == 7 &&
-	      wc.byte_len == 200 && !memcmp(p->a.buf, p->b.buf + 8192, 200),
-	      "%s: active receives the passive side's Send", tag);
-	fill(p->a.buf + 65536, 65536, 5);
-	fill(p->b.buf + 200000, 4096, 6);
-	post_send1(&p->a, 10, IBV_WR_RDMA_WRITE, 65536, 65536,
-		   (uintptr_t)(p->b.buf + 131072), p->b.mr->rkey,
-		   IBV_SEND_SIGNALED);
-	post_send1(&p->a, 11, IBV_WR_RDMA_READ, 300000, 4096,
-		   (uintptr_t)(p->b.buf + 200000), p->b.mr->rkey,
-		   IBV_SEND_SIGNALED);
-	CHECK(wait_cq(p->a.scq, 3) &&
-	      count_status(p->a.scq, IBV_WC_SUCCESS, &other) == 3 &&
-	      other == 0 && wait_cq(p->b.scq, 1) &&
-	      count_status(p->b.scq, IBV_WC_SUCCESS, &other) == 1,
-	      "%s: Sends, Write and Read complete", tag);
-	CHECK(!memcmp(p->b.buf + 131072, p->a.buf + 65536, 65536) &&
-	      !memcmp(p->a.buf + 300000, p->b.buf + 200000, 4096),
-	      "%s: Write and Read data correct", tag);
 }
 
 /* ------------------------------------------------------------- tests */
