@@ -261,9 +261,8 @@ static int three_ops(struct pair *p, uint32_t len, unsigned seed)
 	return ok;
 }
 
-/* n small Sends back to back: received once each, in order. */
-/* n Sends from a to b, each delivered once, intact; their completions
- * taken. */
+/* n small Sends from a to b back to back: each delivered once, intact
+ * and in order; their completions taken. */
 static int exchange(struct pair *p, int n)
 {
 	int ok = 1, i;
@@ -307,6 +306,7 @@ static int settled(struct pair *p)
 	return iwe_cq_count(p->a.scq) == 0 && iwe_cq_count(p->b.rcq) == 0;
 }
 
+/* exchange, then nothing left over. */
 static int burst(struct pair *p, int n)
 {
 	int ok = exchange(p, n);
