@@ -16,7 +16,7 @@
 #              (BENCH_BW_POLL=1: polling too), window BENCH_WINDOW;
 #   plain TCP for these: tcp_baseline -m pingpong, blocking and -p, at the
 #              sizes of wpp and rdv (op pingpong_sweep), -m stream at the
-#              rendezvous sizes (op stream_sweep), -m bidir;
+#              rendezvous sizes (op stream_sweep), -m bidir,bidir1;
 #   twopair    two iwdtest pairs at once (CRC off), then two tcp_baseline
 #              pairs at once: 8 B ping-pong, blocking and polling; rows
 #              twopair_a and twopair_b per pair and twopair, their mean;
@@ -152,7 +152,7 @@ tcp_patterns() {
 	if want rdvstream && [ -n "$rdv_bytes" ]; then
 		tcp block "-m stream -S $rdv_sizes -t $pat_secs --window $window"
 	fi
-	want bibw && tcp block "-m bidir -S $pat_sizes -t $pat_secs --window $window"
+	want bibw && tcp block "-m bidir,bidir1 -S $pat_sizes -t $pat_secs --window $window"
 	op_renames= log_tag=
 }
 

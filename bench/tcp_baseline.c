@@ -14,6 +14,11 @@
  *             other side's: one thread per direction, each direction on a
  *             connection of its own (the client opens two), so each is a
  *             plain stream; MB/s and iters count both directions;
+ *   bidir1:   both ways on one connection, as an iWARP connection carries
+ *             them: one thread per side sends and receives without
+ *             blocking, in poll() when neither moved (as a QP's
+ *             connection is driven), TCP's own window the only limit;
+ *             counted as bidir;
  * all with TCP_NODELAY and the provider's congestion control.  Blocking
  * by default: send()/recv() sleep in the kernel, as dat_evd_wait does.
  * With -p both sides busy-poll instead (MSG_DONTWAIT in a loop), as a
@@ -22,7 +27,7 @@
  * checked on receipt: every message by default, only the last one with
  * --no-verify, exactly as iwdtest does.
  *
- *   tcp_baseline [-m stream,pingpong,bidir|all] [-S sizes] [-n iters | -t secs]
+ *   tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] [-n iters | -t secs]
  *                [-p] [--window W] [--csv] [--no-verify]
  * Output rows (--csv), as iwdtest's: mode,size,iters,seconds,MBps,lat_us,
  * valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us */
@@ -31,6 +36,7 @@
 #include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,7 +56,7 @@
 #define WARMUP_MAX 1000
 #define PONG_SEED 0x5a5a5a5a00000000ull
 
-enum { T_STREAM, T_PINGPONG, T_BIDIR, T_QUIT };
+enum { T_STREAM, T_PINGPONG, T_BIDIR, T_BIDIR1, T_QUIT };
 
 struct hdr {			/* client -> server, before each test */
 	uint64_t mode, size, iters, seed, verify_all, window;
@@ -177,6 +183,56 @@ static long both_ways(int send_fd, int recv_fd, const struct hdr *h, uint64_t re
 	return t.rc ? -1 : errs;
 }
 
+/* One step of bidir1's one direction: returns 1 if bytes moved, 0 if the
+ * socket had no room or nothing to read, -1 on an error or a closed peer. */
+static int step(int fd, unsigned char *p, size_t *off, size_t len, int wr)
+{
+	ssize_t k = wr ? send(fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT)
+		       : recv(fd, p + *off, len - *off, MSG_DONTWAIT);
+
+	if (k > 0) {
+		*off += (size_t)k;
+		return 1;
+	}
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	fprintf(stderr, "tcp_baseline: bidir1 %s: %s\n", wr ? "send" : "recv",
+		k ? strerror(errno) : "peer closed");
+	return -1;
+}
+
+/* bidir1, either side: send n messages of the source (filled by the
+ * caller) and receive the peer's n of seed recv_seed on the one
+ * connection fd.  Returns the receiver's error count, or -1. */
+static long one_connection(int fd, const struct hdr *h, uint64_t recv_seed)
+{
+	long n = (long)h->iters, sent = 0, got = 0, errs = 0;
+	size_t soff = 0, roff = 0;
+
+	while (sent < n || got < n) {
+		int s = 0, r = 0;
+
+		if (sent < n && (s = step(fd, src + pat_woff((uint64_t)sent) * 8, &soff,
+					 h->size, 1)) > 0 && soff == h->size) {
+			soff = 0;
+			sent++;
+		}
+		if (got < n && (r = step(fd, buf, &roff, h->size, 0)) > 0 && roff == h->size) {
+			roff = 0;
+			errs += check(h, recv_seed, got++);
+		}
+		if (s < 0 || r < 0)
+			return -1;
+		if (!s && !r && !spin) {
+			struct pollfd p = { fd, (short)((got < n ? POLLIN : 0) |
+							(sent < n ? POLLOUT : 0)), 0 };
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -1;
+		}
+	}
+	return errs;
+}
+
 /* TCP_NODELAY, and the congestion control the provider's sockets run
  * (IWDAPL_TCP_CONGESTION, default cubic, else reno; "system" leaves the
  * system's): both sides of a comparison at the same one. */
@@ -210,6 +266,9 @@ static int server(int lfd)
 		if (h.mode == T_BIDIR) {
 			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
 			errs = both_ways(fd[1], fd[0], &h, h.seed);
+		} else if (h.mode == T_BIDIR1) {
+			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
+			errs = one_connection(fd[0], &h, h.seed);
 		} else {
 			errs = serve_test(fd[0], &h);
 		}
@@ -264,6 +323,8 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 		errs = client_stream(fd[0], &h);
 	else if (mode == T_BIDIR)
 		errs = both_ways(fd[0], fd[1], &h, h.seed ^ PONG_SEED);
+	else if (mode == T_BIDIR1)
+		errs = one_connection(fd[0], &h, h.seed ^ PONG_SEED);
 	else
 		errs = client_pingpong(fd[0], &h, lat, cap);
 	if (errs < 0 || io_all(fd[0], &perrs, sizeof perrs, 0)) {
@@ -271,7 +332,7 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 		return -1;
 	}
 	r->secs = (double)(lat_now_ns() - t0) / 1e9;
-	r->n = mode == T_BIDIR ? 2 * n : n;
+	r->n = mode == T_BIDIR || mode == T_BIDIR1 ? 2 * n : n;
 	r->errs = errs + (long)perrs;
 	r->window = (long)h.window;
 	lat_summarize(lat, cap, 0.5, &r->lat);
@@ -305,7 +366,7 @@ static int run_budget(const int *fd, const struct opts *o, int mode, size_t size
 	return 0;
 }
 
-static const char *const mode_names[T_QUIT] = { "stream", "pingpong", "bidir" };
+static const char *const mode_names[T_QUIT] = { "stream", "pingpong", "bidir", "bidir1" };
 
 static void print_row(const struct opts *o, int mode, size_t size, const struct result *r)
 {
@@ -447,7 +508,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if (parse(&o, argc, argv)) {
-		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir|all] [-S sizes] "
+		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] "
 				"[-n iters | -t secs] [-p] [--window W] [--csv] [--no-verify]\n");
 		return 2;
 	}

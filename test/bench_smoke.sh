@@ -86,7 +86,7 @@ expected() {
 		for m in block poll; do echo "tcp,-,$m,pingpong_sweep,$s"; done
 	done
 	for s in 4096 1048576; do echo "tcp,-,block,stream_sweep,$s"; done
-	for s in 8 1048576; do echo "tcp,-,block,bidir,$s"; done
+	for s in 8 1048576; do echo "tcp,-,block,bidir,$s"; echo "tcp,-,block,bidir1,$s"; done
 	for t in iwdapl,0 tcp,-; do
 		for m in block poll; do
 			for op in twopair twopair_a twopair_b; do echo "$t,$m,$op,8"; done
@@ -116,7 +116,7 @@ implausible=$(awk -F, 'NR > 1 {
 		# a paired ratio: iwdapl over plain TCP, in MBps
 		if (!($4 == "pair" && $10 > 0 && $10 < 100)) bad = 1
 		nratio++
-	} else if ($5 ~ /^(write|read|send|stream|stream_sweep|rdvstream|bibw|bidir)$/ &&
+	} else if ($5 ~ /^(write|read|send|stream|stream_sweep|rdvstream|bibw|bidir|bidir1)$/ &&
 		   !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
 	# one-way latencies: positive means
 	if ($5 ~ /^(pingpong|pingpong_sweep|wpp|rdv|rdvw|twopair.*)$/ && !($12 > 0)) bad = 1
@@ -140,8 +140,8 @@ tap_result "summary.csv summarises the rounds" "$why"
 why=
 nt=$(grep -c -E '^(PASS|MISS|n/a) ' "$res/report.txt" 2>/dev/null)
 # 23 of the tcp transport, 4 of the udp one (the build's dat.conf has
-# iw-lo-udp), 15 of the patterns (dtest -W -a's n/a in --quick).
-[ "${nt:-0}" -eq 42 ] || why="report.txt has ${nt:-0} target lines, expected 42"
+# iw-lo-udp), 17 of the patterns (dtest -W -a's n/a in --quick).
+[ "${nt:-0}" -eq 44 ] || why="report.txt has ${nt:-0} target lines, expected 44"
 grep -q '^.... *udp, MTU 1500: RDMA Write 64 KiB' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no udp target line"
 grep -q '^targets: ' "$res/report.txt" 2>/dev/null || why="${why:+$why; }no targets summary line"
