@@ -313,8 +313,9 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 	if (cap && !lat)
 		return -1;
 	memset(r, 0, sizeof *r);
+	/* bidir1 has no window of its own: TCP's is the limit. */
 	if (mode != T_PINGPONG)
-		h.window = (uint64_t)win_for_size(size, o->window);
+		h.window = mode == T_BIDIR1 ? 0 : (uint64_t)win_for_size(size, o->window);
 	pat_fill(src, size + PAT_SLACK, h.seed, 0);
 	t0 = lat_now_ns();
 	if (io_all(fd[0], &h, sizeof h, 1))
