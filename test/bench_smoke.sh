@@ -116,8 +116,10 @@ implausible=$(awk -F, 'NR > 1 {
 		# a paired ratio: iwdapl over plain TCP, in MBps
 		if (!($4 == "pair" && $10 > 0 && $10 < 100)) bad = 1
 		nratio++
-	} else if ($5 ~ /^(write|read|send|stream|stream_sweep|rdvstream|bibw|bidir|bidir1)$/ &&
+	} else if ($5 ~ /^(write|read|send|stream|stream_sweep|rdvstream|bibw|bidir)$/ &&
 		   !($10 > 0 && $11 > 0 && $7 >= 1)) bad = 1
+	# bidir1 has no window of its own (0): the TCP window is its limit
+	if ($5 == "bidir1" && !($10 > 0 && $11 > 0 && $7 == 0)) bad = 1
 	# one-way latencies: positive means
 	if ($5 ~ /^(pingpong|pingpong_sweep|wpp|rdv|rdvw|twopair.*)$/ && !($12 > 0)) bad = 1
 	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
