@@ -80,23 +80,34 @@ static unsigned char *src, *buf;	/* source pattern, receive buffer; a
 					 * bidir test has one thread of each */
 static int spin;			/* -p: busy-poll instead of blocking */
 
+/* One send or recv of what is left of len bytes at p + *off (flags:
+ * MSG_DONTWAIT or 0): 1 if bytes moved, 0 if the call found no room or
+ * nothing to read (or was interrupted), -1 on an error or a closed peer,
+ * said on stderr. */
+static int io_step(int fd, unsigned char *p, size_t *off, size_t len, int wr, int flags)
+{
+	ssize_t k = wr ? send(fd, p + *off, len - *off, MSG_NOSIGNAL | flags)
+		       : recv(fd, p + *off, len - *off, flags);
+
+	if (k > 0) {
+		*off += (size_t)k;
+		return 1;
+	}
+	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+		return 0;
+	fprintf(stderr, "tcp_baseline: %s: %s\n", wr ? "send" : "recv",
+		k ? strerror(errno) : "peer closed");
+	return -1;
+}
+
+/* All len bytes: blocking, or busy-polling with -p. */
 static int io_all(int fd, void *p, size_t len, int wr)
 {
-	int flags = MSG_NOSIGNAL | (spin ? MSG_DONTWAIT : 0);
-	char *c = p;
+	size_t off = 0;
 
-	while (len) {
-		ssize_t k = wr ? send(fd, c, len, flags) : recv(fd, c, len, flags);
-		if (k < 0 && (errno == EINTR || (spin && (errno == EAGAIN || errno == EWOULDBLOCK))))
-			continue;
-		if (k <= 0) {
-			fprintf(stderr, "tcp_baseline: %s: %s\n", wr ? "send" : "recv",
-				k ? strerror(errno) : "peer closed");
+	while (off < len)
+		if (io_step(fd, p, &off, len, wr, spin ? MSG_DONTWAIT : 0) < 0)
 			return -1;
-		}
-		c += k;
-		len -= (size_t)k;
-	}
 	return 0;
 }
 
@@ -183,24 +194,6 @@ static long both_ways(int send_fd, int recv_fd, const struct hdr *h, uint64_t re
 	return t.rc ? -1 : errs;
 }
 
-/* One step of bidir1's one direction: returns 1 if bytes moved, 0 if the
- * socket had no room or nothing to read, -1 on an error or a closed peer. */
-static int step(int fd, unsigned char *p, size_t *off, size_t len, int wr)
-{
-	ssize_t k = wr ? send(fd, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT)
-		       : recv(fd, p + *off, len - *off, MSG_DONTWAIT);
-
-	if (k > 0) {
-		*off += (size_t)k;
-		return 1;
-	}
-	if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-		return 0;
-	fprintf(stderr, "tcp_baseline: bidir1 %s: %s\n", wr ? "send" : "recv",
-		k ? strerror(errno) : "peer closed");
-	return -1;
-}
-
 /* bidir1, either side: send n messages of the source (filled by the
  * caller) and receive the peer's n of seed recv_seed on the one
  * connection fd.  Returns the receiver's error count, or -1. */
@@ -212,12 +205,12 @@ static long one_connection(int fd, const struct hdr *h, uint64_t recv_seed)
 	while (sent < n || got < n) {
 		int s = 0, r = 0;
 
-		if (sent < n && (s = step(fd, src + pat_woff((uint64_t)sent) * 8, &soff,
-					 h->size, 1)) > 0 && soff == h->size) {
+		if (sent < n && (s = io_step(fd, src + pat_woff((uint64_t)sent) * 8, &soff,
+					    h->size, 1, MSG_DONTWAIT)) > 0 && soff == h->size) {
 			soff = 0;
 			sent++;
 		}
-		if (got < n && (r = step(fd, buf, &roff, h->size, 0)) > 0 && roff == h->size) {
+		if (got < n && (r = io_step(fd, buf, &roff, h->size, 0, MSG_DONTWAIT)) > 0 && roff == h->size) {
 			roff = 0;
 			errs += check(h, recv_seed, got++);
 		}
@@ -263,12 +256,10 @@ static int server(int lfd)
 	while (!io_all(fd[0], &h, sizeof h, 0) && h.mode != T_QUIT) {
 		int64_t errs;
 
-		if (h.mode == T_BIDIR) {
+		if (h.mode == T_BIDIR || h.mode == T_BIDIR1) {
 			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
-			errs = both_ways(fd[1], fd[0], &h, h.seed);
-		} else if (h.mode == T_BIDIR1) {
-			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
-			errs = one_connection(fd[0], &h, h.seed);
+			errs = h.mode == T_BIDIR ? both_ways(fd[1], fd[0], &h, h.seed)
+						 : one_connection(fd[0], &h, h.seed);
 		} else {
 			errs = serve_test(fd[0], &h);
 		}
