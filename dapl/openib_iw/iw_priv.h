@@ -327,7 +327,7 @@ struct iwe_cq_priv {
 	uint32_t nhooks, hooks_cap;
 	uint32_t hook_next;		/* where the next poll starts */
 	struct iwe_cq_hook *hot;	/* the last hook that completed */
-	uint32_t hot_run;		/* polls in a row it answered */
+	uint32_t hot_run;		/* 0: polls ask the epoll first */
 	struct iwe_cq_hook *spun;	/* told of a spinning consumer */
 	int read_input;			/* a hook's poll read some */
 	/* Past a few hooks, an epoll of their sockets says which to look
@@ -335,8 +335,8 @@ struct iwe_cq_priv {
 	 * and each hook's fd and readable, and the want lists. */
 	pthread_mutex_t watch_lock;
 	int pollfd;			/* -1 until there are many hooks */
-	struct iwe_cq_hook *want_poll;	/* hooks asking the next poll */
-	struct iwe_cq_hook *want_arm;	/* ... and the next arm */
+	/* Hooks asking the next poll (want[0]) and the next arm (want[1]) */
+	struct iwe_cq_hook *want[2];
 	atomic_uint tx_blocked;		/* hooks whose sends wait for room */
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
@@ -372,7 +372,8 @@ struct iwe_cq_hook {
 	int readable;			/* input wanted from fd */
 	int blocked;			/* counted in tx_blocked */
 	int wanted;			/* IWE_CQ_WANT_* lists it is on */
-	struct iwe_cq_hook *next_poll, *next_arm;
+	/* Its links on them (doubly: a want met elsewhere leaves at once) */
+	struct iwe_cq_hook *want_next[2], **want_pprev[2];
 	uint32_t idx;			/* in the CQ's table (hooks_lock) */
 };
 #define IWE_CQ_HOOK_INIT(p, a, s) \
@@ -389,6 +390,9 @@ void iwe_cq_hook_watch(struct iwe_cq *cq, struct iwe_cq_hook *h, int fd,
 /* The next poll and/or arm (IWE_CQ_WANT_*) looks at this hook whatever
  * its socket says: a burst of posts waits, an ack is held. */
 void iwe_cq_hook_want(struct iwe_cq *cq, struct iwe_cq_hook *h, int what);
+/* What the hook wanted was done by another thread (the burst went): off
+ * those lists, so that no poll or arm looks at it for nothing. */
+void iwe_cq_hook_unwant(struct iwe_cq *cq, struct iwe_cq_hook *h, int what);
 /* The hook's sends wait for room in its socket (or no longer). */
 void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 			 int blocked);

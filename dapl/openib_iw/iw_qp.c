@@ -233,7 +233,12 @@ static int run_tx(struct iwe_qp_priv *q)
 
 	if (q->fd < 0 || !q->llp)
 		return 0;
-	atomic_store(&q->tx_deferred, 0);
+	/* A held burst goes now: no look is owed for it (over TRP an arm
+	 * may still owe one for an ack held back, iw_trp_rx.c). */
+	if (atomic_exchange(&q->tx_deferred, 0))
+		iwe_qp_unwant_look(q, q->llp == &iwe_llp_trp ?
+				      IWE_CQ_WANT_POLL :
+				      IWE_CQ_WANT_POLL | IWE_CQ_WANT_ARM);
 	q->tx_deferred_bytes = 0;
 	err = iwe_tx_progress_locked(q);
 	if (err == EFAULT) {

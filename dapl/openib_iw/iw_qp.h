@@ -357,6 +357,19 @@ static inline void iwe_qp_want_look(struct iwe_qp_priv *q, int what)
 		iwe_cq_hook_want(p->recv_cq, &q->recv_hook, what);
 }
 
+/* What iwe_qp_want_look asked for was done (by whichever thread sent the
+ * burst): the CQs' next poll and arm need not look. */
+static inline void iwe_qp_unwant_look(struct iwe_qp_priv *q, int what)
+{
+	struct iwe_qp *p = &q->pub;
+
+	if (!q->prog)
+		return;
+	iwe_cq_hook_unwant(p->send_cq, &q->send_hook, what);
+	if (p->recv_cq != p->send_cq)
+		iwe_cq_hook_unwant(p->recv_cq, &q->recv_hook, what);
+}
+
 static inline struct iwe_swqe *iwe_sq_slot(struct iwe_qp_priv *q,
 					   uint32_t ctr)
 {
