@@ -343,31 +343,34 @@ static inline struct iwe_qp_priv *iwe_qp_priv(struct iwe_qp *qp)
 	return IWE_CONTAINER_OF(qp, struct iwe_qp_priv, pub);
 }
 
-/* Have the consumer's next poll and/or arm of the QP's CQs
- * (IWE_CQ_WANT_*) look at the QP: what it holds waits for that look.  A
- * QP without a progress thread is driven by its owner alone. */
-static inline void iwe_qp_want_look(struct iwe_qp_priv *q, int what)
+/* op (iwe_cq_hook_want or _unwant) on the QP's hook in each of its CQs.
+ * A QP without a progress thread is driven by its owner alone: no look
+ * is ever owed to it. */
+static inline void iwe_qp_hooks_op(struct iwe_qp_priv *q, int what,
+				   void (*op)(struct iwe_cq *,
+					      struct iwe_cq_hook *, int))
 {
 	struct iwe_qp *p = &q->pub;
 
 	if (!q->prog)
 		return;
-	iwe_cq_hook_want(p->send_cq, &q->send_hook, what);
+	op(p->send_cq, &q->send_hook, what);
 	if (p->recv_cq != p->send_cq)
-		iwe_cq_hook_want(p->recv_cq, &q->recv_hook, what);
+		op(p->recv_cq, &q->recv_hook, what);
+}
+
+/* Have the consumer's next poll and/or arm of the QP's CQs
+ * (IWE_CQ_WANT_*) look at the QP: what it holds waits for that look. */
+static inline void iwe_qp_want_look(struct iwe_qp_priv *q, int what)
+{
+	iwe_qp_hooks_op(q, what, iwe_cq_hook_want);
 }
 
 /* What iwe_qp_want_look asked for was done (by whichever thread sent the
  * burst): the CQs' next poll and arm need not look. */
 static inline void iwe_qp_unwant_look(struct iwe_qp_priv *q, int what)
 {
-	struct iwe_qp *p = &q->pub;
-
-	if (!q->prog)
-		return;
-	iwe_cq_hook_unwant(p->send_cq, &q->send_hook, what);
-	if (p->recv_cq != p->send_cq)
-		iwe_cq_hook_unwant(p->recv_cq, &q->recv_hook, what);
+	iwe_qp_hooks_op(q, what, iwe_cq_hook_unwant);
 }
 
 static inline struct iwe_swqe *iwe_sq_slot(struct iwe_qp_priv *q,
