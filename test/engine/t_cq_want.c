@@ -121,7 +121,7 @@ int main(void)
 	for (int i = 0; i < NHOOKS; i += 3)
 		iwe_cq_hook_want(cq, &g_fake[i].hook, IWE_CQ_WANT_POLL);
 	iwe_cq_del_hook(cq, &g_fake[0].hook);		/* the tail */
-	iwe_cq_del_hook(cq, &g_fake[NHOOKS / 3 * 3 / 2 / 3 * 3].hook);
+	iwe_cq_del_hook(cq, &g_fake[NHOOKS / 2 / 3 * 3].hook);	/* middle */
 	iwe_cq_del_hook(cq, &g_fake[(NHOOKS - 1) / 3 * 3].hook);	/* head */
 	(void)iwe_poll_cq(cq, 1, &wc);
 	n = looked(0, every_third, &wrong);
