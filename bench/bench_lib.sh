@@ -3,7 +3,8 @@
 # Sourced, not run.
 
 # bench_setup [BUILDDIR]: sets top, build, the tool paths (iwdtest, tcpb,
-# iwcm, iwmem; IWDTEST, TCP_BASELINE, IWCM, IWMEM override them), exports
+# iwcm, iwmem, a2a; IWDTEST, TCP_BASELINE, IWCM, IWMEM, ALLTOALL override
+# them), exports
 # DAT_OVERRIDE (default BUILDDIR/dat.conf) and makes the scratch directory
 # $work, removed at exit (after the command in $at_exit, if the caller set
 # one).  BUILDDIR defaults to build/ of the checkout.
@@ -17,8 +18,9 @@ bench_setup() {
 	tcpb=${TCP_BASELINE:-$build/bench/tcp_baseline}
 	iwcm=${IWCM:-$build/bench/iwcm}
 	iwmem=${IWMEM:-$build/bench/iwmem}
+	a2a=${ALLTOALL:-$build/bench/alltoall}
 	stallp=${STALL_PROBE:-$build/bench/stall_probe}
-	for p in "$iwdtest" "$tcpb" "$iwcm" "$iwmem"; do
+	for p in "$iwdtest" "$tcpb" "$iwcm" "$iwmem" "$a2a"; do
 		[ -x "$p" ] || { echo "bench: $p missing (make -C $build)" >&2; exit 1; }
 	done
 	DAT_OVERRIDE=${DAT_OVERRIDE:-$build/dat.conf}

@@ -20,6 +20,13 @@
 #   twopair    two iwdtest pairs at once (CRC off), then two tcp_baseline
 #              pairs at once: 8 B ping-pong, blocking and polling; rows
 #              twopair_a and twopair_b per pair and twopair, their mean;
+#   a2a        bench/alltoall: 4 ranks on the 2 CPUs (an oversubscribed
+#              job), each connected to the 3 others, iwdapl (CRC off, one
+#              DTO EVD for all its connections) then plain TCP, blocking
+#              and polling, at BENCH_A2A_SIZES (8,4K): an all-to-all
+#              (op alltoall: a round's time) and a ping-pong of ranks 0
+#              and 1 beside their idle connections to ranks 2 and 3 (op
+#              pair4: one way), for BENCH_TWOPAIR_SECONDS each;
 #   dtestwa    in the first round only: Debian's dtest -W -a (RDMA Write
 #              ping-pong, 1 B to 4 MiB, 1000 round trips a size) over
 #              iw-lo (tcp) and iw-lo-udp, each run within
@@ -53,7 +60,7 @@ if want wpp && echo "$pat_bytes" | tr ',' '\n' | awk '$1 % 8 { bad = 1 } END { e
 	exit 2
 fi
 pat_parts=
-for p in wpp rdv rdvstream bibw twopair dtestwa; do
+for p in wpp rdv rdvstream bibw twopair a2a dtestwa; do
 	want $p && pat_parts=$pat_parts${pat_parts:+,}$p
 done
 
@@ -117,6 +124,35 @@ two_pairs() {
 	[ "$1" = poll ] && pf=-p
 	at_once iwdapl 0 "$1" iw_pp8
 	at_once tcp - "$1" tcp_pp8
+}
+
+# a2a_run TRANSPORT MODE KIND: one bench/alltoall job of 4 ranks (qualifiers
+# qual+1..qual+4), its CSV as rows of op KIND.
+a2a_run() {
+	af=
+	[ "$1" = tcp ] && af=--tcp
+	[ "$2" = poll ] && af="$af -p"
+	[ "$3" = pair4 ] && af="$af --pair"
+	next_qual
+	l=$(log "a2a-$1-$2-$3")
+	# shellcheck disable=SC2086 # word lists
+	env IWDAPL_CRC=0 timeout -k 5 "$limit" "$a2a" $af -N 4 -q "$qual" -S "${BENCH_A2A_SIZES:-8,4K}" \
+		-t "$tp_secs" --csv >"$l" 2>"$l.err" || failed "alltoall ($1, $2, $3)" "$l.err"
+	next_qual; next_qual; next_qual
+	awk -F, -v r="$round" -v t="$1" -v c="$([ "$1" = tcp ] && echo - || echo 0)" -v m="$2" -v o="$3" '
+	$1 == "mode" || NF < 10 { next }
+	{ printf "%s,%s,%s,%s,%s,%s,1,%s,%s,,,%s,%s,%s,%s,,,%d\n",
+		r, t, c, m, o, $3, $4, $5, $6, $7, $8, $9, $10 == "OK" }' "$l" >>"$raw"
+}
+
+# a2a_part: the all-to-all and the pair beside idle connections.
+a2a_part() {
+	for m in block poll; do
+		for t in iwdapl tcp; do
+			a2a_run "$t" "$m" alltoall
+			a2a_run "$t" "$m" pair4
+		done
+	done
 }
 
 # dtest_wa: Debian's dtest -W -a over the tcp and the udp IA.
@@ -183,6 +219,7 @@ patterns_round() {
 		two_pairs block
 		two_pairs poll
 	fi
+	want a2a && a2a_part
 	if want dtestwa && [ "$round" = 1 ]; then
 		dtest_wa
 	fi

@@ -3,7 +3,7 @@
 # bench/run.sh's report (bench/patterns.sh measures them).  Runs with
 # report.awk, whose helpers it uses (key, med, cell, ratio, fmt, human,
 # us, target): awk -F, -f report.awk -f report_patterns.awk, with
-# -v pat_sizes=LIST -v rdv_sizes=LIST (bytes) and -v patterns=PARTS (the
+# -v pat_sizes=LIST -v rdv_sizes=LIST -v a2a_sizes=LIST (bytes) and -v patterns=PARTS (the
 # parts run, comma-separated; empty: none, and nothing is printed).
 
 $4 == "dtest_wa" { wa_have[$5 + 0] = 1 }
@@ -156,7 +156,22 @@ function pattern_tables(    pp, tb, m, modes, rv, bw) {
 	printf "(TCP: bench/tcp_baseline, blocking in recv or busy-polling; rendezvous and wpp ratios: iwdapl over TCP blocking;\n"
 	printf " bibw's TCP 2 conns: a connection and a thread per direction; TCP 1 conn: both ways on one connection, one thread a side, as a QP)\n"
 	twopair_table()
+	a2a_table()
 	dtest_wa_table()
+}
+
+# bench/alltoall's 4 ranks: the all-to-all's round and the pair's one
+# way, iwdapl (CRC off) beside plain TCP, blocking and polling.
+function a2a_table(    m, modes, o, ops, title) {
+	split("block poll", modes, " ")
+	split("alltoall pair4", ops, " ")
+	title["alltoall"] = "All-to-all of 4 ranks on the 2 CPUs (bench/alltoall), %s; a round, us"
+	title["pair4"] = "Ping-pong of ranks 0 and 1 beside their idle connections to ranks 2 and 3 (alltoall --pair), %s; one way, us"
+	for (o = 1; o <= 2; o++)
+		for (m = 1; m <= 2; m++)
+			pat_table(sprintf(title[ops[o]], modes[m]), a2a_sizes,
+				sprintf("iwdapl|iwdapl|0|%s|%s;TCP|tcp|-|%s|%s", modes[m], ops[o], modes[m], ops[o]),
+				"iw/TCP|1|2", "mean:lat_mean_us;median:lat_median_us")
 }
 
 # Over the sizes of list from `from` bytes up with figures on both sides:

@@ -61,7 +61,7 @@
 # 35 s that also validates every transfer), --rounds N, --sizes LIST,
 # --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
 # (sections: base -- all of the above but the patterns and the scale --,
-# patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair, dtestwa;
+# patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair, a2a, dtestwa;
 # scale; default base,patterns), --pattern-sizes LIST, --rdv-sizes LIST
 # (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
@@ -128,7 +128,7 @@ fi
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
 	case $s in
-	base | patterns | wpp | rdv | rdvstream | bibw | twopair | dtestwa | scale) ;;
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | scale) ;;
 	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
 	esac
 done
@@ -542,7 +542,7 @@ want base && base=1 || base=0
 want scale && scale=$scale_n || scale=
 awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
 	-v udp_sizes="$(bytes "$udp_sizes")" -v base="$base" -v patterns="$pat_parts" \
-	-v pat_sizes="$pat_bytes" -v rdv_sizes="$rdv_bytes" \
+	-v pat_sizes="$pat_bytes" -v rdv_sizes="$rdv_bytes" -v a2a_sizes="$(bytes "${BENCH_A2A_SIZES:-8,4K}")" \
 	-v scale="$scale" -v scale_depth="$scale_depth" \
 	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" -f "$here/report_patterns.awk" \
 	-f "$here/report_scale.awk" "$out/summary.csv" >"$out/report.txt"

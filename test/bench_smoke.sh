@@ -90,6 +90,10 @@ expected() {
 	for t in iwdapl,0 tcp,-; do
 		for m in block poll; do
 			for op in twopair twopair_a twopair_b; do echo "$t,$m,$op,8"; done
+			for s in 8 4096; do
+				echo "$t,$m,alltoall,$s"
+				echo "$t,$m,pair4,$s"
+			done
 		done
 	done
 }
@@ -121,7 +125,7 @@ implausible=$(awk -F, 'NR > 1 {
 	# bidir1 has no window of its own (0): the TCP window is its limit
 	if ($5 == "bidir1" && !($10 > 0 && $11 > 0 && $7 == 0)) bad = 1
 	# one-way latencies: positive means
-	if ($5 ~ /^(pingpong|pingpong_sweep|wpp|rdv|rdvw|twopair.*)$/ && !($12 > 0)) bad = 1
+	if ($5 ~ /^(pingpong|pingpong_sweep|wpp|rdv|rdvw|twopair.*|alltoall|pair4)$/ && !($12 > 0)) bad = 1
 	if ($13 != "" && !($13 > 0 && $13 <= $14 && $14 <= $15)) bad = 1
 	if ($5 ~ /^connect_/ && !($11 > 0)) bad = 1
 	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
