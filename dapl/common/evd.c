@@ -488,16 +488,15 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 static int sleep_locked(struct dapl_evd *evd, int bounded,
 			const struct timespec *deadline, int *owned)
 {
-	struct pollfd fds[3] = {
+	struct pollfd fds[2 + IWE_CQ_SPIN_MAX] = {
 		{ .fd = evd->wake_fd, .events = POLLIN },
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
-		{ .fd = -1, .events = POLLIN },
 	};
 	int own[2] = { evd->wake_fd, evd->channel ? evd->channel->fd : -1 };
+	int socks[IWE_CQ_SPIN_MAX], nsocks = 0, more = 1;
 	struct iwe_device *dev;
 	struct iwe_cq *cq;
 	struct timespec left;
-	int more = 1;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
@@ -506,17 +505,19 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	own_input_locked(evd, owned, 1);
 	cq = evd->cq;
 	if (cq)
-		fds[2].fd = iwe_cq_sleep_fd(cq);
+		nsocks = iwe_cq_sleep_fds(cq, socks, IWE_CQ_SPIN_MAX);
+	for (int i = 0; i < nsocks; i++)
+		fds[2 + i] = (struct pollfd){ .fd = socks[i], .events = POLLIN };
 	dapl_unlock(&evd->lock);
-	if (fds[2].fd >= 0)
-		more = dapl_fd_sleep(fds, 3, bounded, deadline);
+	if (nsocks)
+		more = dapl_fd_sleep(fds, 2 + nsocks, bounded, deadline);
 	/* This thread runs the device's loop while it sleeps, when it may. */
 	else if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,
 					   bounded ? deadline : NULL)))
 		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
 				     deadline);
 	/* The wait reads what woke it itself now (ready_locked). */
-	if (fds[2].fd >= 0)
+	if (nsocks)
 		iwe_cq_disarm(cq);
 	dapl_lock(&evd->lock);
 	/* Reset before re-checking: a post after this point leaves the fd

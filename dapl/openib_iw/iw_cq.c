@@ -345,9 +345,10 @@ void iwe_cq_spin(struct iwe_cq *cq, int on)
 		iwe_cq_hooks_spin(iwe_cq_priv(cq), on);
 }
 
-int iwe_cq_sleep_fd(struct iwe_cq *cq)
+int iwe_cq_sleep_fds(struct iwe_cq *cq, int *fds, int max)
 {
-	return cq ? iwe_cq_hooks_sleep_fd(iwe_cq_priv(cq)) : -1;
+	return cq && fds && max > 0 ?
+	       iwe_cq_hooks_sleep_fds(iwe_cq_priv(cq), fds, max) : 0;
 }
 
 /* Copy the queued completions, oldest first, into a new ring. */
@@ -466,6 +467,12 @@ static void cq_fire(struct iwe_cq_priv *q)
  * asleep on the channel wakes and finds the overflow flag. */
 int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited)
 {
+	return iwe_cq_push_from(cq, NULL, wc, solicited);
+}
+
+int iwe_cq_push_from(struct iwe_cq *cq, struct iwe_cq_hook *h,
+		     const struct ibv_wc *wc, int solicited)
+{
 	struct iwe_cq_priv *q;
 	uint32_t cap;
 
@@ -473,6 +480,8 @@ int iwe_cq_push(struct iwe_cq *cq, const struct ibv_wc *wc, int solicited)
 		return EINVAL;
 	q = iwe_cq_priv(cq);
 	pthread_mutex_lock(&q->lock);
+	if (h)
+		iwe_cq_hooks_note_done(q, h);
 	cap = (uint32_t)q->pub.cqe;
 	if (q->count == cap) {
 		q->overflow = 1;

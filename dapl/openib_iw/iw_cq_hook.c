@@ -240,8 +240,15 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	}
 	if (q->hot == h)
 		q->hot = NULL;
-	if (q->spun == h)
-		q->spun = NULL;
+	for (uint32_t i = 0; i < q->nspun;) {
+		if (q->spun[i] == h)
+			q->spun[i] = q->spun[--q->nspun];
+		else
+			i++;
+	}
+	pthread_mutex_lock(&q->lock);
+	iwe_cq_hooks_forget_locked(q, h);
+	pthread_mutex_unlock(&q->lock);
 	/* A table a quarter full gives half back: a CQ that served 10,000
 	 * connections keeps no 128 KiB for them. */
 	if (q->hooks_cap > 64 && q->nhooks < q->hooks_cap / 4) {
@@ -275,22 +282,21 @@ void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h)
 	pthread_mutex_unlock(&q->hooks_lock);
 }
 
-/* The spun hook's socket while its QP reads input (not while it holds
- * input back: its socket would stay readable, and a sleep in poll() on
- * it would return at once, over and over). */
-int iwe_cq_hooks_sleep_fd(struct iwe_cq_priv *q)
+/* The spun hooks' sockets while their QPs read input (not while one
+ * holds input back: its socket would stay readable, and a sleep in
+ * poll() on it would return at once, over and over). */
+int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max)
 {
-	int fd = -1;
+	int n = 0;
 
 	pthread_mutex_lock(&q->hooks_lock);
-	if (q->spun) {
-		pthread_mutex_lock(&q->watch_lock);
-		if (q->spun->attached && hook_registered(q->spun))
-			fd = q->spun->fd;
-		pthread_mutex_unlock(&q->watch_lock);
-	}
+	pthread_mutex_lock(&q->watch_lock);
+	for (uint32_t i = 0; i < q->nspun && n < max; i++)
+		if (q->spun[i]->attached && hook_registered(q->spun[i]))
+			fds[n++] = q->spun[i]->fd;
+	pthread_mutex_unlock(&q->watch_lock);
 	pthread_mutex_unlock(&q->hooks_lock);
-	return fd;
+	return n;
 }
 
 /* -------------------------------------------------------- poll, arm */
@@ -375,24 +381,119 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 	return r;
 }
 
-/* The connection a spinning consumer waits on: the hook that completed
- * last, or the CQ's only one.  One at most: a CQ of many connections
- * tells none (a spin would not read all their input). */
-void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on)
+/* ------------------------------------------- the waiter's connections */
+
+/* A waiting consumer takes the input of the connections that completed
+ * something into the CQ during its last IWE_CQ_ACTIVE_WAITS waits: in an
+ * exchange with a few peers (an all-to-all, whose waits each return one
+ * of its messages) each of them delivers again soon, and what it
+ * delivers during a wait then costs no wake-up of the progress thread
+ * and of the waiter after it.  When none did, or more than
+ * IWE_CQ_SPIN_MAX (each taken costs the wait's start and end a system
+ * call), it takes the connection that completed last (or the CQ's only
+ * one): a busy connection among idle ones costs its waits nothing for
+ * the others.  Counted in waits, not time: a consumer that computes
+ * between them loses nothing. */
+
+#define HOOK_GONE (-2)		/* active_idx of a removed hook */
+
+static int hook_expired(const struct iwe_cq_priv *q, const struct iwe_cq_hook *h)
+{
+	return q->wait_gen - h->done_gen >= IWE_CQ_ACTIVE_WAITS;
+}
+
+/* Under q->lock: h leaves active. */
+static void active_drop(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
+{
+	int i = h->active_idx;
+
+	if (i >= 0 && (uint32_t)i < q->nactive && q->active[i] == h) {
+		q->active[i] = q->active[--q->nactive];
+		q->active[i]->active_idx = i;
+	}
+	h->active_idx = -1;
+}
+
+/* Under q->lock: h completed a request. */
+void iwe_cq_hooks_note_done(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
+{
+	int i = h->active_idx;
+
+	if (i == HOOK_GONE)
+		return;
+	h->done_gen = q->wait_gen;
+	if (i >= 0 && (uint32_t)i < q->nactive && q->active[i] == h)
+		return;
+	for (uint32_t k = 0; q->nactive == IWE_CQ_SPIN_MAX && k < q->nactive;)
+		if (hook_expired(q, q->active[k]))
+			active_drop(q, q->active[k]);
+		else
+			k++;
+	if (q->nactive < IWE_CQ_SPIN_MAX) {
+		h->active_idx = (int)q->nactive;
+		q->active[q->nactive++] = h;
+	} else {
+		q->over = 1;
+		q->over_gen = q->wait_gen;
+	}
+}
+
+/* Under q->lock: h goes (iwe_cq_del_hook); active must not name it. */
+void iwe_cq_hooks_forget_locked(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
+{
+	active_drop(q, h);
+	h->active_idx = HOOK_GONE;
+}
+
+/* hooks_lock held: the hooks a wait beginning now takes, into took;
+ * their count. */
+static uint32_t wait_takes(struct iwe_cq_priv *q,
+			   struct iwe_cq_hook *took[IWE_CQ_SPIN_MAX])
 {
 	struct iwe_cq_hook *h;
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&q->lock);
+	for (uint32_t k = 0; k < q->nactive;)
+		if (hook_expired(q, q->active[k]))
+			active_drop(q, q->active[k]);
+		else
+			k++;
+	if (q->over && q->wait_gen - q->over_gen >= IWE_CQ_ACTIVE_WAITS)
+		q->over = 0;
+	if (!q->over)
+		for (; n < q->nactive; n++)
+			took[n] = q->active[n];
+	q->wait_gen++;
+	pthread_mutex_unlock(&q->lock);
+	if (n)
+		return n;
+	h = q->hot ? q->hot : q->nhooks == 1 ? q->hooks[0] : NULL;
+	if (h)
+		took[n++] = h;
+	return n;
+}
+
+void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on)
+{
+	struct iwe_cq_hook *took[IWE_CQ_SPIN_MAX];
 
 	pthread_mutex_lock(&q->hooks_lock);
-	if (on && !q->spun) {
-		h = q->hot ? q->hot : q->nhooks == 1 ? q->hooks[0] : NULL;
-		if (h && h->spin) {
-			q->spun = h;
-			h->spin(h, 1);
+	if (on && !q->nspun) {
+		uint32_t n = wait_takes(q, took);
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (!took[i]->spin)
+				continue;
+			q->spun[q->nspun++] = took[i];
+			took[i]->spin(took[i], 1);
 		}
-	} else if (!on && q->spun) {
-		h = q->spun;
-		q->spun = NULL;
-		h->spin(h, 0);
+	} else if (!on) {
+		while (q->nspun) {
+			struct iwe_cq_hook *h = q->spun[--q->nspun];
+
+			h->spin(h, 0);
+		}
 	}
 	pthread_mutex_unlock(&q->hooks_lock);
 }

@@ -226,13 +226,18 @@ enum { IWE_CQ_DRIVE_BLOCKED = 1, IWE_CQ_DRIVE_READ = 2 };
 int iwe_cq_drive(struct iwe_cq *cq);
 /* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
  * on cq: while it spins, the progress thread is not woken for input of
- * the connection it spins on, which the spin reads itself. */
+ * the connections it spins on, which the spin reads itself -- those that
+ * completed something into cq since its last spin began, when they are
+ * few, else the one that completed last. */
 void iwe_cq_spin(struct iwe_cq *cq, int on);
-/* While a consumer spins on cq (iwe_cq_spin): the socket of the
- * connection it spins on, when that connection takes input now -- a
- * waiter may sleep in poll() on it, and iwe_cq_drive when it is
- * readable; -1 when there is none (sleep otherwise). */
-int iwe_cq_sleep_fd(struct iwe_cq *cq);
+/* While a consumer spins on cq (iwe_cq_spin): the sockets of the
+ * connections it spins on that take input now, at most max into fds --
+ * a waiter may sleep in poll() on them, and iwe_cq_drive when one is
+ * readable; 0 when there is none (sleep otherwise). */
+int iwe_cq_sleep_fds(struct iwe_cq *cq, int *fds, int max);
+/* The most connections a spin takes the input of (each costs the spin's
+ * start and end a system call). */
+#define IWE_CQ_SPIN_MAX 8
 
 /* Engine-internal producer side, used by the QP code (and tests): add a
  * completion; returns ENOSPC (and marks overflow) when the CQ is full.

@@ -328,7 +328,18 @@ struct iwe_cq_priv {
 	uint32_t hook_next;		/* where the next poll starts */
 	struct iwe_cq_hook *hot;	/* the last hook that completed */
 	uint32_t hot_run;		/* 0: polls ask the epoll first */
-	struct iwe_cq_hook *spun;	/* told of a spinning consumer */
+	/* A wait takes the input of the connections that completed
+	 * something during the CQ's last waits, when they are few
+	 * (iw_cq_hook.c): */
+	struct iwe_cq_hook *spun[IWE_CQ_SPIN_MAX];	/* told of it */
+	uint32_t nspun;
+	/* Under lock (iwe_cq_push_from): those hooks, and the last wait
+	 * during which there were more. */
+	struct iwe_cq_hook *active[IWE_CQ_SPIN_MAX];
+	uint32_t nactive;
+	uint32_t wait_gen;		/* waits begun */
+	uint32_t over_gen;		/* too many active during that wait */
+	int over;			/* over_gen is set */
 	int read_input;			/* a hook's poll read some */
 	/* Past a few hooks, an epoll of their sockets says which to look
 	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
@@ -372,12 +383,16 @@ struct iwe_cq_hook {
 	int readable;			/* input wanted from fd */
 	int blocked;			/* counted in tx_blocked */
 	int wanted;			/* IWE_CQ_WANT_* lists it is on */
+	uint32_t done_gen;		/* the CQ's wait_gen when it last
+					 * completed (the CQ's lock) */
+	int active_idx;			/* in the CQ's active, or -1 */
 	/* Its links on them (doubly: a want met elsewhere leaves at once) */
 	struct iwe_cq_hook *want_next[2], **want_pprev[2];
 	uint32_t idx;			/* in the CQ's table (hooks_lock) */
 };
 #define IWE_CQ_HOOK_INIT(p, a, s) \
-	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .spin = (s), .fd = -1 })
+	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .spin = (s), .fd = -1, \
+			       .active_idx = -1 })
 enum { IWE_CQ_WANT_POLL = 1, IWE_CQ_WANT_ARM = 2 };
 /* Add / remove a hook; removing waits for a poller running it. */
 void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
@@ -393,6 +408,13 @@ void iwe_cq_hook_want(struct iwe_cq *cq, struct iwe_cq_hook *h, int what);
 /* What the hook wanted was done by another thread (the burst went): off
  * those lists, so that no poll or arm looks at it for nothing. */
 void iwe_cq_hook_unwant(struct iwe_cq *cq, struct iwe_cq_hook *h, int what);
+/* A wait takes the input of the hooks that completed during the CQ's
+ * last this many waits (iw_cq_hook.c). */
+#define IWE_CQ_ACTIVE_WAITS (2 * IWE_CQ_SPIN_MAX)
+/* iwe_cq_push for a hook's QP: the completion also counts the hook as
+ * one a wait takes (IWE_CQ_ACTIVE_WAITS). */
+int iwe_cq_push_from(struct iwe_cq *cq, struct iwe_cq_hook *h,
+		     const struct ibv_wc *wc, int solicited);
 /* The hook's sends wait for room in its socket (or no longer). */
 void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 			 int blocked);
@@ -400,7 +422,10 @@ void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
 void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
-int iwe_cq_hooks_sleep_fd(struct iwe_cq_priv *q);
+int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max);
+/* Under the CQ's lock: the hook completed (iwe_cq_push_from), or goes. */
+void iwe_cq_hooks_note_done(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
+void iwe_cq_hooks_forget_locked(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
 void iwe_cq_hooks_init(struct iwe_cq_priv *q);
 void iwe_cq_hooks_fini(struct iwe_cq_priv *q);
 

@@ -373,6 +373,13 @@ static inline void iwe_qp_unwant_look(struct iwe_qp_priv *q, int what)
 	iwe_qp_hooks_op(q, what, iwe_cq_hook_unwant);
 }
 
+/* The QP's hook in its receive CQ: the send hook when one CQ serves both
+ * (iw_qp.c adds one hook then). */
+static inline struct iwe_cq_hook *iwe_qp_recv_hook(struct iwe_qp_priv *q)
+{
+	return q->pub.recv_cq == q->pub.send_cq ? &q->send_hook : &q->recv_hook;
+}
+
 static inline struct iwe_swqe *iwe_sq_slot(struct iwe_qp_priv *q,
 					   uint32_t ctr)
 {

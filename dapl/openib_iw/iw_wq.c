@@ -64,7 +64,7 @@ void iwe_wq_push_send_wc(struct iwe_qp_priv *q, struct iwe_swqe *w,
 	/* Unsignaled WRs retire silently; errors are always reported. */
 	if (status == IBV_WC_SUCCESS && !w->signaled && !q->sq_sig_all)
 		return;
-	iwe_cq_push(q->pub.send_cq, &wc, 0);
+	iwe_cq_push_from(q->pub.send_cq, &q->send_hook, &wc, 0);
 }
 
 /* A WR is finished once all of it is done in the transport and, for a
@@ -108,7 +108,7 @@ void iwe_wq_rq_complete(struct iwe_qp_priv *q, uint32_t byte_len,
 		q->srq_cur_valid = 0;
 	else
 		q->rq_head++;
-	iwe_cq_push(q->pub.recv_cq, &wc, solicited);
+	iwe_cq_push_from(q->pub.recv_cq, iwe_qp_recv_hook(q), &wc, solicited);
 }
 
 const struct iwe_rwqe *iwe_wq_recv_wqe(struct iwe_qp_priv *q, uint32_t mo,

@@ -660,10 +660,11 @@ static void test_sleep_on_socket(void)
 	side_fresh_on(&p.b, cq);
 	CHECK(cpair_std_connect(&p, 31214, "sleep on socket"),
 	      "sleep on socket: connected");
-	CHECK(iwe_cq_sleep_fd(cq) < 0,
+	CHECK(iwe_cq_sleep_fds(cq, &fd, 1) == 0,
 	      "sleep on socket: no socket while nobody spins");
 	iwe_cq_spin(cq, 1);
-	fd = iwe_cq_sleep_fd(cq);
+	if (iwe_cq_sleep_fds(cq, &fd, 1) != 1)
+		fd = -1;
 	iwe_req_notify_cq(cq, 0);
 	iwe_cq_disarm(cq);
 	fill(p.a.buf, 4096, 31214);
@@ -699,7 +700,7 @@ static void test_sleep_on_socket(void)
 	      !memcmp(p.b.buf + 4096, p.a.buf + 64, 64),
 	      "sleep on socket: the second Send's data intact");
 	iwe_cq_spin(cq, 0);
-	CHECK(iwe_cq_sleep_fd(cq) < 0,
+	CHECK(iwe_cq_sleep_fds(cq, &fd, 1) == 0,
 	      "sleep on socket: no socket once the spin ended");
 	cpair_close(&p);
 	iwe_destroy_cq(cq);

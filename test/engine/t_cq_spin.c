@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/* Which connections a waiting consumer takes the input of (iwe_cq_spin,
+ * iw_cq_hook.c): those that completed something into the CQ during its
+ * last IWE_CQ_ACTIVE_WAITS waits, when there are at most IWE_CQ_SPIN_MAX;
+ * else the one that completed last (here: none, as no fake hook's look
+ * completes anything).  The wait sleeps on exactly their sockets
+ * (iwe_cq_sleep_fds), and hands each back when it ends.  Fake hooks
+ * count how often they are spun on; their sockets are pipes.  TAP
+ * output. */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "iw_priv.h"
+#include "tap.h"
+
+#define NHOOKS (IWE_CQ_SPIN_MAX + 4)
+
+struct fake {
+	struct iwe_cq_hook hook;
+	int fds[2];
+	int spinning, spins;
+	int gone;		/* removed from the CQ */
+};
+
+static struct fake g_fake[NHOOKS];
+static struct iwe_cq *g_cq;
+
+static int fake_poll(struct iwe_cq_hook *h)
+{
+	(void)h;
+	return 0;
+}
+
+static void fake_arm(struct iwe_cq_hook *h)
+{
+	(void)h;
+}
+
+static void fake_spin(struct iwe_cq_hook *h, int on)
+{
+	struct fake *f = IWE_CONTAINER_OF(h, struct fake, hook);
+
+	f->spinning += on ? 1 : -1;
+	f->spins += on;
+}
+
+/* A completion from hook i, polled out again (the CQ stays empty). */
+static void complete(int i)
+{
+	struct ibv_wc wc = { .wr_id = (uint64_t)i, .status = IBV_WC_SUCCESS,
+			     .opcode = IBV_WC_RECV };
+
+	iwe_cq_push_from(g_cq, &g_fake[i].hook, &wc, 0);
+	(void)iwe_poll_cq(g_cq, 1, &wc);
+}
+
+/* One wait: spin on, the sockets named, spin off.  Returns the set of
+ * hooks spun on as a bit mask; *socks_ok: the sockets named were exactly
+ * theirs; *back: every one was handed back at the end. */
+static unsigned one_wait(int *socks_ok, int *back)
+{
+	int fds[IWE_CQ_SPIN_MAX + 1], before[NHOOKS], n, i, k;
+	unsigned spun = 0, named = 0;
+
+	for (i = 0; i < NHOOKS; i++)
+		before[i] = g_fake[i].spins;
+	iwe_cq_spin(g_cq, 1);
+	for (i = 0; i < NHOOKS; i++)
+		if (g_fake[i].spins != before[i])
+			spun |= 1u << i;
+	n = iwe_cq_sleep_fds(g_cq, fds, IWE_CQ_SPIN_MAX + 1);
+	for (k = 0; k < n; k++)
+		for (i = 0; i < NHOOKS; i++)
+			if (!g_fake[i].gone && fds[k] == g_fake[i].fds[0])
+				named |= 1u << i;
+	*socks_ok = named == spun && n == __builtin_popcount(spun);
+	iwe_cq_spin(g_cq, 0);
+	*back = 1;
+	for (i = 0; i < NHOOKS; i++)
+		*back &= g_fake[i].gone || g_fake[i].spinning == 0;
+	return spun;
+}
+
+static void test_window(void)
+{
+	unsigned want = (1u << 1) | (1u << 3) | (1u << 4), spun;
+	int socks_ok, back, all_ok = 1, w;
+
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == 0 && socks_ok && back,
+	      "nothing completed yet: a wait takes no connection (spun 0x%x)", spun);
+
+	complete(1);
+	complete(3);
+	complete(4);
+	complete(3);
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == want && socks_ok && back,
+	      "after completions of hooks 1, 3, 4: the wait took exactly those, slept on "
+	      "their sockets and handed them back (spun 0x%x)", spun);
+
+	for (w = 1; w < IWE_CQ_ACTIVE_WAITS; w++) {
+		spun = one_wait(&socks_ok, &back);
+		all_ok &= spun == want && socks_ok && back;
+	}
+	CHECK(all_ok, "with nothing more completed, the next %d waits took them too",
+	      IWE_CQ_ACTIVE_WAITS - 1);
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == 0 && socks_ok && back,
+	      "the wait after %d without a completion of theirs took none (spun 0x%x)",
+	      IWE_CQ_ACTIVE_WAITS, spun);
+
+	/* A completion keeps a hook in: hook 3 completes in each wait. */
+	complete(3);
+	complete(5);
+	all_ok = 1;
+	for (w = 0; w < 2 * IWE_CQ_ACTIVE_WAITS; w++) {
+		unsigned expect = w < IWE_CQ_ACTIVE_WAITS ? (1u << 3) | (1u << 5) : 1u << 3;
+
+		spun = one_wait(&socks_ok, &back);
+		all_ok &= spun == expect && socks_ok && back;
+		complete(3);
+	}
+	CHECK(all_ok, "a hook completing in every wait stays taken; one that stopped "
+		      "leaves after %d waits", IWE_CQ_ACTIVE_WAITS);
+	for (w = 0; w <= IWE_CQ_ACTIVE_WAITS; w++)
+		(void)one_wait(&socks_ok, &back);
+}
+
+static void test_too_many(void)
+{
+	unsigned spun;
+	int socks_ok, back, i, w;
+
+	for (i = 0; i <= IWE_CQ_SPIN_MAX; i++)
+		complete(i);
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == 0 && back,
+	      "%d connections completed: more than %d, the wait took none of them "
+	      "(spun 0x%x)", IWE_CQ_SPIN_MAX + 1, IWE_CQ_SPIN_MAX, spun);
+	for (w = 0; w < IWE_CQ_ACTIVE_WAITS; w++)
+		(void)one_wait(&socks_ok, &back);
+	complete(2);
+	complete(7);
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == ((1u << 2) | (1u << 7)) && socks_ok && back,
+	      "%d waits later, two that completed are taken again (spun 0x%x)",
+	      IWE_CQ_ACTIVE_WAITS, spun);
+	for (w = 0; w <= IWE_CQ_ACTIVE_WAITS; w++)
+		(void)one_wait(&socks_ok, &back);
+}
+
+/* A hook removed while a wait has it, or while it counts as active, is
+ * neither slept on nor told of the wait's end, nor taken later. */
+static void test_removed(void)
+{
+	int fds[IWE_CQ_SPIN_MAX], n, socks_ok, back;
+	unsigned spun;
+
+	complete(6);
+	complete(8);
+	iwe_cq_spin(g_cq, 1);
+	CHECK(g_fake[6].spinning == 1 && g_fake[8].spinning == 1,
+	      "removal: the wait took hooks 6 and 8");
+	iwe_cq_del_hook(g_cq, &g_fake[6].hook);
+	g_fake[6].gone = 1;
+	n = iwe_cq_sleep_fds(g_cq, fds, IWE_CQ_SPIN_MAX);
+	CHECK(n == 1 && fds[0] == g_fake[8].fds[0],
+	      "removal: hook 6 removed mid-wait, the wait sleeps on hook 8's socket alone");
+	iwe_cq_spin(g_cq, 0);
+	CHECK(g_fake[6].spinning == 1 && g_fake[8].spinning == 0,
+	      "removal: the wait's end told hook 8, not the removed hook 6");
+	complete(9);
+	iwe_cq_del_hook(g_cq, &g_fake[9].hook);
+	g_fake[9].gone = 1;
+	spun = one_wait(&socks_ok, &back);
+	CHECK(spun == 1u << 8 && socks_ok,
+	      "removal: a hook removed after completing is not taken (spun 0x%x)", spun);
+}
+
+int main(void)
+{
+	struct iwe_device *dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
+	int i;
+
+	if (!dev)
+		BAIL("open lo: %s", strerror(errno));
+	g_cq = iwe_create_cq(dev, 16, NULL, NULL);
+	if (!g_cq)
+		BAIL("create cq: %s", strerror(errno));
+	for (i = 0; i < NHOOKS; i++) {
+		g_fake[i].hook = IWE_CQ_HOOK_INIT(fake_poll, fake_arm, fake_spin);
+		if (pipe(g_fake[i].fds))
+			BAIL("pipe: %s", strerror(errno));
+		iwe_cq_add_hook(g_cq, &g_fake[i].hook);
+		iwe_cq_hook_watch(g_cq, &g_fake[i].hook, g_fake[i].fds[0], 1);
+	}
+	test_window();
+	test_too_many();
+	test_removed();
+	for (i = 0; i < NHOOKS; i++) {
+		if (!g_fake[i].gone)
+			iwe_cq_del_hook(g_cq, &g_fake[i].hook);
+		close(g_fake[i].fds[0]);
+		close(g_fake[i].fds[1]);
+	}
+	CHECK(iwe_destroy_cq(g_cq) == 0, "destroy the CQ");
+	iwe_device_close(dev);
+	return tap_done();
+}
