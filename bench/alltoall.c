@@ -341,34 +341,45 @@ static int dat_collect(void *x, size_t size, uint64_t round, unsigned peers, int
 	return 1;
 }
 
+/* Peer p's EP is ep: our receives go on it before it connects. */
+static int dat_ep_receives(struct dat_rank *r, int p, DAT_EP_HANDLE ep)
+{
+	int k;
+
+	r->ep[p] = ep;
+	for (k = 0; k < SLOTS; k++)
+		if (dat_post_recv(r, p, k))
+			return -1;
+	return 0;
+}
+
+static int dat_ep_for(struct dat_rank *r, int p, const struct du_ep_sizes *s)
+{
+	if (du_ep_create(&r->d, s))
+		return -1;
+	return dat_ep_receives(r, p, r->d.ep);
+}
+
 /* Our private data to the rank we dial: our rank. */
 static int dat_connect_all(struct dat_rank *r, const struct opts *o)
 {
 	const struct du_ep_sizes s = { .max_recv = SLOTS, .max_req = 2, .rdma_read = 0 };
-	int p, k, left;
+	int p, left;
 
 	if (du_listen(&r->d, (DAT_CONN_QUAL)(o->base + (unsigned)r->rank)))
 		return -1;
 	for (p = 0; p < r->rank; p++) {
 		uint32_t me = (uint32_t)r->rank;
 
-		if (du_ep_create(&r->d, &s))
+		if (dat_ep_for(r, p, &s))
 			return -1;
-		r->ep[p] = r->d.ep;
-		for (k = 0; k < SLOTS; k++)
-			if (dat_post_recv(r, p, k))
-				return -1;
 		if (du_connect(&r->d, "127.0.0.1", (DAT_CONN_QUAL)(o->base + (unsigned)p), &me,
 			       (int)sizeof me, 20000))
 			return -1;
-		if (r->d.ep != r->ep[p]) {
-			/* Refused (the rank did not listen yet): du_connect
-			 * made a fresh EP, without our receives. */
-			r->ep[p] = r->d.ep;
-			for (k = 0; k < SLOTS; k++)
-				if (dat_post_recv(r, p, k))
-					return -1;
-		}
+		/* Refused (the rank did not listen yet): du_connect made a
+		 * fresh EP, without our receives. */
+		if (r->d.ep != r->ep[p] && dat_ep_receives(r, p, r->d.ep))
+			return -1;
 		r->d.ep = DAT_HANDLE_NULL;
 	}
 	for (left = r->nranks - 1 - r->rank; left > 0; left--) {
@@ -384,12 +395,8 @@ static int dat_connect_all(struct dat_rank *r, const struct opts *o)
 			dat_cr_reject(cr, 0, NULL);
 			return -1;
 		}
-		if (du_ep_create(&r->d, &s))
+		if (dat_ep_for(r, p, &s))
 			return -1;
-		r->ep[p] = r->d.ep;
-		for (k = 0; k < SLOTS; k++)
-			if (dat_post_recv(r, p, k))
-				return -1;
 		if (du_accept(&r->d, cr))
 			return -1;
 		r->d.ep = DAT_HANDLE_NULL;
