@@ -362,6 +362,24 @@ static void poll_ready(struct iwe_cq_priv *q)
 		q->hot_run = 1;	/* q->hot completed: look at it first */
 }
 
+/* A wait spins on a few connections (at most CQ_HOOKS_DIRECT) among
+ * more: a recv on each, not an epoll_wait over all.  The others' input
+ * is the progress thread's meanwhile, and what it completes is in the
+ * ring at the next poll; the hooks that asked for a look get it, as in
+ * poll_ready.  A ping-pong beside 2 idle connections waited 11.5 us one
+ * way with the epoll, 8.8 alone. */
+static void poll_spun(struct iwe_cq_priv *q)
+{
+	struct iwe_cq_hook *h;
+
+	for (uint32_t k = 0; k < q->nhooks &&
+	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
+		(void)look(q, h);
+	for (uint32_t i = 0; i < q->nspun; i++)
+		if (look(q, q->spun[i]))
+			break;
+}
+
 /* One poller at a time; the others just look at the ring.  What
  * iwe_cq_drive returns: IWE_CQ_DRIVE_* flags. */
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
@@ -370,7 +388,9 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 
 	if (!pthread_mutex_trylock(&q->hooks_lock)) {
 		q->read_input = 0;
-		if (q->pollfd >= 0)
+		if (q->pollfd >= 0 && q->nspun && q->nspun <= CQ_HOOKS_DIRECT)
+			poll_spun(q);
+		else if (q->pollfd >= 0)
 			poll_ready(q);
 		else
 			poll_each(q);

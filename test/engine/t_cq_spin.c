@@ -5,8 +5,8 @@
  * else the one that completed last (here: none, as no fake hook's look
  * completes anything).  The wait sleeps on exactly their sockets
  * (iwe_cq_sleep_fds), and hands each back when it ends.  Fake hooks
- * count how often they are spun on; their sockets are pipes.  TAP
- * output. */
+ * count how often they are spun on and looked at; their sockets are
+ * pipes.  TAP output. */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
@@ -20,6 +20,7 @@ struct fake {
 	struct iwe_cq_hook hook;
 	int fds[2];
 	int spinning, spins;
+	int looks;		/* polls that looked at it */
 	int gone;		/* removed from the CQ */
 };
 
@@ -28,7 +29,7 @@ static struct iwe_cq *g_cq;
 
 static int fake_poll(struct iwe_cq_hook *h)
 {
-	(void)h;
+	IWE_CONTAINER_OF(h, struct fake, hook)->looks++;
 	return 0;
 }
 
@@ -179,6 +180,51 @@ static void test_removed(void)
 	      "removal: a hook removed after completing is not taken (spun 0x%x)", spun);
 }
 
+/* The hooks a poll looked at, as a bit mask. */
+static unsigned one_poll(void)
+{
+	struct ibv_wc wc;
+	int before[NHOOKS], i;
+	unsigned looked = 0;
+
+	for (i = 0; i < NHOOKS; i++)
+		before[i] = g_fake[i].looks;
+	(void)iwe_poll_cq(g_cq, 1, &wc);
+	for (i = 0; i < NHOOKS; i++)
+		if (!g_fake[i].gone && g_fake[i].looks != before[i])
+			looked |= 1u << i;
+	return looked;
+}
+
+/* While a wait spins on one connection among many, its polls read that
+ * one directly, whether or not its socket has input, and leave the
+ * others' input to the progress thread; once it ends, polls ask the
+ * CQ's epoll which have input. */
+static void test_spun_polls(void)
+{
+	int socks_ok, back, w;
+	unsigned looked;
+	char c = 'x';
+
+	for (w = 0; w <= IWE_CQ_ACTIVE_WAITS; w++)
+		(void)one_wait(&socks_ok, &back);
+	complete(2);
+	if (write(g_fake[5].fds[1], &c, 1) != 1)
+		BAIL("write: %s", strerror(errno));
+	iwe_cq_spin(g_cq, 1);
+	looked = one_poll();
+	CHECK(g_fake[2].spinning == 1 && looked == 1u << 2,
+	      "a poll during a wait on hook 2 looks at hook 2 alone, not at hook 5 with "
+	      "input (looked 0x%x)", looked);
+	iwe_cq_spin(g_cq, 0);
+	looked = one_poll();
+	CHECK(looked == 1u << 5,
+	      "after the wait a poll looks at hook 5, whose socket has input, alone "
+	      "(looked 0x%x)", looked);
+	if (read(g_fake[5].fds[0], &c, 1) != 1)
+		BAIL("read: %s", strerror(errno));
+}
+
 int main(void)
 {
 	struct iwe_device *dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
@@ -199,6 +245,7 @@ int main(void)
 	test_window();
 	test_too_many();
 	test_removed();
+	test_spun_polls();
 	for (i = 0; i < NHOOKS; i++) {
 		if (!g_fake[i].gone)
 			iwe_cq_del_hook(g_cq, &g_fake[i].hook);
