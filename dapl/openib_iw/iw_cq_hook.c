@@ -331,6 +331,17 @@ static int look(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 	return 1;
 }
 
+/* hooks_lock held: a look at each hook that asked for one (a burst of
+ * posts held for the consumer's next poll). */
+static void look_wanted(struct iwe_cq_priv *q)
+{
+	struct iwe_cq_hook *h;
+
+	for (uint32_t k = 0; k < q->nhooks &&
+	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
+		(void)look(q, h);
+}
+
 /* The hooks that asked, then those whose socket has input, as the CQ's
  * epoll says: an empty poll costs one epoll_wait, as a lone
  * connection's costs one recv (a look at the hook that completed last
@@ -345,16 +356,13 @@ static int look(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 static void poll_ready(struct iwe_cq_priv *q)
 {
 	struct epoll_event ev[CQ_READY_MAX];
-	struct iwe_cq_hook *h;
 	int n;
 
 	if (q->hot && q->hot_run && look(q, q->hot) &&
 	    ++q->hot_run < CQ_HOT_RUN)
 		return;
 	q->hot_run = 0;
-	for (uint32_t k = 0; k < q->nhooks &&
-	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
-		(void)look(q, h);
+	look_wanted(q);
 	n = epoll_wait(q->pollfd, ev, CQ_READY_MAX, 0);
 	for (int i = 0; i < n; i++)
 		(void)look(q, ev[i].data.ptr);
@@ -370,11 +378,7 @@ static void poll_ready(struct iwe_cq_priv *q)
  * way with the epoll, 8.8 alone. */
 static void poll_spun(struct iwe_cq_priv *q)
 {
-	struct iwe_cq_hook *h;
-
-	for (uint32_t k = 0; k < q->nhooks &&
-	     (h = pop_want(q, IWE_CQ_WANT_POLL)); k++)
-		(void)look(q, h);
+	look_wanted(q);
 	for (uint32_t i = 0; i < q->nspun; i++)
 		if (look(q, q->spun[i]))
 			break;
@@ -388,12 +392,12 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 
 	if (!pthread_mutex_trylock(&q->hooks_lock)) {
 		q->read_input = 0;
-		if (q->pollfd >= 0 && q->nspun && q->nspun <= CQ_HOOKS_DIRECT)
-			poll_spun(q);
-		else if (q->pollfd >= 0)
-			poll_ready(q);
-		else
+		if (q->pollfd < 0)
 			poll_each(q);
+		else if (q->nspun && q->nspun <= CQ_HOOKS_DIRECT)
+			poll_spun(q);
+		else
+			poll_ready(q);
 		if (q->read_input)
 			r |= IWE_CQ_DRIVE_READ;
 		pthread_mutex_unlock(&q->hooks_lock);
