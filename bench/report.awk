@@ -144,10 +144,14 @@ function udp_table(    i, s, kt, ku, kv, kn, ko, m, modes) {
 	split("block poll", modes, " ")
 	for (m = 1; m <= 2; m++)
 		udp_row("8 B ping-pong " modes[m] ", us", modes[m], "pingpong", 8, "lat_mean_us")
+	if ((key("udp", "-", "block_gap", "pingpong", 8)) in have)
+		udp_row("  2 ms apart, median", "block_gap", "pingpong", 8, "lat_median_us")
 	if ((key("udp", "-", "poll", "dtest_w", 8)) in have) {
 		udp_row("8 B dtest -W, us", "poll", "dtest_w", 8, "lat_mean_us")
 		printf "(dtest -W: Debian dtest's RDMA Write ping-pong, polling the Write's completion, then spinning on memory)\n"
 	}
+	if ((key("udp", "-", "block_gap", "pingpong", 8)) in have)
+		printf "(2 ms apart: blocking, the client pausing 2 ms after each round trip, as an RPC now and then; the median one way)\n"
 	printf "(ratios: udp/tcp of medians; lo: both at 65536; 1500/lo: udp at 1500, tcp at 65536; ns: both at 1500)\n"
 }
 

@@ -23,7 +23,9 @@
 #   - memory per idle EP and per connected idle EP (bench/iwmem);
 #   - the udp transport (TRP over UDP, CRC off as TRP has none) next to
 #     the tcp one: RDMA Write bandwidth (BENCH_UDP_SIZES, default 64, 4K,
-#     64K, 1M) and 8 B ping-pong, at the loopback MTU (iw-lo-udp) and at
+#     64K, 1M) and 8 B ping-pong (also one whose client pauses 2 ms
+#     after each round trip, BENCH_GAP_ITERS round trips: an RPC now and
+#     then, each a lone request), at the loopback MTU (iw-lo-udp) and at
 #     a path MTU of 1500 (instance data mtu=1500), and both transports
 #     at 1500 in a network namespace whose loopback MTU is 1500 (root
 #     only; BENCH_NETNS=0: not).  Under loss between two namespaces:
@@ -65,7 +67,8 @@
 # scale; default base,patterns), --pattern-sizes LIST, --rdv-sizes LIST
 # (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
-# BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_PAIR_SECONDS (twice --seconds),
+# BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_GAP_ITERS (300; --quick:
+# 100), BENCH_PAIR_SECONDS (twice --seconds),
 # BENCH_PAIR_REPS (paired trios a round, 3; --quick: 1),
 # BENCH_CYCLES (connection cycles, 5000), BENCH_EPS (1000), BENCH_BW_POLL=1
 # (also measure bandwidth while polling), BENCH_PAT_SECONDS,
@@ -153,6 +156,8 @@ lat_bytes=$(bytes "$lat_sizes")
 # progress can take milliseconds per round trip there.
 wait0_size=${lat_bytes%%,*}
 wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
+# The ping-pong 2 ms apart: 500 round trips a second.
+gap_iters=${BENCH_GAP_ITERS:-$([ $quick -eq 1 ] && echo 100 || echo 300)}
 # The bandwidth targets' sizes, measured paired (see paired()).
 pair_secs=${BENCH_PAIR_SECONDS:-$(awk -v s="$secs" 'BEGIN { print 2 * s }')}
 pair_reps=${BENCH_PAIR_REPS:-$([ $quick -eq 1 ] && echo 1 || echo 3)}
@@ -504,9 +509,11 @@ base_round() {
 			for m in block poll; do
 				udp "$ia" "$tag" $m "-m pingpong -S 8 -n $lat_iters" "$ns"
 			done
+			udp "$ia" "$tag" block_gap "-m pingpong -S 8 -n $gap_iters --gap 2000" "$ns"
 			dtest_w "$ia" "$tag" - "$ns"
 		done
 		dtest_w iw-lo iwdapl 0
+		iw 0 block_gap "-m pingpong -S 8 -n $gap_iters --gap 2000"
 	fi
 	tcp block "-m stream -S $sizes -t $secs --window $window"
 	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"

@@ -156,10 +156,6 @@ struct trp {
 	struct iwe_prog_task arm_task, free_task;
 	_Atomic uint64_t want_ns;	/* deadline the timer should have */
 	_Atomic uint64_t armed_ns;	/* deadline it has, 0: none */
-	/* A consumer thread held an ack since the timer was last armed:
-	 * the timer fires within the ack delay, so the next consumer hold
-	 * finds it armed and wakes no thread (iw_trp_rx.c, ack_hold). */
-	atomic_int consumer_held;
 	uint32_t pkt_max;		/* largest TRP packet (UDP payload) */
 	/* Transmit: PSNs [snd_una, snd_nxt) are in the ring, of which
 	 * [snd_una, snd_sent) went out at least once. */

@@ -724,11 +724,6 @@ static void arm_task_fn(struct iwe_prog_task *k)
 	struct trp *t = IWE_CONTAINER_OF(k, struct trp, arm_task);
 	uint64_t w = atomic_load(&t->want_ns), now = iwe_now_ns();
 
-	/* A consumer thread held an ack: fire within the delay, which its
-	 * next holds then find armed (iw_trp_rx.c, ack_hold). */
-	if (atomic_exchange(&t->consumer_held, 0) &&
-	    (!w || w > now + t->ack_delay_ns))
-		w = now + t->ack_delay_ns;
 	if (!w)
 		return;
 	iwe_prog_timer_arm_ns(t->prog, &t->timer, w > now ? w - now : 0);

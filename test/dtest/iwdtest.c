@@ -6,7 +6,7 @@
  *   server: iwdtest -s [-P iw-lo] [-q qual] [-p | --poll-wait0] [--signal N]
  *   client: iwdtest -h 127.0.0.1 [-P iw-lo] [-q qual] [-m mode] [-S sizes]
  *                   [-n iters | -t seconds] [-p | --poll-wait0] [--window W]
- *                   [--signal N] [--csv] [--no-verify]
+ *                   [--signal N] [--gap US] [--csv] [--no-verify]
  *
  * The client chooses the tests; the server follows them for one client and
  * exits.  Exit status: 0 when every test ran and validated, 1 otherwise,
@@ -51,6 +51,10 @@ static void usage(FILE *f)
 		"               %d; fewer for large sizes: %u MiB in flight at most)\n"
 		"  --signal N   wpp: every Nth RDMA Write signaled, the others posted\n"
 		"               with DAT_COMPLETION_SUPPRESS_FLAG (default %d, at most %d)\n"
+		"  --gap US     pingpong: the client pauses US microseconds after each\n"
+		"               round trip (a request now and then; default 0, at most\n"
+		"               1000000); lat_us then counts the pauses, the median,\n"
+		"               p99 and max do not\n"
 		"  --csv        machine-readable output: mode,size,iters,seconds,MBps,lat_us,\n"
 		"               valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us\n"
 		"               (lat_*: one way, half a round trip; median, 99th percentile\n"
@@ -125,7 +129,7 @@ static int sizes_fit_modes(const struct iwd_opts *o)
 static int parse_args(struct iwd_opts *o, int argc, char **argv)
 {
 	enum { OPT_CSV = 256, OPT_NOVERIFY, OPT_SSP, OPT_HELP, OPT_CORRUPT, OPT_WINDOW,
-	       OPT_WAIT0, OPT_SIGNAL };
+	       OPT_WAIT0, OPT_SIGNAL, OPT_GAP };
 	static const struct option lo[] = {
 		{ "csv", no_argument, NULL, OPT_CSV },
 		{ "no-verify", no_argument, NULL, OPT_NOVERIFY },
@@ -135,6 +139,7 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		{ "window", required_argument, NULL, OPT_WINDOW },
 		{ "poll-wait0", no_argument, NULL, OPT_WAIT0 },
 		{ "signal", required_argument, NULL, OPT_SIGNAL },
+		{ "gap", required_argument, NULL, OPT_GAP },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c, bad = 0;
@@ -159,6 +164,10 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 		case OPT_SIGNAL:
 			o->signal_every = strtol(optarg, NULL, 0);
 			bad |= o->signal_every < 1 || o->signal_every > IWD_SIGNAL_MAX;
+			break;
+		case OPT_GAP:
+			o->gap_us = strtol(optarg, NULL, 0);
+			bad |= o->gap_us < 0 || o->gap_us > 1000000;
 			break;
 		case 'w': o->wait_s = strtod(optarg, NULL); bad |= !(o->wait_s > 0); break;
 		case OPT_CSV: o->csv = 1; break;

@@ -38,6 +38,9 @@ struct iwd_opts {
 					 * qualifier is its TCP port) */
 	double wait_s;			/* bound on any single wait */
 	long signal_every;		/* wpp: every Nth RDMA Write signaled */
+	long gap_us;			/* pingpong: the client's pause after
+					 * each round trip (a request every so
+					 * often, as an RPC's) */
 };
 
 struct iwd_result {
