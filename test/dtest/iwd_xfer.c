@@ -27,12 +27,11 @@
 #include "pattern.h"
 
 #include <endian.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
 #define MAGIC 0x49574454u		/* "IWDT" */
 #define VERSION 1u
@@ -460,14 +459,6 @@ static void expect_data(struct iwd_sess *s, size_t size, long n, uint64_t seed)
 	s->rx_seed = seed;
 }
 
-static void pause_us(long us)
-{
-	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = us % 1000000 * 1000 };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
 static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 {
 	long n = (long)b->iters, i;
@@ -485,7 +476,7 @@ static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *er
 		if (i < s->lat_cap)
 			s->lat_ns[i] = lat_now_ns() - t0;
 		if (s->o->gap_us)
-			pause_us(s->o->gap_us);
+			usleep((useconds_t)s->o->gap_us);
 	}
 	*errs = s->rx_errs;
 	return 0;
