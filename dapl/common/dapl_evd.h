@@ -53,6 +53,13 @@ struct dapl_evd {
 	DAT_COUNT count;		/* events in the ring */
 	DAT_COUNT threshold;		/* of the current waiter */
 	atomic_int waiting;		/* a thread is in dat_evd_wait */
+	/* Under lock: the waiter sleeps, or is about to, in a system call.
+	 * Only then is its wake fd written (its own thread too may post
+	 * meanwhile: the sleep runs the device's due work): a spinning
+	 * waiter sees new events in memory, and each write costs the
+	 * poster a system call, and later the waiter's sleep a spurious
+	 * return and a drain. */
+	int asleep;
 	int overflowed;			/* reported once on the async EVD */
 	int cq_overflow_reported;
 	int dead;			/* being torn down: waiters abort */

@@ -508,6 +508,11 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		nsocks = iwe_cq_sleep_fds(cq, socks, IWE_CQ_SPIN_MAX);
 	for (int i = 0; i < nsocks; i++)
 		fds[2 + i] = (struct pollfd){ .fd = socks[i], .events = POLLIN };
+	/* Posts from now on write the wake fd; one made while the lock was
+	 * let go above did not, and is seen here. */
+	if (dapl_evd_count_locked(evd) >= evd->threshold)
+		return 1;
+	evd->asleep = 1;
 	dapl_unlock(&evd->lock);
 	if (nsocks)
 		more = dapl_fd_sleep(fds, 2 + nsocks, bounded, deadline);
@@ -520,6 +525,7 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	if (nsocks)
 		iwe_cq_disarm(cq);
 	dapl_lock(&evd->lock);
+	evd->asleep = 0;
 	/* Reset before re-checking: a post after this point leaves the fd
 	 * readable, so the next sleep returns at once.  Every write of the
 	 * fd is flagged after it. */

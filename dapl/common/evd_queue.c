@@ -85,7 +85,7 @@ static void notify_locked(struct dapl_evd *evd, struct dapl_agent_call *call)
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (atomic_load(&evd->waiting)) {
 		/* A direct waiter preempts the CNO (spec, dat_cno_wait). */
-		if (dapl_evd_count_locked(evd) >= evd->threshold)
+		if (evd->asleep && dapl_evd_count_locked(evd) >= evd->threshold)
 			dapl_evd_wake_locked(evd);
 		return;
 	}
