@@ -493,7 +493,7 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		{ .fd = evd->channel ? evd->channel->fd : -1, .events = POLLIN },
 	};
 	int own[2] = { evd->wake_fd, evd->channel ? evd->channel->fd : -1 };
-	int socks[IWE_CQ_SPIN_MAX], nsocks = 0, more = 1;
+	int socks[IWE_CQ_SPIN_MAX], nsocks = 0, more = 1, ready;
 	struct iwe_device *dev;
 	struct iwe_cq *cq;
 	struct timespec left;
@@ -509,12 +509,13 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	for (int i = 0; i < nsocks; i++)
 		fds[2 + i] = (struct pollfd){ .fd = socks[i], .events = POLLIN };
 	/* Posts from now on write the wake fd; one made while the lock was
-	 * let go above did not, and is seen here. */
-	if (dapl_evd_count_locked(evd) >= evd->threshold)
-		return 1;
-	evd->asleep = 1;
+	 * let go above did not, and is seen here instead of slept on. */
+	ready = dapl_evd_count_locked(evd) >= evd->threshold;
+	evd->asleep = !ready;
 	dapl_unlock(&evd->lock);
-	if (nsocks)
+	if (ready)
+		more = 1;
+	else if (nsocks)
 		more = dapl_fd_sleep(fds, 2 + nsocks, bounded, deadline);
 	/* This thread runs the device's loop while it sleeps, when it may. */
 	else if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,

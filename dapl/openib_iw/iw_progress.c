@@ -479,6 +479,18 @@ static void call_borrowed(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 	call_done(p);
 }
 
+void iwe_prog_run_or_post(struct iwe_prog *p, struct iwe_prog_task *t)
+{
+	if (!iwe_prog_on_thread(p) && pthread_mutex_trylock(&p->run) == 0) {
+		prog_borrowed = p;
+		t->fn(t);
+		prog_borrowed = NULL;
+		call_done(p);
+		return;
+	}
+	iwe_prog_post(p, t);
+}
+
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)
 {
 	struct prog_call c = { .fn = fn, .arg = arg };

@@ -91,6 +91,11 @@ void iwe_prog_note_consumer(struct iwe_prog *p);
 /* Queue a task for the next loop iteration (after the current epoll
  * batch); any thread.  A task already queued stays queued once. */
 void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);
+/* Run the task now, on this thread, when the loop is free (its thread
+ * waits in epoll: no wake-up, as iwe_prog_call); else queue it as
+ * iwe_prog_post does.  Only for a task that may run twice (it may be
+ * queued already) and takes no lock a poster may hold. */
+void iwe_prog_run_or_post(struct iwe_prog *p, struct iwe_prog_task *t);
 /* Take a task off the queue if it is there; any thread. */
 void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t);
 

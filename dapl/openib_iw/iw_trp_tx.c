@@ -767,7 +767,7 @@ void trp_timer_sync(struct trp *t, const struct iwe_qp_priv *q)
 	/* A later deadline lets the armed timer fire early: the kick finds
 	 * nothing due and arms again. */
 	if (d && (!a || d < a))
-		iwe_prog_post(t->prog, &t->arm_task);
+		iwe_prog_run_or_post(t->prog, &t->arm_task);
 }
 
 static void free_task_fn(struct iwe_prog_task *k)
