@@ -6,7 +6,8 @@
  * progress thread completes meanwhile -- another connection's input on
  * the same EVD -- must still wake it, and a wait for nothing must end at
  * its timeout.  Each answer here comes 20 ms after the wait began, long
- * past any spin.  Over tcp here, over udp in dapltest_progs_udp.sh. */
+ * past any spin; the connection events of many connections wake their
+ * sleeping waits too.  Over tcp here, over udp in dapltest_progs_udp.sh. */
 #include "tside.h"
 
 #include <pthread.h>
@@ -16,6 +17,7 @@
 #define THINK_MS 20
 #define BOUND_MS 1000
 #define ROUNDS 10
+#define CYCLES 200
 #define MSG 256
 
 static struct side S, C;	/* S waits; C answers late */
@@ -113,6 +115,55 @@ static void test_other_connection(DAT_EP_HANDLE s_ep1, DAT_EP_HANDLE c_ep1,
 	      "for the other's Send, whole (%ld ms)", took2);
 }
 
+/* side_wait's event, or BOUND_MS spent: 1 when it is the type. */
+static int conn_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER type)
+{
+	return side_wait(evd, BOUND_MS * 1000).event_number == type;
+}
+
+/* Connections made and ended with waits that sleep: each connection
+ * event wakes its sleeper, including the ones the loop delivers on the
+ * sleeper's own thread while it sleeps (the DISCONNECTED of an abrupt
+ * close is decided inside dat_ep_disconnect and queued for the loop,
+ * which the wait's sleep runs).  A wake-up lost there ends the wait at
+ * its timeout. */
+static void test_connection_cycles(DAT_CONN_QUAL qual)
+{
+	DAT_IA_ATTR ia;
+	DAT_EVENT ev;
+	int i, ok = 1;
+
+	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
+			 NULL) != DAT_SUCCESS)
+		BAIL("dat_ia_query");
+	for (i = 0; i < CYCLES && ok; i++) {
+		S.ep = side_ep(&S);
+		C.ep = side_ep(&C);
+		ok = dat_ep_connect(C.ep, ia.ia_address_ptr, qual,
+				    BOUND_MS * 1000, 0, NULL,
+				    DAT_QOS_BEST_EFFORT,
+				    DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS;
+		ev = side_wait(S.cr, BOUND_MS * 1000);
+		ok = ok && ev.event_number == DAT_CONNECTION_REQUEST_EVENT &&
+		     dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
+				   S.ep, 0, NULL) == DAT_SUCCESS &&
+		     conn_event(C.conn, DAT_CONNECTION_EVENT_ESTABLISHED) &&
+		     conn_event(S.conn, DAT_CONNECTION_EVENT_ESTABLISHED) &&
+		     dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG) ==
+		     DAT_SUCCESS &&
+		     conn_event(C.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+		/* The passive side learns of the abrupt close as it can. */
+		ev = side_wait(S.conn, BOUND_MS * 1000);
+		ok = ok && ev.event_number != 0;
+		dat_ep_free(C.ep);
+		dat_ep_free(S.ep);
+	}
+	S.ep = C.ep = DAT_HANDLE_NULL;
+	CHECK(ok, "connection cycles: %d of %d connected and ended, every "
+	      "wait for their events woken within %d ms", ok ? i : i - 1,
+	      CYCLES, BOUND_MS);
+}
+
 /* Nothing comes: the sleep ends at the wait's timeout, not before and
  * not much after. */
 static void test_timeout(void)
@@ -157,6 +208,7 @@ int main(void)
 	test_timeout();
 
 	side_disconnect_free(&S, &C);
+	test_connection_cycles(qual);
 	S.ep = s_ep1;
 	C.ep = c_ep1;
 	side_disconnect_free(&S, &C);
