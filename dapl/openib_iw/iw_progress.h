@@ -94,7 +94,9 @@ void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);
 /* Run the task now, on this thread, when the loop is free (its thread
  * waits in epoll: no wake-up, as iwe_prog_call); else queue it as
  * iwe_prog_post does.  Only for a task that may run twice (it may be
- * queued already) and takes no lock a poster may hold. */
+ * queued already) and takes no lock a poster may hold.  Unlike a
+ * borrowed iwe_prog_call it runs no other queued task: those may take
+ * the locks its caller holds (a QP's). */
 void iwe_prog_run_or_post(struct iwe_prog *p, struct iwe_prog_task *t);
 /* Take a task off the queue if it is there; any thread. */
 void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t);

@@ -115,12 +115,6 @@ static void test_other_connection(DAT_EP_HANDLE s_ep1, DAT_EP_HANDLE c_ep1,
 	      "for the other's Send, whole (%ld ms)", took2);
 }
 
-/* side_wait's event, or BOUND_MS spent: 1 when it is the type. */
-static int conn_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER type)
-{
-	return side_wait(evd, BOUND_MS * 1000).event_number == type;
-}
-
 /* Connections made and ended with waits that sleep: each connection
  * event wakes its sleeper, including the ones the loop delivers on the
  * sleeper's own thread while it sleeps (the DISCONNECTED of an abrupt
@@ -129,29 +123,17 @@ static int conn_event(DAT_EVD_HANDLE evd, DAT_EVENT_NUMBER type)
  * its timeout. */
 static void test_connection_cycles(DAT_CONN_QUAL qual)
 {
-	DAT_IA_ATTR ia;
 	DAT_EVENT ev;
 	int i, ok = 1;
 
-	if (dat_ia_query(S.ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
-			 NULL) != DAT_SUCCESS)
-		BAIL("dat_ia_query");
 	for (i = 0; i < CYCLES && ok; i++) {
 		S.ep = side_ep(&S);
 		C.ep = side_ep(&C);
-		ok = dat_ep_connect(C.ep, ia.ia_address_ptr, qual,
-				    BOUND_MS * 1000, 0, NULL,
-				    DAT_QOS_BEST_EFFORT,
-				    DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS;
-		ev = side_wait(S.cr, BOUND_MS * 1000);
-		ok = ok && ev.event_number == DAT_CONNECTION_REQUEST_EVENT &&
-		     dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
-				   S.ep, 0, NULL) == DAT_SUCCESS &&
-		     conn_event(C.conn, DAT_CONNECTION_EVENT_ESTABLISHED) &&
-		     conn_event(S.conn, DAT_CONNECTION_EVENT_ESTABLISHED) &&
+		ok = !side_connect_within(&S, &C, qual, BOUND_MS * 1000) &&
 		     dat_ep_disconnect(C.ep, DAT_CLOSE_ABRUPT_FLAG) ==
 		     DAT_SUCCESS &&
-		     conn_event(C.conn, DAT_CONNECTION_EVENT_DISCONNECTED);
+		     side_wait(C.conn, BOUND_MS * 1000).event_number ==
+		     DAT_CONNECTION_EVENT_DISCONNECTED;
 		/* The passive side learns of the abrupt close as it can. */
 		ev = side_wait(S.conn, BOUND_MS * 1000);
 		ok = ok && ev.event_number != 0;

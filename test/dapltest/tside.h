@@ -119,29 +119,43 @@ static inline DAT_PSP_HANDLE side_psp(struct side *s, DAT_CONN_QUAL *qual)
 }
 
 /* cli's EP connected to srv's (both made already) through srv's PSP on
- * qual, whose requests go to srv->cr; BAIL naming tag on any failure. */
-static inline void side_connect(struct side *srv, struct side *cli,
-				DAT_CONN_QUAL qual, const char *tag)
+ * qual, whose requests go to srv->cr, each event waited for up to us:
+ * NULL, or what failed. */
+static inline const char *side_connect_within(struct side *srv,
+					      struct side *cli,
+					      DAT_CONN_QUAL qual,
+					      DAT_TIMEOUT us)
 {
 	DAT_IA_ATTR ia;
 	DAT_EVENT ev;
 
 	if (dat_ia_query(srv->ia, NULL, DAT_IA_FIELD_IA_ADDRESS_PTR, &ia, 0,
 			 NULL) != DAT_SUCCESS ||
-	    dat_ep_connect(cli->ep, ia.ia_address_ptr, qual, TSIDE_WAIT_US, 0,
-			   NULL, DAT_QOS_BEST_EFFORT,
+	    dat_ep_connect(cli->ep, ia.ia_address_ptr, qual, us, 0, NULL,
+			   DAT_QOS_BEST_EFFORT,
 			   DAT_CONNECT_DEFAULT_FLAG) != DAT_SUCCESS)
-		BAIL("%s: dat_ep_connect", tag);
-	ev = side_wait(srv->cr, TSIDE_WAIT_US);
+		return "dat_ep_connect";
+	ev = side_wait(srv->cr, us);
 	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
 	    dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle,
 			  srv->ep, 0, NULL) != DAT_SUCCESS)
-		BAIL("%s: no connection request to accept", tag);
-	if (side_wait(cli->conn, TSIDE_WAIT_US).event_number !=
+		return "no connection request to accept";
+	if (side_wait(cli->conn, us).event_number !=
 	    DAT_CONNECTION_EVENT_ESTABLISHED ||
-	    side_wait(srv->conn, TSIDE_WAIT_US).event_number !=
+	    side_wait(srv->conn, us).event_number !=
 	    DAT_CONNECTION_EVENT_ESTABLISHED)
-		BAIL("%s: not established", tag);
+		return "not established";
+	return NULL;
+}
+
+/* side_connect_within TSIDE_WAIT_US; BAIL naming tag on any failure. */
+static inline void side_connect(struct side *srv, struct side *cli,
+				DAT_CONN_QUAL qual, const char *tag)
+{
+	const char *err = side_connect_within(srv, cli, qual, TSIDE_WAIT_US);
+
+	if (err)
+		BAIL("%s: %s", tag, err);
 }
 
 /* The connection of side_connect ended (abruptly, by cli) and both EPs
