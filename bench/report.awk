@@ -130,7 +130,7 @@ function cm_row(op, label, rate,    k) {
 # 8 B ping-pong, at the loopback MTU, at 1500 against tcp at the
 # loopback's 65536, and (when run.sh could make one) both at 1500 in a
 # network namespace whose loopback MTU is 1500.
-function udp_table(    i, s, kt, ku, kv, kn, ko, m, modes, gap) {
+function udp_table(    i, s, kt, ku, kv, kn, ko, m, modes, gap, acks) {
 	if (!((key("udp", "-", "block", "write", usz[1])) in have))
 		return
 	printf "\nThe udp transport (TRP over UDP) next to tcp (iwdapl CRC off): median [min-max] of %d round(s)\n", rounds
@@ -144,15 +144,22 @@ function udp_table(    i, s, kt, ku, kv, kn, ko, m, modes, gap) {
 	split("block poll", modes, " ")
 	for (m = 1; m <= 2; m++)
 		udp_row("8 B ping-pong " modes[m] ", us", modes[m], "pingpong", 8, "lat_mean_us")
+	acks = (key("udp", "-", "block", "acks", 8)) in have
+	if (acks)
+		udp_row("  pure acks a round", "block", "acks", 8, "lat_mean_us")
 	gap = (key("udp", "-", "block_gap", "pingpong", 8)) in have
 	if (gap)
 		udp_row("  2 ms apart, median", "block_gap", "pingpong", 8, "lat_median_us")
+	if (gap && acks)
+		udp_row("  2 ms apart, acks", "block_gap", "acks", 8, "lat_mean_us")
 	if ((key("udp", "-", "poll", "dtest_w", 8)) in have) {
 		udp_row("8 B dtest -W, us", "poll", "dtest_w", 8, "lat_mean_us")
 		printf "(dtest -W: Debian dtest's RDMA Write ping-pong, polling the Write's completion, then spinning on memory)\n"
 	}
 	if (gap)
 		printf "(2 ms apart: blocking, the client pausing 2 ms after each round trip, as an RPC now and then; the median one way)\n"
+	if (acks)
+		printf "(acks: the pure acks both sides sent, per round trip; an answer carries the ack of what it answers)\n"
 	printf "(ratios: udp/tcp of medians; lo: both at 65536; 1500/lo: udp at 1500, tcp at 65536; ns: both at 1500)\n"
 }
 

