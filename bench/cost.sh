@@ -187,6 +187,7 @@ fig() {
 	row "connect-accept-disconnect (PSP)" "$(fig psp)" "$(fig tcp-cycle)"
 	echo "(calls: system calls; switch: context switches, voluntary and not; CPU: user + system time."
 	echo " TCP: bench/tcp_baseline one send() per message, blocking in recv or busy-polling; bench/iwcm -m tcp."
-	echo " Differences of runs of $n and $((2 * n)) round trips (8 B ping-pongs): what a run pays once drops out.)"
+	echo " Differences of runs of $n and $((2 * n)) round trips (8 B ping-pongs): what a run pays once drops out;"
+	echo " on a busy machine the two runs differ in more than their count, and a difference below 0 shows as 0.)"
 } | tee "$table"
 exit $status

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwcm: connection setup through the provider (via libdat2), on loopback.
  *
- *   iwcm [-m psp|ssp] [-n cycles] [-q qual] [-P ia] [-w secs] [--csv]
+ *   iwcm [-m psp|ssp|tcp] [-n cycles] [-q qual] [-P ia] [-w secs] [--csv]
  *
  * Forks a server and runs `cycles` connect-accept-disconnect cycles in a
  * row, after a tenth as many (at most 100) unmeasured warm-up cycles.  One
@@ -12,7 +12,10 @@
  *   ssp: the client TCP-connects to port qual; the server hands the
  *        accepted socket to dat_iw_ssp_create, whose final streaming
  *        message offers the upgrade; the client reads it and calls
- *        dat_iw_socket_connect on the same socket.
+ *        dat_iw_socket_connect on the same socket;
+ *   tcp: plain TCP, the yardstick, through no IA: the client connects,
+ *        shuts its side down and reads to the server's close; the server
+ *        accepts and reads to the client's end of stream, then closes.
  * Reports setups per second and the cycle time (median, 99th percentile,
  * max); with ssp also the upgrade time: from the first upgrade call of
  * either side (dat_iw_ssp_create / dat_iw_socket_connect) to the later
@@ -21,7 +24,7 @@
  *
  * Output rows (--csv), in iwdtest's columns: mode,size,iters,seconds,MBps,
  * lat_us,valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us with
- * mode connect_psp | connect_ssp (msgs_per_s: setups per second, lat_*:
+ * mode connect_psp | connect_ssp | connect_tcp (msgs_per_s: setups per second, lat_*:
  * cycle time) and ssp_upgrade, ssp_upgrade_active, ssp_upgrade_passive.
  * Exit status 0 when every cycle connected, 1 otherwise, 2 on usage. */
 #include <getopt.h>
@@ -30,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 
 #include "proc_io.h"
 #include "dtest/dat_util.h"
@@ -43,7 +47,7 @@ struct cm_opts {
 	const char *ia;
 	DAT_CONN_QUAL qual;
 	long cycles;
-	int ssp, csv;
+	int ssp, tcp, csv;
 	double wait_s;
 };
 
@@ -108,6 +112,46 @@ static int serve_one(struct du *d, const struct cm_opts *o, int lfd, struct cm_t
 	return rc;
 }
 
+/* Plain TCP: a cycle ends when each side has read the other's end of
+ * stream. */
+static int drain_to_eof(int fd)
+{
+	char b[64];
+	ssize_t k;
+
+	while ((k = read(fd, b, sizeof b)) > 0)
+		;
+	return k == 0 ? 0 : -1;
+}
+
+static int serve_one_tcp(int lfd, struct cm_times *t)
+{
+	int fd, rc;
+
+	t->call = lat_now_ns();
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		return -1;
+	t->est = lat_now_ns();
+	rc = drain_to_eof(fd);
+	close(fd);
+	return rc;
+}
+
+static int connect_one_tcp(struct cm_times *t, unsigned port)
+{
+	int fd, rc;
+
+	t->call = lat_now_ns();
+	fd = du_tcp_dial(HOST, port, 0);
+	if (fd < 0)
+		return -1;
+	t->est = lat_now_ns();
+	rc = shutdown(fd, SHUT_WR) || drain_to_eof(fd) ? -1 : 0;
+	close(fd);
+	return rc;
+}
+
 /* Serves `total` cycles, then writes how many succeeded and their times
  * to out_fd.  Returns the exit status. */
 static int server(const struct cm_opts *o, long total, int ready_fd, int out_fd)
@@ -117,7 +161,14 @@ static int server(const struct cm_opts *o, long total, int ready_fd, int out_fd)
 	long done = 0;
 	int lfd = -1;
 
-	if (t && !du_open(&d, o->ia, 64)) {
+	if (t && o->tcp) {
+		lfd = du_tcp_listen((unsigned)o->qual, 128);
+		if (lfd >= 0) {
+			io_full(ready_fd, "R", 1, 1);
+			while (done < total && !serve_one_tcp(lfd, &t[done]))
+				done++;
+		}
+	} else if (t && !du_open(&d, o->ia, 64)) {
 		if (o->ssp)
 			lfd = du_tcp_listen((unsigned)o->qual, 128);
 		if (o->ssp ? lfd >= 0 : !du_listen(&d, o->qual)) {
@@ -130,8 +181,10 @@ static int server(const struct cm_opts *o, long total, int ready_fd, int out_fd)
 	if (io_full(out_fd, &done, sizeof done, 1) ||
 	    io_full(out_fd, t, (size_t)done * sizeof *t, 1))
 		done = -1;
-	ep_drop(&d);
-	du_close(&d, NULL, 0);
+	if (!o->tcp) {
+		ep_drop(&d);
+		du_close(&d, NULL, 0);
+	}
 	if (lfd >= 0)
 		close(lfd);
 	free(t);
@@ -217,19 +270,22 @@ static int client(const struct cm_opts *o, long warm, int in_fd)
 	uint64_t *cycle = calloc((size_t)total, sizeof *cycle), t0 = 0, t1 = 0;
 	int ok;
 
-	if (c && s && cycle && !du_open(&d, o->ia, 64)) {
+	if (c && s && cycle && (o->tcp || !du_open(&d, o->ia, 64))) {
 		for (; done < total; done++) {
 			uint64_t start = lat_now_ns();
 			if (done == warm)
 				t0 = start;
-			if (connect_one(&d, o, &c[done]))
+			if (o->tcp ? connect_one_tcp(&c[done], (unsigned)o->qual) :
+				     connect_one(&d, o, &c[done]))
 				break;
 			t1 = lat_now_ns();
 			cycle[done] = t1 - start;
 		}
 	}
-	ep_drop(&d);
-	du_close(&d, NULL, 0);
+	if (!o->tcp) {
+		ep_drop(&d);
+		du_close(&d, NULL, 0);
+	}
 	if (done < total)
 		fprintf(stderr, "iwcm: cycle %ld of %ld failed\n", done + 1, total);
 	if (io_full(in_fd, &sdone, sizeof sdone, 0) || sdone < 0 || sdone > total ||
@@ -240,7 +296,7 @@ static int client(const struct cm_opts *o, long warm, int in_fd)
 		long n = done - warm;
 		double secs = (double)(t1 - t0) / 1e9;
 
-		report(o, o->ssp ? "connect_ssp" : "connect_psp", cycle + warm, n,
+		report(o, o->tcp ? "connect_tcp" : o->ssp ? "connect_ssp" : "connect_psp", cycle + warm, n,
 		       (double)n / secs, ok);
 		if (o->ssp && sdone >= done)
 			report_upgrades(o, c + warm, s + warm, n, ok);
@@ -263,7 +319,8 @@ static int parse(struct cm_opts *o, int argc, char **argv)
 		switch (c) {
 		case 'm':
 			o->ssp = !strcmp(optarg, "ssp");
-			if (!o->ssp && strcmp(optarg, "psp"))
+			o->tcp = !strcmp(optarg, "tcp");
+			if (!o->ssp && !o->tcp && strcmp(optarg, "psp"))
 				return -1;
 			break;
 		case 'n': o->cycles = strtol(optarg, NULL, 0); if (o->cycles < 1) return -1; break;
@@ -286,7 +343,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if (parse(&o, argc, argv)) {
-		fprintf(stderr, "usage: iwcm [-m psp|ssp] [-n cycles] [-q qual] [-P ia] [-w secs] [--csv]\n");
+		fprintf(stderr, "usage: iwcm [-m psp|ssp|tcp] [-n cycles] [-q qual] [-P ia] [-w secs] [--csv]\n");
 		return 2;
 	}
 	warm = o.cycles / 10 < WARMUP_MAX ? o.cycles / 10 : WARMUP_MAX;

@@ -115,13 +115,14 @@ function cm_table(    k) {
 	printf "%-46s %-24s %-20s %-20s %-20s\n", "what", "per second", "median us", "p99 us", "max us"
 	cm_row("connect_psp", "PSP connect-accept-disconnect cycle", 1)
 	cm_row("connect_ssp", "SSP (TCP connect + upgrade) cycle", 1)
+	cm_row("connect_tcp", "plain TCP connect-accept-close cycle", 1)
 	cm_row("ssp_upgrade", "SSP upgrade: first call -> both ESTABLISHED", 0)
 	cm_row("ssp_upgrade_active", "  dat_iw_socket_connect -> ESTABLISHED", 0)
 	cm_row("ssp_upgrade_passive", "  dat_iw_ssp_create -> ESTABLISHED", 0)
 }
 
 function cm_row(op, label, rate,    k) {
-	k = key("iwdapl", 0, "block", op, 0)
+	k = op == "connect_tcp" ? key("tcp", "-", "block", op, 0) : key("iwdapl", 0, "block", op, 0)
 	printf "%-46s %-24s %-20s %-20s %-20s\n", label, rate ? cell(k, "msgs_per_s") : "-",
 		cell(k, "lat_median_us"), cell(k, "lat_p99_us"), cell(k, "lat_max_us")
 }
@@ -275,7 +276,7 @@ function target(text, v, limit, lower, measured,    verdict) {
 
 function us(v) { return v == "" ? "n/a" : v >= 10000 ? sprintf("%.1f ms", v / 1000) : fmt(v) " us" }
 
-function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
+function targets(    c, cs, k, kf, kt, r, s, i, v, vt, kp, ks) {
 	for (c = 0; c <= 1; c++) {
 		cs = c ? "CRC on" : "CRC off"
 		k = key("iwdapl", c, "poll", "pingpong", 8)
@@ -342,8 +343,10 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, kp, ks) {
 	}
 	kp = key("iwdapl", 0, "block", "connect_psp", 0)
 	v = med(kp, "msgs_per_s")
+	vt = med(key("tcp", "-", "block", "connect_tcp", 0), "msgs_per_s")
 	target("connection setups per second (PSP, loopback) >= 10,000 (in 1000/s)",
-		v == "" ? "" : sprintf("%.2f", v / 1000), 10, 0, fmt(v) "/s")
+		v == "" ? "" : sprintf("%.2f", v / 1000), 10, 0,
+		fmt(v) "/s" (vt == "" ? "" : " (plain TCP: " fmt(vt) "/s)"))
 	ks = key("iwdapl", 0, "block", "ssp_upgrade", 0)
 	target("SSP upgrade (median, first call -> both ESTABLISHED) < 100 us",
 		med(ks, "lat_median_us") == "" ? "" : sprintf("%.1f", med(ks, "lat_median_us")), 100, 1,

@@ -18,8 +18,8 @@
 #     the same window rule; ping-pong blocking and busy-polling);
 #   - libfabric TCP: fi_pingpong -p tcp -e msg (its latency is a mean;
 #     Debian's libfabric-bin ships no fi_msg_bw/fi_rma_bw: "n/a");
-#   - connection setup rate over a PSP and over an SSP, and the SSP
-#     upgrade time (bench/iwcm);
+#   - connection setup rate over a PSP and over an SSP, next to plain
+#     TCP's connect-accept-close, and the SSP upgrade time (bench/iwcm);
 #   - memory per idle EP and per connected idle EP (bench/iwmem);
 #   - the udp transport (TRP over UDP, CRC off as TRP has none) next to
 #     the tcp one: RDMA Write bandwidth (BENCH_UDP_SIZES, default 64, 4K,
@@ -44,6 +44,9 @@
 #     Read rendezvous, bidirectional RDMA Write bandwidth, two ping-pong
 #     pairs at once, Debian's dtest -W -a; next to iwdapl's CQ-polling
 #     Send ping-pong and plain TCP over a dense size sweep;
+#   - once a run, what a message costs the machine (bench/cost.sh:
+#     system calls, context switches and CPU time per round trip or
+#     message, next to plain TCP; needs perf);
 #   - only when asked (--only scale; minutes a round): connection scale
 #     (bench/scale.sh): 10,000 connections between two processes over
 #     PSPs (default and small EP queues) and SSPs -- setup rate against
@@ -63,9 +66,10 @@
 # Options: --quick (1 round, 3 sizes, short budgets: a smoke run of some
 # 35 s that also validates every transfer), --rounds N, --sizes LIST,
 # --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
-# (sections: base -- all of the above but the patterns and the scale --,
-# patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair, a2a, dtestwa;
-# scale; default base,patterns), --pattern-sizes LIST, --rdv-sizes LIST
+# (sections: base -- all of the above but the patterns, the costs and the
+# scale --, patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair,
+# a2a, dtestwa; cost; scale; default base,patterns,cost), --pattern-sizes
+# LIST, --rdv-sizes LIST
 # (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
 # BENCH_WAIT0_ITERS (1000; --quick: 200), BENCH_GAP_ITERS (300; --quick:
@@ -88,7 +92,7 @@ usage() {
 	exit 2
 }
 
-out= quick=0 rounds= sizes= lat_sizes= secs= only=base,patterns pat_sizes= rdv_sizes=
+out= quick=0 rounds= sizes= lat_sizes= secs= only=base,patterns,cost pat_sizes= rdv_sizes=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--out) out=$2; shift 2 ;;
@@ -132,7 +136,7 @@ fi
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
 	case $s in
-	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | scale) ;;
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | scale | cost) ;;
 	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
 	esac
 done
@@ -140,7 +144,7 @@ done
 want() {
 	case ,$only, in
 	*,"$1",*) return 0 ;;
-	*,patterns,*) [ "$1" != base ] && [ "$1" != scale ] ;;
+	*,patterns,*) [ "$1" != base ] && [ "$1" != scale ] && [ "$1" != cost ] ;;
 	*) return 1 ;;
 	esac
 }
@@ -419,13 +423,18 @@ fi_pp() {
 	}' "$l" >>"$raw"
 }
 
-# iwcm MODE: connection cycles over a PSP or an SSP.
+# iwcm MODE: connection cycles over a PSP or an SSP, or plain TCP's
+# connect-accept-close (mode tcp, the yardstick).
 cm() {
 	next_qual
 	l=$(log "iwcm-$1")
 	IWDAPL_CRC=0 timeout -k 5 "$limit" "$iwcm" -m "$1" -n "$cycles" -q "$qual" --csv \
 		>"$l" 2>"$l.err" || failed "iwcm -m $1" "$l.err"
-	to_raw iwdapl 0 block <"$l"
+	if [ "$1" = tcp ]; then
+		to_raw tcp - block <"$l"
+	else
+		to_raw iwdapl 0 block <"$l"
+	fi
 }
 
 mem() {
@@ -539,6 +548,7 @@ base_round() {
 	done
 	cm psp
 	cm ssp
+	cm tcp
 	mem
 	paired
 	stalls
@@ -569,6 +579,14 @@ awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
 	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" -f "$here/report_patterns.awk" \
 	-f "$here/report_scale.awk" "$out/summary.csv" >"$out/report.txt"
 rs=$?
+# What a message costs the machine (bench/cost.sh): counts, once a run.
+if want cost; then
+	qf=
+	[ $quick -eq 1 ] && qf=--quick
+	sh "$here/cost.sh" $qf --out "$out/cost" "$build" >/dev/null ||
+		failed "bench/cost.sh" "$out/cost/cost.txt"
+	{ echo; cat "$out/cost/cost.txt" 2>/dev/null; } >>"$out/report.txt"
+fi
 cat "$out/report.txt"
 if command -v gnuplot >/dev/null 2>&1; then
 	sh "$here/plot.sh" "$out" || echo "run.sh: plotting failed" >&2

@@ -6,7 +6,9 @@
 # checks every transferred byte), the consumer patterns' rows among them
 # (a small and a large size of each), the figures are plausible (positive
 # rates, median <= p99 <= max), the summary, the report with its target
-# lines and the plots exist; and that a corrupted transfer does show as
+# lines and the plots exist, the table of system costs per message (or,
+# without perf, the line that says why not); and that a corrupted
+# transfer does show as
 # invalid (iwdtest --corrupt, a classic mode and a pattern), and that
 # bench/spin_stack.sh runs (one run of each kind).  Some 30 s
 # on an idle 2-CPU machine.
@@ -22,11 +24,11 @@ ia=iw-lo
 . "$here/tool_lib.sh"
 tool_setup "$1" bench_smoke
 
-echo "1..11"
+echo "1..12"
 # Not in the valgrind tree: nothing runs under valgrind here, and the same
 # code ran in the plain tree.
 if [ -n "$IW_SKIP_BENCH$IW_SKIP_DEBIAN_TOOLS" ]; then
-	for k in 1 2 3 4 5 6 7 8 9 10 11; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
+	for k in 1 2 3 4 5 6 7 8 9 10 11 12; do echo "ok $k # SKIP IW_SKIP_BENCH or IW_SKIP_DEBIAN_TOOLS set"; done
 	exit 0
 fi
 res=$logdir/run
@@ -55,6 +57,7 @@ expected() {
 	for s in 64 65536 1048576; do echo "tcp,-,block,stream,$s"; done
 	echo "tcp,-,block,pingpong,8"
 	echo "tcp,-,poll,pingpong,8"
+	echo "tcp,-,block,connect_tcp,0"
 	for op in connect_psp connect_ssp ssp_upgrade ssp_upgrade_active ssp_upgrade_passive \
 		mem_ep_idle mem_ep_connected_active mem_ep_connected_passive; do
 		echo "iwdapl,0,block,$op,0"
@@ -158,6 +161,23 @@ grep -q '^.... *wpp polling, CRC off: ' "$res/report.txt" 2>/dev/null ||
 grep -q '^RDMA Write ping-pong polling memory (wpp)' "$res/report.txt" 2>/dev/null ||
 	why="${why:+$why; }no wpp table"
 tap_result "the report prints every target with PASS/MISS" "$why" "$logdir/run.out"
+
+# The costs (bench/cost.sh): seven rows, each with its three figures for
+# iwdapl and three for plain TCP (numbers, whatever their size: on a busy
+# machine a difference of two runs can come out at 0); or the one line
+# saying perf cannot count here.
+why=
+if grep -q '^System cost per message: n/a' "$res/report.txt" 2>/dev/null; then
+	command -v perf >/dev/null 2>&1 &&
+		perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1 &&
+		why="perf counts system calls here, yet the cost table says n/a"
+else
+	rows=$(sed -n '/^System cost per message (perf stat/,/^(calls: /p' "$res/report.txt" 2>/dev/null |
+		awk 'NF >= 8 { ok = 1; for (i = NF - 6; i < NF; i++) if ($i !~ /^[0-9]+\.[0-9]+$/) ok = 0
+			k += ok } END { print k + 0 }')
+	[ "$rows" = 7 ] || why="$rows of 7 cost rows with every figure"
+fi
+tap_result "the report gives the system cost per message" "$why" "$res/report.txt"
 
 if command -v gnuplot >/dev/null 2>&1; then
 	why=
