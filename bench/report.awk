@@ -113,16 +113,18 @@ function lat_table(    i, s, m, nm, modes, tm) {
 function cm_table(    k) {
 	printf "\nConnection setup on loopback (IWDAPL_CRC=0): median [min-max] of %d round(s)\n", rounds
 	printf "%-46s %-24s %-20s %-20s %-20s\n", "what", "per second", "median us", "p99 us", "max us"
-	cm_row("connect_psp", "PSP connect-accept-disconnect cycle", 1)
-	cm_row("connect_ssp", "SSP (TCP connect + upgrade) cycle", 1)
-	cm_row("connect_tcp", "plain TCP connect-accept-close cycle", 1)
-	cm_row("ssp_upgrade", "SSP upgrade: first call -> both ESTABLISHED", 0)
-	cm_row("ssp_upgrade_active", "  dat_iw_socket_connect -> ESTABLISHED", 0)
-	cm_row("ssp_upgrade_passive", "  dat_iw_ssp_create -> ESTABLISHED", 0)
+	cm_row(cm_key("connect_psp"), "PSP connect-accept-disconnect cycle", 1)
+	cm_row(cm_key("connect_ssp"), "SSP (TCP connect + upgrade) cycle", 1)
+	cm_row(key("tcp", "-", "block", "connect_tcp", 0), "plain TCP connect-accept-close cycle", 1)
+	cm_row(cm_key("ssp_upgrade"), "SSP upgrade: first call -> both ESTABLISHED", 0)
+	cm_row(cm_key("ssp_upgrade_active"), "  dat_iw_socket_connect -> ESTABLISHED", 0)
+	cm_row(cm_key("ssp_upgrade_passive"), "  dat_iw_ssp_create -> ESTABLISHED", 0)
 }
 
-function cm_row(op, label, rate,    k) {
-	k = op == "connect_tcp" ? key("tcp", "-", "block", op, 0) : key("iwdapl", 0, "block", op, 0)
+# The key of the provider's connection figure op (bench/iwcm, CRC off).
+function cm_key(op) { return key("iwdapl", 0, "block", op, 0) }
+
+function cm_row(k, label, rate) {
 	printf "%-46s %-24s %-20s %-20s %-20s\n", label, rate ? cell(k, "msgs_per_s") : "-",
 		cell(k, "lat_median_us"), cell(k, "lat_p99_us"), cell(k, "lat_max_us")
 }
@@ -341,13 +343,13 @@ function targets(    c, cs, k, kf, kt, r, s, i, v, vt, kp, ks) {
 					fmt(med(k, "MBps")) " vs " fmt(med(kt, "MBps")) " MB/s")
 		}
 	}
-	kp = key("iwdapl", 0, "block", "connect_psp", 0)
+	kp = cm_key("connect_psp")
 	v = med(kp, "msgs_per_s")
 	vt = med(key("tcp", "-", "block", "connect_tcp", 0), "msgs_per_s")
 	target("connection setups per second (PSP, loopback) >= 10,000 (in 1000/s)",
 		v == "" ? "" : sprintf("%.2f", v / 1000), 10, 0,
 		fmt(v) "/s" (vt == "" ? "" : " (plain TCP: " fmt(vt) "/s)"))
-	ks = key("iwdapl", 0, "block", "ssp_upgrade", 0)
+	ks = cm_key("ssp_upgrade")
 	target("SSP upgrade (median, first call -> both ESTABLISHED) < 100 us",
 		med(ks, "lat_median_us") == "" ? "" : sprintf("%.1f", med(ks, "lat_median_us")), 100, 1,
 		"p99 " us(med(ks, "lat_p99_us")))
