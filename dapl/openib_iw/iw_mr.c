@@ -239,18 +239,42 @@ static void mr_fill_entry(struct iwe_stag_entry *e, struct iwe_mr_priv *m)
 	e->valid = 1;
 }
 
+/* One byte of every page of [addr, addr + length) read from user space,
+ * guarded as the engine's copies are (a page unmapped meanwhile is
+ * skipped).  Only bytes of the region: a byte before addr on its first
+ * page may be another object's. */
+static void mr_touch(uintptr_t addr, size_t length, uintptr_t page)
+{
+	uintptr_t end = addr + length;
+	char c;
+
+	for (uintptr_t p = addr; p < end; p = (p | (page - 1)) + 1)
+		(void)iwe_copy_guarded(&c, (const void *)p, 1,
+				       IWE_COPY_PLAIN, NULL);
+}
+
 /* Registration makes the region resident, as an adapter's pinning does:
  * its pages are faulted in now (writable ones for a region the engine may
  * write into), not one at a time while data is placed.  Debian's dtest
  * sends its 4 MiB messages through 100 fresh buffers, and a page fault
- * per 4 KiB in the receive path held its ping-pong at 200 MB/s (460 MB/s
- * now; on this VM the host still backs each page at its first write).
+ * per 4 KiB in the receive path held its ping-pong at 200 MB/s.
+ * Then each page is read once from user space, where the engine's own
+ * copies run (placement through the staging buffer, the sender's CRC):
+ * on a hypervisor that shadows page tables (this VM), the first access
+ * from user space to a page costs an exit, some 5 us, even on a page
+ * that populating made resident, and dtest's 4 MiB ping-pong (CRC on)
+ * still ran at 490 MB/s, at 1.0-2.3 GB/s with these reads.  A page the
+ * consumer has written costs a load.  (The kernel's own first access,
+ * for recvmsg in place and sendmsg with the CRC off, costs as much again
+ * and is left to the first transfer: reading every page from the kernel
+ * here too would double the cost of a region used once with the CRC on;
+ * doc/performance.md.)
  * Best effort: a range the kernel cannot populate (holes, a read-only
- * mapping with local write asked) is faulted as it is used, and fails as
- * it did if it is not mapped then.  Regions larger than
- * IWDAPL_MR_POPULATE_MB (default 1024; 0: none) are left alone: a
- * reservation far larger than what it will hold must not take that much
- * memory at once. */
+ * mapping with local write asked, device memory) is left as it is,
+ * faulted as it is used, and fails as it did if it is not mapped then.
+ * Regions larger than IWDAPL_MR_POPULATE_MB (default 1024; 0: none) are
+ * left alone: a reservation far larger than what it will hold must not
+ * take that much memory at once. */
 static void mr_populate(void *addr, size_t length, int access)
 {
 	static long max_mb = -1;
@@ -262,9 +286,11 @@ static void mr_populate(void *addr, size_t length, int access)
 		return;
 	/* madvise wants the start page-aligned and rounds the length up;
 	 * the range does not wrap (mr_args_valid). */
-	(void)madvise((void *)lo, length + ((uintptr_t)addr - lo),
-		      access & IBV_ACCESS_LOCAL_WRITE ? MADV_POPULATE_WRITE
-						      : MADV_POPULATE_READ);
+	if (madvise((void *)lo, length + ((uintptr_t)addr - lo),
+		    access & IBV_ACCESS_LOCAL_WRITE ? MADV_POPULATE_WRITE
+						    : MADV_POPULATE_READ))
+		return;
+	mr_touch((uintptr_t)addr, length, page);
 }
 
 struct iwe_mr *iwe_reg_mr(struct iwe_pd *pd, void *addr, size_t length,

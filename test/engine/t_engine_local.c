@@ -593,6 +593,18 @@ static void test_mr_resident(struct iwe_pd *pd)
 	if (mr)
 		iwe_dereg_mr(mr);
 	munmap(m, len);
+	/* Read-only memory, from an unaligned start: registration reads its
+	 * pages (one byte of each, from the region only) and writes none. */
+	m = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		BAIL("mmap");
+	mr = iwe_reg_mr(pd, m + pg / 2, len - pg, IBV_ACCESS_REMOTE_READ);
+	CHECK(mr && resident_pages(m, len) == 64,
+	      "a read-only mapping registers for remote read, resident "
+	      "(%ld of 64)", resident_pages(m, len));
+	if (mr)
+		iwe_dereg_mr(mr);
+	munmap(m, len);
 }
 
 static void test_pd_mr(void)
