@@ -13,7 +13,9 @@
 #     a peer that answers after the spin), polling (spinning
 #     dat_evd_dequeue) and, at the first latency size
 #     and for BENCH_WAIT0_ITERS iterations, polling with dat_evd_wait and
-#     timeout 0;
+#     timeout 0; and requests now and then: an 8 B and a 64 KiB blocking
+#     ping-pong whose client pauses 2 ms after each round trip
+#     (BENCH_GAP_ITERS round trips, CRC off), next to plain TCP's;
 #   - plain TCP (bench/tcp_baseline: one send() per message, TCP_NODELAY,
 #     the same window rule; ping-pong blocking and busy-polling);
 #   - libfabric TCP: fi_pingpong -p tcp -e msg (its latency is a mean;
@@ -163,6 +165,7 @@ wait0_size=${lat_bytes%%,*}
 wait0_iters=${BENCH_WAIT0_ITERS:-$((lat_iters < 1000 ? lat_iters / 5 : 1000))}
 # The ping-pong 2 ms apart: 500 round trips a second.
 gap_iters=${BENCH_GAP_ITERS:-$([ $quick -eq 1 ] && echo 100 || echo 300)}
+gap_sizes=8,64K
 # The bandwidth targets' sizes, measured paired (see paired()).
 pair_secs=${BENCH_PAIR_SECONDS:-$(awk -v s="$secs" 'BEGIN { print 2 * s }')}
 pair_reps=${BENCH_PAIR_REPS:-$([ $quick -eq 1 ] && echo 1 || echo 3)}
@@ -537,8 +540,10 @@ base_round() {
 			dtest_w "$ia" "$tag" - "$ns"
 		done
 		dtest_w iw-lo iwdapl 0
-		iw 0 block_gap "-m pingpong -S 8 -n $gap_iters --gap 2000"
 	fi
+	# Requests now and then: the client pauses 2 ms after each round trip.
+	iw 0 block_gap "-m pingpong -S $gap_sizes -n $gap_iters --gap 2000"
+	tcp block_gap "-m pingpong -S $gap_sizes -n $gap_iters --gap 2000"
 	tcp block "-m stream -S $sizes -t $secs --window $window"
 	[ "${BENCH_BW_POLL:-0}" = 1 ] && tcp poll "-m stream -S $sizes -t $secs --window $window"
 	tcp block "-m pingpong -S $lat_sizes -n $lat_iters"

@@ -9,6 +9,9 @@
  *             message rate;
  *   pingpong: n round trips of each size, each one timed: latency is half
  *             a round trip, as the mean, median, 99th percentile and max;
+ *             with --gap US the client pauses US microseconds after each
+ *             (a request now and then, as iwdtest --gap: the pauses are
+ *             in the mean, not in the median, p99 or max);
  *   bidir:    stream both ways at once, each side sending n messages with
  *             the stream's window while it receives and acknowledges the
  *             other side's: one thread per direction, each direction on a
@@ -28,7 +31,7 @@
  * --no-verify, exactly as iwdtest does.
  *
  *   tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] [-n iters | -t secs]
- *                [-p] [--window W] [--csv] [--no-verify]
+ *                [-p] [--window W] [--gap US] [--csv] [--no-verify]
  * Output rows (--csv), as iwdtest's: mode,size,iters,seconds,MBps,lat_us,
  * valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us */
 #include <arpa/inet.h>
@@ -66,7 +69,7 @@ struct opts {
 	int modes, csv, verify_all;		/* modes: bit per T_* */
 	size_t sizes[MAX_SIZES];
 	int nsizes;
-	long iters, window;
+	long iters, window, gap_us;
 	double budget;
 };
 
@@ -272,7 +275,8 @@ static int server(int lfd)
 }
 
 /* pingpong: every round trip timed into lat (cap samples); errors or -1. */
-static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap)
+static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap,
+			    long gap_us)
 {
 	long n = (long)h->iters, i, errs = 0;
 
@@ -284,6 +288,8 @@ static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap
 		if (i < cap)
 			lat[i] = lat_now_ns() - t0;
 		errs += check(h, h->seed ^ PONG_SEED, i);
+		if (gap_us)
+			usleep((useconds_t)gap_us);
 	}
 	return errs;
 }
@@ -318,7 +324,7 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 	else if (mode == T_BIDIR1)
 		errs = one_connection(fd[0], &h, h.seed ^ PONG_SEED);
 	else
-		errs = client_pingpong(fd[0], &h, lat, cap);
+		errs = client_pingpong(fd[0], &h, lat, cap, o->gap_us);
 	if (errs < 0 || io_all(fd[0], &perrs, sizeof perrs, 0)) {
 		free(lat);
 		return -1;
@@ -459,6 +465,7 @@ static int parse(struct opts *o, int argc, char **argv)
 		{ "csv", no_argument, NULL, 'c' },
 		{ "no-verify", no_argument, NULL, 'V' },
 		{ "window", required_argument, NULL, 'W' },
+		{ "gap", required_argument, NULL, 'g' },
 		{ NULL, 0, NULL, 0 }
 	};
 	static const size_t def[] = { 64, 4096, 65536, 1048576 };
@@ -482,6 +489,11 @@ static int parse(struct opts *o, int argc, char **argv)
 			if (o->window < 1 || o->window > WIN_LIMIT)
 				return -1;
 			break;
+		case 'g':
+			o->gap_us = strtol(optarg, NULL, 0);
+			if (o->gap_us < 0 || o->gap_us > 1000000)
+				return -1;
+			break;
 		case 'c': o->csv = 1; break;
 		case 'V': o->verify_all = 0; break;
 		default: return -1;
@@ -501,7 +513,7 @@ int main(int argc, char **argv)
 
 	if (parse(&o, argc, argv)) {
 		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] "
-				"[-n iters | -t secs] [-p] [--window W] [--csv] [--no-verify]\n");
+				"[-n iters | -t secs] [-p] [--window W] [--gap US] [--csv] [--no-verify]\n");
 		return 2;
 	}
 	for (k = 0; k < o.nsizes; k++)

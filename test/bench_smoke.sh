@@ -58,6 +58,10 @@ expected() {
 	echo "tcp,-,block,pingpong,8"
 	echo "tcp,-,poll,pingpong,8"
 	echo "tcp,-,block,connect_tcp,0"
+	# Requests now and then (2 ms apart), both sides.
+	for t in iwdapl,0 tcp,-; do
+		for s in 8 65536; do echo "$t,block_gap,pingpong,$s"; done
+	done
 	for op in connect_psp connect_ssp ssp_upgrade ssp_upgrade_active ssp_upgrade_passive \
 		mem_ep_idle mem_ep_connected_active mem_ep_connected_passive; do
 		echo "iwdapl,0,block,$op,0"
