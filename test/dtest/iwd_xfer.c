@@ -504,6 +504,11 @@ static void lat_release(struct iwd_sess *s, struct iwd_result *r, long done)
 	s->lat_cap = 0;
 }
 
+int iwd_ring_slots(const struct iwd_sess *s)
+{
+	return s->ring;
+}
+
 int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result *r)
 {
 	struct iwd_msg b = { .type = MSG_BEGIN, .mode = (uint32_t)mode, .size = size,

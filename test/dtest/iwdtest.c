@@ -185,12 +185,19 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 	return 0;
 }
 
-/* A fixed count: first a tenth of it (at most WARMUP_MAX) unmeasured, so
- * that page faults and cold caches do not land in the figures. */
+/* A fixed count: first a tenth of it (at most WARMUP_MAX), and at least
+ * a turn of the receive ring, unmeasured, so that page faults, first
+ * touches and cold caches do not land in the figures.  The ring: on a VM
+ * that shadows page tables the kernel's first access to each page of a
+ * slot costs some 5 us, and 100 round trips of 64 KiB measured 64 fresh
+ * slots (doc/performance.md). */
 static int run_fixed(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 		     size_t size, struct iwd_result *r)
 {
 	long warm = o->iters / 10 < WARMUP_MAX ? o->iters / 10 : WARMUP_MAX, errs = 0;
+
+	if (warm < iwd_ring_slots(s))
+		warm = iwd_ring_slots(s);
 
 	if (warm > 0) {
 		if (iwd_run(s, mode, size, warm, r))

@@ -75,6 +75,8 @@ struct iwd_sess *iwd_open(const struct iwd_opts *o);
 /* Client: one test of n iterations. Returns 0, or -1 on a transport error
  * (validation failures are counted in r->errors, not returned). */
 int iwd_run(struct iwd_sess *s, int mode, size_t size, long n, struct iwd_result *r);
+/* Receive buffers each side keeps posted, used in turn. */
+int iwd_ring_slots(const struct iwd_sess *s);
 /* Server: answer the client's tests until it quits; 1 if any transfer
  * failed validation, -1 on a transport error. */
 int iwd_serve(struct iwd_sess *s);
