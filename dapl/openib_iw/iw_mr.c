@@ -263,7 +263,7 @@ static void mr_touch(uintptr_t addr, size_t length, uintptr_t page)
  * on a hypervisor that shadows page tables (this VM), the first access
  * from user space to a page costs an exit, some 5 us, even on a page
  * that populating made resident, and dtest's 4 MiB ping-pong (CRC on)
- * still ran at 490 MB/s, at 1.0-2.3 GB/s with these reads.  A page the
+ * still ran at 470-530 MB/s, at 0.9-2.4 GB/s with these reads.  A page the
  * consumer has written costs a load.  (The kernel's own first access,
  * for recvmsg in place and sendmsg with the CRC off, costs as much again
  * and is left to the first transfer: reading every page from the kernel
