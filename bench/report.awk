@@ -91,7 +91,7 @@ function lat_row(s, mode, tmode, metric, label,    k0, k1, kt, kf) {
 		tmode == "poll" ? ratio(med(k0, metric), med(kf, metric)) : "-"
 }
 
-function lat_table(    i, s, m, nm, modes, tm, gs) {
+function lat_table(    i, s, m, nm, modes, tm, gs, ngs) {
 	printf "\nPing-pong latency, one way (half a round trip), us (k = x1000): median [min-max] of %d round(s)\n", rounds
 	printf "(libfabric: fi_pingpong -p tcp, which reports only a mean; polling modes are\n"
 	printf " compared with busy-polling TCP, blocking with blocking TCP)\n"
@@ -108,12 +108,12 @@ function lat_table(    i, s, m, nm, modes, tm, gs) {
 			lat_row(s, modes[m], tm, "lat_max_us", "max")
 		}
 	}
-	split("8 65536", gs, " ")
-	for (i = 1; i <= 2; i++) {
+	ngs = split(gap_sizes, gs, ",")
+	for (i = 1; i <= ngs; i++) {
 		lat_row(gs[i], "block_gap", "block_gap", "lat_median_us", "median")
 		lat_row(gs[i], "block_gap", "block_gap", "lat_p99_us", "p99")
 	}
-	if ((key("iwdapl", 0, "block_gap", "pingpong", 8)) in have)
+	if (ngs && (key("iwdapl", 0, "block_gap", "pingpong", gs[1])) in have)
 		printf "(block_gap: blocking, the client pausing 2 ms after each round trip -- requests now and then; TCP the same)\n"
 }
 

@@ -578,7 +578,8 @@ awk -F, -f "$here/summarize.awk" "$raw" >"$out/summary.csv"
 want base && base=1 || base=0
 want scale && scale=$scale_n || scale=
 awk -F, -v sizes="$size_bytes" -v lat_sizes="$lat_bytes" -v rounds="$rounds" \
-	-v udp_sizes="$(bytes "$udp_sizes")" -v base="$base" -v patterns="$pat_parts" \
+	-v udp_sizes="$(bytes "$udp_sizes")" -v gap_sizes="$(bytes "$gap_sizes")" \
+	-v base="$base" -v patterns="$pat_parts" \
 	-v pat_sizes="$pat_bytes" -v rdv_sizes="$rdv_bytes" -v a2a_sizes="$(bytes "${BENCH_A2A_SIZES:-8,4K}")" \
 	-v scale="$scale" -v scale_depth="$scale_depth" \
 	-v strict="${BENCH_STRICT:-0}" -f "$here/report.awk" -f "$here/report_patterns.awk" \
