@@ -7,8 +7,10 @@
  *             rule of test/dtest/window.h, the same as iwdtest's), timed
  *             until the server has acknowledged them all: bandwidth and
  *             message rate;
- *   pingpong: n round trips of each size, each one timed: latency is half
- *             a round trip, as the mean, median, 99th percentile and max;
+ *   pingpong: n round trips of each size, each one timed up to the
+ *             answer's arrival (the client checks it after): latency is half
+ *             a round trip, as the mean (the whole run's time per round
+ *             trip, checks included), median, 99th percentile and max;
  *             with --gap US the client pauses US microseconds after each
  *             (a request now and then, as iwdtest --gap: the pauses are
  *             in the mean, not in the median, p99 or max);

@@ -263,12 +263,12 @@ static int pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *errs)
 
 	sess_expect_reads(s, b->size, 1, p.seed_in, p.n - 1);
 	for (i = 0; i < p.n; i++) {
-		uint64_t t0 = client ? lat_now_ns() : 0;
+		uint64_t t0 = client ? lat_now_ns() : 0, check0 = s->check_ns;
 
 		if (first(s, &p, i) || second(s, &p, i))
 			return -1;
 		if (client && i < s->lat_cap)
-			s->lat_ns[i] = lat_now_ns() - t0;
+			s->lat_ns[i] = sess_round_trip_ns(s, t0, check0);
 	}
 	*errs = p.errs + s->rd_errs;
 	if (client)

@@ -39,9 +39,12 @@ struct iwd_sess {
 	long rd_done, rd_last, rd_errs, rd_slots;
 	size_t rd_size;
 	uint64_t rd_seed;
-	/* Round-trip times of the ping-pong running (client). */
+	/* Round-trip times of the ping-pong running (client), and the time
+	 * its own checks of the answers took (sess_check), which a round
+	 * trip leaves out as tcp_baseline's does. */
 	uint64_t *lat_ns;
 	long lat_cap;
+	uint64_t check_ns;
 	struct iwd_msg q[QLEN];
 	unsigned qh, qt;
 };
@@ -77,7 +80,8 @@ void sess_offer_region(const struct iwd_sess *s, int region, size_t off, size_t 
 		       struct iwd_msg *m);
 
 /* Checks transfer i of `len` bytes (all, or only i == last with
- * --no-verify); 1 when it is wrong, reported (at most a few times). */
+ * --no-verify); 1 when it is wrong, reported (at most a few times).
+ * The time it takes adds to s->check_ns. */
 long sess_check(struct iwd_sess *s, const char *what, const void *buf, size_t len,
 		size_t want, uint64_t seed, long i, long last);
 /* Prints one validation failure unless enough were; counts it. */
@@ -102,5 +106,13 @@ int pattern_client(struct iwd_sess *s, const struct iwd_msg *b, long *errs);
 int pattern_serve(struct iwd_sess *s, const struct iwd_msg *b);
 /* The server sends data of its own (seeded seed ^ PONG_SEED). */
 int pattern_answers(int mode);
+
+/* A client's round trip from t0: the time since, less its own checks
+ * since check0 (s->check_ns at t0). */
+static inline uint64_t sess_round_trip_ns(const struct iwd_sess *s, uint64_t t0,
+					  uint64_t check0)
+{
+	return lat_now_ns() - t0 - (s->check_ns - check0);
+}
 
 #endif

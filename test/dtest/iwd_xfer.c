@@ -258,6 +258,7 @@ void sess_report(struct iwd_sess *s, const char *fmt, ...)
 long sess_check(struct iwd_sess *s, const char *what, const void *buf, size_t len,
 		size_t want, uint64_t seed, long i, long last)
 {
+	uint64_t t0;
 	long bad;
 
 	if (len != want) {
@@ -266,7 +267,9 @@ long sess_check(struct iwd_sess *s, const char *what, const void *buf, size_t le
 	}
 	if (!s->o->verify_all && i != last)
 		return 0;
+	t0 = lat_now_ns();
 	bad = pat_check(buf, len, seed, pat_woff((uint64_t)i));
+	s->check_ns += lat_now_ns() - t0;
 	if (bad < 0)
 		return 0;
 	sess_report(s, "%s %ld of %zu bytes: wrong data at byte %ld", what, i, len, bad);
@@ -466,7 +469,7 @@ static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *er
 	/* Only after READY: from here on, every receive is a pong. */
 	expect_data(s, b->size, n, b->seed ^ PONG_SEED);
 	for (i = 0; i < n; i++) {
-		uint64_t t0 = lat_now_ns();
+		uint64_t t0 = lat_now_ns(), check0 = s->check_ns;
 
 		if (post_data_send(s, i, b->size))
 			return -1;
@@ -474,7 +477,7 @@ static int client_pingpong(struct iwd_sess *s, const struct iwd_msg *b, long *er
 			if (sess_pump(s))
 				return -1;
 		if (i < s->lat_cap)
-			s->lat_ns[i] = lat_now_ns() - t0;
+			s->lat_ns[i] = sess_round_trip_ns(s, t0, check0);
 		if (s->o->gap_us)
 			usleep((useconds_t)s->o->gap_us);
 	}
