@@ -287,12 +287,6 @@ static uint64_t mono_us(void);
  * 50 or 100, and was unchanged with 200 (44 and 46 us, mean 10.4 both). */
 #define POLL_YIELD_DEFAULT_US 200
 
-/* The device whose loop makes the EVD's events (NULL: none yet). */
-static struct iwe_device *evd_device(const struct dapl_evd *evd)
-{
-	return evd->obj.ia ? evd->obj.ia->dev : NULL;
-}
-
 static uint32_t poll_yield_us(void)
 {
 	static long v = -1;
@@ -347,8 +341,6 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	news = dapl_evd_cq_overflow_news_locked(evd);
 	dapl_unlock(&evd->lock);
 	finish_take(t, evd, h, &wc, event);
-	if (t == TAKE_NONE)
-		iwe_device_tidy_timers(evd_device(evd));
 	if (yield)
 		sched_yield();
 	if (news)
@@ -421,7 +413,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	if (!evd->cq) {
 		/* Connection events: made by whoever runs the device's loop;
 		 * this thread, when it is free. */
-		struct iwe_device *dev = evd_device(evd);
+		struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 
 		end = mono_us() + max;
 		if (until_us && until_us < end)
@@ -453,7 +445,6 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		}
 		if (r & IWE_CQ_DRIVE_BLOCKED)
 			break;
-		iwe_device_tidy_timers(evd_device(evd));
 		sched_yield();	/* the peer, or our progress thread, may
 				 * need this CPU */
 		now = mono_us();
@@ -510,7 +501,7 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 	DAPL_ASSERT_LOCKED(&evd->lock);
 	if (bounded && !dapl_time_left(deadline, &left))
 		return 0;	/* timeout 0 polls without a system call */
-	dev = evd_device(evd);
+	dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	own_input_locked(evd, owned, 1);
 	cq = evd->cq;
 	if (cq)

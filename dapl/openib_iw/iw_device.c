@@ -316,14 +316,6 @@ void iwe_device_poll(struct iwe_device *dev)
 		iwe_prog_poll(p);
 }
 
-void iwe_device_tidy_timers(struct iwe_device *dev)
-{
-	struct iwe_prog *p = dev ? dev_prog(dev) : NULL;
-
-	if (p)
-		iwe_prog_tidy_timer(p);
-}
-
 int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
 		     const struct timespec *deadline)
 {

@@ -82,10 +82,6 @@ void iwe_device_query(const struct iwe_device *dev,
  * the device's sockets have ready (connection setup steps, input of any
  * connection), unless the progress thread is at it already. */
 void iwe_device_poll(struct iwe_device *dev);
-/* A consumer thread's look that found nothing (a wait's spin, an empty
- * poll): a timer of the device's loop about to fire for nothing is
- * moved on this thread instead of waking the progress thread. */
-void iwe_device_tidy_timers(struct iwe_device *dev);
 /* A consumer thread about to sleep in a wait for fds (its EVD's or CNO's
  * fds): one round of sleep, until one of them is readable, the
  * CLOCK_MONOTONIC deadline (NULL: none), or input of the device comes --

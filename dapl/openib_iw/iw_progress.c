@@ -68,9 +68,7 @@ struct iwe_prog {
 	 * borrows the loop and arms an earlier timer re-arms the fd instead
 	 * of waking the progress thread to wait less. */
 	int tfd;
-	/* Written under run: set for (ns), 0: not set.  Atomic: a consumer
-	 * reads it without the lock, as a hint (iwe_prog_tidy_timer). */
-	_Atomic uint64_t tfd_at;
+	uint64_t tfd_at;			/* under run: set for (ns), 0: no */
 	/* A kick written to evfd and not yet read: later kicks are
 	 * redundant (the loop runs what they announce after its read) and
 	 * cost a system call each, several per connection's setup. */
@@ -152,7 +150,6 @@ static void heap_down(struct iwe_prog *p, size_t i)
 }
 
 static void timer_fd_set(struct iwe_prog *p, uint64_t when);
-static void call_done(struct iwe_prog *p);
 
 /* A heap a quarter full gives half back (one timer per busy connection:
  * 10,000 connections left 128 KiB behind them). */
@@ -196,8 +193,6 @@ void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
 void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 			   uint64_t ns)
 {
-	uint64_t at;
-
 	iwe_prog_timer_cancel(p, t);
 	if (p->nheap == p->heap_cap) {
 		size_t cap = p->heap_cap ? p->heap_cap * 2 : 64;
@@ -211,8 +206,7 @@ void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 	t->when = iwe_now_ns() + ns;
 	heap_set(p, p->nheap++, t);
 	heap_up(p, p->nheap - 1);
-	at = atomic_load_explicit(&p->tfd_at, memory_order_relaxed);
-	if (!at || t->when < at)
+	if (!p->tfd_at || t->when < p->tfd_at)
 		timer_fd_set(p, t->when);
 }
 
@@ -225,22 +219,12 @@ static void timer_fd_set(struct iwe_prog *p, uint64_t when)
 
 	if (timerfd_settime(p->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		abort();	/* a lost timer would hang a peer */
-	atomic_store_explicit(&p->tfd_at, when, memory_order_relaxed);
-}
-
-/* Under run: the fd set for no timer (the heap is empty) goes quiet. */
-static void timer_fd_clear(struct iwe_prog *p)
-{
-	struct itimerspec its = { { 0, 0 }, { 0, 0 } };
-
-	if (timerfd_settime(p->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
-		abort();
-	atomic_store_explicit(&p->tfd_at, 0, memory_order_relaxed);
+	p->tfd_at = when;
 }
 
 static void run_timers(struct iwe_prog *p)
 {
-	uint64_t now = iwe_now_ns(), at;
+	uint64_t now = iwe_now_ns();
 
 	while (p->nheap && p->heap[0]->when <= now) {
 		struct iwe_prog_timer *t = p->heap[0];
@@ -249,43 +233,10 @@ static void run_timers(struct iwe_prog *p)
 		t->cb(t);
 	}
 	/* Past the fd's time (it fired, or is about to): set it anew. */
-	at = atomic_load_explicit(&p->tfd_at, memory_order_relaxed);
-	if (at && at <= now)
-		at = 0;
-	atomic_store_explicit(&p->tfd_at, at, memory_order_relaxed);
-	if (p->nheap && (!at || p->heap[0]->when < at))
+	if (p->tfd_at && p->tfd_at <= now)
+		p->tfd_at = 0;
+	if (p->nheap && (!p->tfd_at || p->heap[0]->when < p->tfd_at))
 		timer_fd_set(p, p->heap[0]->when);
-}
-
-/* A consumer's look: when the fd is about to fire for a deadline no
- * timer wants any longer -- the timer moved later or went since (a TRP
- * ack hold answered: doc/trp.md) --, this thread sets it for the
- * earliest timer, so that it wakes nobody.  A system call on a thread
- * that runs anyway, once per such deadline, in place of a wake-up of
- * the progress thread, which on a busy 2-CPU machine preempts a
- * consumer: an 8 B ping-pong over udp had one every 1-2 ms, its p99
- * twice the tcp transport's.  Cheap when there is nothing to do: one
- * atomic load and a clock read. */
-#define PROG_TIDY_AHEAD_NS 300000u
-
-void iwe_prog_tidy_timer(struct iwe_prog *p)
-{
-	uint64_t at = atomic_load_explicit(&p->tfd_at, memory_order_relaxed);
-	uint64_t now;
-
-	if (!at)
-		return;
-	now = iwe_now_ns();
-	if (at <= now || at - now > PROG_TIDY_AHEAD_NS ||
-	    prog_borrowed == p || iwe_prog_on_thread(p) ||
-	    pthread_mutex_trylock(&p->run))
-		return;
-	at = atomic_load_explicit(&p->tfd_at, memory_order_relaxed);
-	if (at > now && !p->nheap)
-		timer_fd_clear(p);
-	else if (at > now && p->heap[0]->when > at)
-		timer_fd_set(p, p->heap[0]->when);
-	call_done(p);
 }
 
 /* ----------------------------------------------------------- watches */
@@ -538,21 +489,6 @@ void iwe_prog_run_or_post(struct iwe_prog *p, struct iwe_prog_task *t)
 		return;
 	}
 	iwe_prog_post(p, t);
-}
-
-int iwe_prog_try_run(struct iwe_prog *p, struct iwe_prog_task *t)
-{
-	if (iwe_prog_on_thread(p)) {
-		iwe_prog_post(p, t);	/* runs this round, no wake-up */
-		return 1;
-	}
-	if (prog_borrowed == p || pthread_mutex_trylock(&p->run))
-		return 0;
-	prog_borrowed = p;
-	t->fn(t);
-	prog_borrowed = NULL;
-	call_done(p);
-	return 1;
 }
 
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg)

@@ -98,14 +98,6 @@ void iwe_prog_post(struct iwe_prog *p, struct iwe_prog_task *t);
  * borrowed iwe_prog_call it runs no other queued task: those may take
  * the locks its caller holds (a QP's). */
 void iwe_prog_run_or_post(struct iwe_prog *p, struct iwe_prog_task *t);
-/* As iwe_prog_run_or_post when the loop is free or this is its thread
- * (1); else nothing (0): for work that may wait, such as moving a timer
- * later, and is not worth a wake-up. */
-int iwe_prog_try_run(struct iwe_prog *p, struct iwe_prog_task *t);
-/* A consumer's look (a wait's spin, an empty poll): the timerfd about
- * to fire for a deadline no timer wants any longer is set for the
- * earliest timer instead, on this thread, when the loop is free. */
-void iwe_prog_tidy_timer(struct iwe_prog *p);
 /* Take a task off the queue if it is there; any thread. */
 void iwe_prog_unpost(struct iwe_prog *p, struct iwe_prog_task *t);
 

@@ -764,18 +764,13 @@ void trp_timer_sync(struct trp *t, const struct iwe_qp_priv *q)
 		d = t->ack_hold_ns;
 
 	atomic_store(&t->want_ns, d);
-	/* An earlier deadline is armed on this thread when the loop is
-	 * free: a consumer's send or held ack then wakes no thread (a
-	 * request every 2 ms over udp woke the progress thread 0.6 times a
-	 * round trip on each side for its timer).  A later one (a hold
-	 * answered) moves the timer only when the loop is free, with no
-	 * system call: the loop's timerfd, left set for the earlier time,
-	 * is moved by a consumer's next look (iwe_prog_tidy_timer), or
-	 * fires early, and the kick finds nothing due and arms again. */
+	/* A later deadline lets the armed timer fire early: the kick finds
+	 * nothing due and arms again.  An earlier one is armed on this
+	 * thread when the loop is free: a consumer's send or held ack then
+	 * wakes no thread (a request every 2 ms over udp woke the progress
+	 * thread 0.6 times a round trip on each side for its timer). */
 	if (d && (!a || d < a))
 		iwe_prog_run_or_post(t->prog, &t->arm_task);
-	else if (d > a)
-		(void)iwe_prog_try_run(t->prog, &t->arm_task);
 }
 
 static void free_task_fn(struct iwe_prog_task *k)

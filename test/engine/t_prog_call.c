@@ -4,8 +4,7 @@
  * calling in; a synchronous call from another thread runs on that
  * thread when the loop is idle in epoll (it borrows the loop), and on
  * the progress thread when the loop is busy; a timer such a borrowed
- * call arms before the loop's own deadline still fires on time, and so
- * do timers after a consumer's looks moved the loop's timerfd; a task
+ * call arms before the loop's own deadline still fires on time; a task
  * posted from another thread runs on the progress thread; while input
  * comes that no consumer reads, the thread keeps off the CPU its
  * consumer last called from and follows the consumer when it moves,
@@ -196,65 +195,6 @@ static void test_borrowed_timer(void)
 	iwe_prog_call(g_prog, cancel_far, NULL);
 }
 
-static void arm_far_40ms(void *arg)
-{
-	(void)arg;
-	iwe_prog_timer_arm(g_prog, &g_far, 40);
-}
-
-static void cancel_near(void *arg)
-{
-	(void)arg;
-	iwe_prog_timer_cancel(g_prog, &g_timer);
-}
-
-/* Calls iwe_prog_tidy_timer every 200 us, as a spinning consumer's
- * looks do, until n callbacks ran in all (0 when WAIT_MS passed). */
-static int tidy_until_runs(int n)
-{
-	long end = now_ms() + WAIT_MS;
-
-	while (atomic_load(&g_runs) < n) {
-		if (now_ms() > end)
-			return 0;
-		iwe_prog_tidy_timer(g_prog);
-		usleep(200);
-	}
-	return 1;
-}
-
-/* A consumer's looks move the loop's timerfd, left set for a timer
- * cancelled since, to the next timer (or clear it): that timer still
- * fires on time, and a timer armed after a clear fires too. */
-static void test_tidy_timer(void)
-{
-	long t0;
-	int runs = atomic_load(&g_runs);
-
-	t0 = now_ms();
-	iwe_prog_call(g_prog, arm_10ms, NULL);
-	iwe_prog_call(g_prog, cancel_near, NULL);
-	iwe_prog_call(g_prog, arm_far_40ms, NULL);
-	CHECK(tidy_until_runs(runs + 1) && atomic_load(&g_runs) == runs + 1 &&
-	      atomic_load(&g_fired_ms) - t0 >= 39,
-	      "a timerfd tidied past a cancelled timer: the next fires on time "
-	      "(%ld ms, 40 asked)", atomic_load(&g_fired_ms) - t0);
-	usleep(20000);
-	CHECK(atomic_load(&g_runs) == runs + 1, "... and nothing else fired");
-
-	runs = atomic_load(&g_runs);
-	iwe_prog_call(g_prog, arm_10ms, NULL);
-	iwe_prog_call(g_prog, cancel_near, NULL);
-	usleep(9000);
-	iwe_prog_tidy_timer(g_prog);	/* the heap empty: the fd cleared */
-	usleep(5000);
-	t0 = now_ms();
-	iwe_prog_call(g_prog, arm_10ms, NULL);
-	CHECK(wait_runs(runs + 1) && atomic_load(&g_fired_ms) - t0 >= 9,
-	      "a timer armed after the fd was cleared fires on time (%ld ms)",
-	      atomic_load(&g_fired_ms) - t0);
-}
-
 static void task_fn(struct iwe_prog_task *t)
 {
 	(void)t;
@@ -391,7 +331,6 @@ int main(void)
 	test_input_dispatched();
 	test_calls();
 	test_borrowed_timer();
-	test_tidy_timer();
 	test_keeps_off_consumer_cpu();
 	iwe_device_close(dev);
 	close(g_src);
