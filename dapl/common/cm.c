@@ -366,17 +366,18 @@ static DAT_RETURN connect_end(struct dapl_ep *ep, int err,
 }
 
 /* What dat_iw_socket_connect changes before the engine adopts the
- * socket. */
-static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep, int fd,
+ * socket, whose peer the socket's check found (f: no system call). */
+static DAT_RETURN adopt_begin_locked(struct dapl_ep *ep,
+				     const struct iwe_sock_facts *f,
 				     struct iwe_qp **qp)
 {
 	struct sockaddr_in peer;
-	socklen_t len = sizeof(peer);
 	DAT_RETURN r;
 
 	DAPL_ASSERT_IA_LOCKED(ep->obj.ia);
-	if (getpeername(fd, (struct sockaddr *)&peer, &len) < 0 ||
-	    peer.sin_family != AF_INET)
+	if (f->connected)
+		peer = f->remote;
+	else
 		memset(&peer, 0, sizeof(peer));
 	r = connect_begin_locked(ep, &peer, ntohs(peer.sin_port), qp);
 	if (r != DAT_SUCCESS)
@@ -412,7 +413,7 @@ static DAT_RETURN connect_run(struct dapl_ep *ep, const struct connect_req *c)
 	int err;
 
 	dapl_ia_lock(ia);
-	r = c->fd >= 0 ? adopt_begin_locked(ep, c->fd, &qp)
+	r = c->fd >= 0 ? adopt_begin_locked(ep, c->facts, &qp)
 		       : connect_begin_locked(ep, c->dst, c->qual, &qp);
 	if (r == DAT_SUCCESS)
 		dapl_cm_params(ep, &params);

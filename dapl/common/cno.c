@@ -229,7 +229,7 @@ static DAT_RETURN wait_loop_locked(struct dapl_cno *cno, DAT_TIMEOUT timeout,
 		more = 1;
 		if (!(cno->obj.ia && cno->obj.ia->dev &&
 		      iwe_device_sleep(cno->obj.ia->dev, &cno->ep_fd, 1,
-				       bounded ? &deadline : NULL)))
+				       bounded ? &deadline : NULL, NULL, NULL)))
 			more = dapl_fd_sleep(&pfd, 1, bounded, &deadline);
 		dapl_lock(&cno->lock);
 		if (!more)

@@ -55,7 +55,8 @@ struct dapl_evd {
 	atomic_int waiting;		/* a thread is in dat_evd_wait */
 	/* Under lock: the waiter sleeps, or is about to, in a system call.
 	 * Only then is its wake fd written (its own thread too may post
-	 * meanwhile: the sleep runs the device's due work): a spinning
+	 * meanwhile: the sleep runs the device's due work before its wait;
+	 * after the wait it clears this, evd_awake): a spinning
 	 * waiter sees new events in memory, and each write costs the
 	 * poster a system call, and later the waiter's sleep a spurious
 	 * return and a drain. */

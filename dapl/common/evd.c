@@ -484,6 +484,20 @@ static int ready_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	return dapl_evd_count_locked(evd) >= threshold;
 }
 
+/* The waiter's sleep in the device's epoll is over; it dispatches what
+ * woke it next, on its own thread, and looks at the ring after that: the
+ * events it posts meanwhile (a connection's ESTABLISHED, a request) need
+ * no write of its wake fd, which it would only read back (two system
+ * calls on the way to every such event). */
+static void evd_awake(void *arg)
+{
+	struct dapl_evd *evd = arg;
+
+	dapl_lock(&evd->lock);
+	evd->asleep = 0;
+	dapl_unlock(&evd->lock);
+}
+
 /* evd->lock held; dropped while asleep.  Returns 0 once past deadline. */
 static int sleep_locked(struct dapl_evd *evd, int bounded,
 			const struct timespec *deadline, int *owned)
@@ -519,7 +533,8 @@ static int sleep_locked(struct dapl_evd *evd, int bounded,
 		more = dapl_fd_sleep(fds, 2 + nsocks, bounded, deadline);
 	/* This thread runs the device's loop while it sleeps, when it may. */
 	else if (!(dev && iwe_device_sleep(dev, own, evd->channel ? 2 : 1,
-					   bounded ? deadline : NULL)))
+					   bounded ? deadline : NULL,
+					   evd_awake, evd)))
 		more = dapl_fd_sleep(fds, evd->channel ? 2 : 1, bounded,
 				     deadline);
 	/* The wait reads what woke it itself now (ready_locked). */

@@ -3,13 +3,14 @@
  *
  * Passive: the final streaming-mode message goes out first; then the
  * socket is watched (edge-triggered, with EPOLLRDHUP) and the request is
- * looked at with MSG_PEEK only.  A peek always returns bytes from the
- * start of the stream, so each peek asks for exactly as many bytes as
- * the parser needs so far and never more than one request.  Only when a
- * whole request is there and acceptable are its bytes consumed, so
- * BAD_REQUEST and SOCKET_DOWN leave the stream exactly as the peer sent
- * it.  Edge-triggered because unconsumed bytes keep a level-triggered
- * fd readable forever: the next edge is the next arrival (or close).
+ * looked at with MSG_PEEK only: one peek of as many bytes as the largest
+ * request has (the header and the private data in one system call; a
+ * peek consumes nothing, so what follows the request stays unread).
+ * Only when a whole request is there and acceptable are its bytes
+ * consumed, exactly its own, so BAD_REQUEST and SOCKET_DOWN leave the
+ * stream exactly as the peer sent it.  Edge-triggered because unconsumed
+ * bytes keep a level-triggered fd readable forever: the next edge is the
+ * next arrival (or close).
  *
  * Active: the MPA request goes out at once; then it is the ordinary
  * active side (iw_cm_active.c).
@@ -63,33 +64,27 @@ static int on_request(struct iwe_conn *c, const struct iw_mpa_frame *f)
 static int peek(struct iwe_conn *c, uint32_t revents)
 {
 	int hup = !!(revents & (EPOLLRDHUP | EPOLLHUP));
-	size_t want = IW_MPA_RR_HDR_LEN, need = 0;
 	struct iw_mpa_frame f;
+	size_t need = 0;
 	ssize_t n;
 	int st;
 
-	for (;;) {
-		n = recv(c->fd, c->in, want, MSG_PEEK | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return hup ? down(c, 0) : CS_REQ_WAIT;
-		if (n <= 0)
-			return down(c, n < 0 ? errno : 0);
-		st = iw_mpa_parse(c->in, (size_t)n, IW_MPA_EXPECT_REQ, &f,
-				  &need);
-		if (st == IW_MPA_OK)
-			return on_request(c, &f);
-		if (st != IW_MPA_NEED_MORE)
-			return cm_end(c, IWE_CM_BAD_REQUEST, EPROTO,
-				      iw_mpa_strerror(st), NULL, 0);
-		if ((size_t)n < want) {
-			/* Everything there is was seen: wait for more,
-			 * unless no more can come. */
-			return hup ? down(c, 0) : CS_REQ_WAIT;
-		}
-		want = (size_t)n + need;
-	}
+	do {
+		n = recv(c->fd, c->in, sizeof(c->in), MSG_PEEK | MSG_DONTWAIT);
+	} while (n < 0 && errno == EINTR);
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		return hup ? down(c, 0) : CS_REQ_WAIT;
+	if (n <= 0)
+		return down(c, n < 0 ? errno : 0);
+	st = iw_mpa_parse(c->in, (size_t)n, IW_MPA_EXPECT_REQ, &f, &need);
+	if (st == IW_MPA_OK)
+		return on_request(c, &f);
+	if (st != IW_MPA_NEED_MORE)
+		return cm_end(c, IWE_CM_BAD_REQUEST, EPROTO,
+			      iw_mpa_strerror(st), NULL, 0);
+	/* The largest request fits c->in: everything there is was seen.
+	 * Wait for more, unless no more can come. */
+	return hup ? down(c, 0) : CS_REQ_WAIT;
 }
 
 int cm_ssp_io(struct iwe_conn *c, uint32_t revents)

@@ -317,14 +317,15 @@ void iwe_device_poll(struct iwe_device *dev)
 }
 
 int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
-		     const struct timespec *deadline)
+		     const struct timespec *deadline,
+		     void (*awake)(void *arg), void *arg)
 {
 	struct iwe_prog *p = dev_prog(dev);
 
 	if (!p)
 		return 0;
 	if (iwe_prog_sleep(p, fds, nfds, deadline ? iwe_ts_ns(deadline) :
-						    ~0ull))
+						    ~0ull, awake, arg))
 		return 1;
 	/* Another consumer sleeps in the loop, or the thread reads. */
 	iwe_prog_note_sleeper(p);

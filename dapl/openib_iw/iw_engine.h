@@ -89,9 +89,13 @@ void iwe_device_poll(struct iwe_device *dev);
  * "The progress model").  1 after such a round (the caller looks
  * whether what it waits for came, and calls again); 0 when it did not
  * sleep, because another consumer sleeps so: the caller sleeps as usual
- * and the progress thread reads its input. */
+ * and the progress thread reads its input.  awake (may be NULL) is
+ * called with arg on this thread when the sleep itself is over, before
+ * this thread dispatches what woke it: from then on its own posts need
+ * not wake it (a write of its fd, and a read back, for each). */
 int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
-		     const struct timespec *deadline);
+		     const struct timespec *deadline,
+		     void (*awake)(void *arg), void *arg);
 
 
 /* UDP devices (TRP, doc/trp.md): the path MTU that sizes every datagram

@@ -704,7 +704,7 @@ static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
  * triggered, the sleeper waited for the thread to pass it on: the SSP
  * upgrade's median went from 134 to 190-210 us with waits that sleep.) */
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
-		   uint64_t deadline)
+		   uint64_t deadline, void (*awake)(void *arg), void *arg)
 {
 	struct epoll_event ev[PROG_MAX_EVENTS];
 	int added = 0, slept, n, ms;
@@ -726,6 +726,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		ms = sleep_ms(p, deadline);
 		pthread_mutex_unlock(&p->run);
 		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, ms);
+		if (awake)
+			awake(arg);
 		/* Out of the epoll before dispatching: the events posted
 		 * meanwhile -- most often to the EVD this consumer waits on
 		 * -- would wake the progress thread there, only to wait for

@@ -72,9 +72,12 @@ int iwe_prog_poll(struct iwe_prog *p);
  * what comes meanwhile (iw_progress.c says how the progress thread keeps
  * out of it).  One round: the caller checks what it waits for and calls
  * again.  1 after such a round; 0 when another consumer sleeps so (or
- * this thread runs the loop): the caller sleeps as usual. */
+ * this thread runs the loop): the caller sleeps as usual.  awake (may be
+ * NULL) is called on this thread once its epoll wait returned, before it
+ * dispatches: what it then posts to the caller's own queue needs no
+ * write of the caller's fds, as the caller looks again after the round. */
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
-		   uint64_t deadline);
+		   uint64_t deadline, void (*awake)(void *arg), void *arg);
 
 /* The thread's claim on a CPU (iw_prog_cpu.c).
  * Loop thread: input it was woken for was still unread (1: it read it),
