@@ -43,7 +43,13 @@
 #include "iw_qp.h"
 #include "iw_vring.h"
 
-#define RX_BUF_FIRST (4u << 10)	/* an idle connection's: see fill */
+/* A connection reads into RX_INLINE bytes of its own until a read fills
+ * them or an FPDU needs more: then a page, RX_BUF_FIRST (see fill).  The
+ * peer's RTR and the rare small message of an idle connection need no
+ * allocation -- at setup, a page fault and a heap's growth per connection
+ * and side, and 4 KiB of each connected EP until the idle give-back. */
+#define RX_INLINE    64u
+#define RX_BUF_FIRST (4u << 10)
 #define RX_BUF_MIN  (16u << 10)
 #define RX_BUF_MAX  (128u << 10)	/* two of the largest FPDUs */
 #define RX_ZC_MIN   (8u << 10)		/* payload worth reading in place */
@@ -68,6 +74,8 @@ struct mpa_rx {
 					 * is reported once it is whole */
 	int bulk;			/* the last FPDU was a large one */
 	int grow;			/* a read filled the first buffer */
+	int inl_full;			/* a read filled the inline bytes */
+	uint8_t inl[RX_INLINE];		/* buf before there is a page */
 };
 
 static struct mpa_rx *mrx(const struct iwe_qp_priv *q)
@@ -79,9 +87,15 @@ static void buf_free(struct mpa_rx *m)
 {
 	if (m->ring)
 		iw_vring_unmap(m->buf, m->cap);
-	else
+	else if (m->buf != m->inl)
 		free(m->buf);
 	m->buf = NULL;
+}
+
+/* The buffer is m's own bytes, or none yet: nothing allocated. */
+static int buf_inline(const struct mpa_rx *m)
+{
+	return m->cap <= RX_INLINE;
 }
 
 /* Room to read into, contiguous from buf + wr. */
@@ -118,7 +132,7 @@ void iwe_mpa_rx_detach(struct iwe_qp_priv *q)
 
 /* The buffer goes back when nothing is in it (a quiet connection's 4
  * KiB, or the ring of up to 128 KiB a bulk stream grew); the next read
- * starts again with a page. */
+ * starts again with the inline bytes. */
 int iwe_mpa_rx_trim(struct iwe_qp_priv *q)
 {
 	struct mpa_rx *m = mrx(q);
@@ -130,7 +144,7 @@ int iwe_mpa_rx_trim(struct iwe_qp_priv *q)
 		return 1;
 	buf_free(m);
 	m->cap = m->rd = m->wr = 0;
-	m->ring = m->grow = m->bulk = 0;
+	m->ring = m->grow = m->bulk = m->inl_full = 0;
 	return 0;
 }
 
@@ -139,10 +153,12 @@ int iwe_mpa_rx_trim(struct iwe_qp_priv *q)
  * that helps (*moved counts them).  0 or ENOMEM. */
 static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 {
-	uint32_t have = m->wr - m->rd, cap = m->cap ? m->cap : RX_BUF_FIRST;
+	uint32_t have = m->wr - m->rd, cap = m->cap;
 	uint32_t free_want = need > have ? need - have : 0;
 	uint8_t *n;
 
+	if (buf_inline(m))
+		cap = m->inl_full || need > RX_INLINE ? RX_BUF_FIRST : RX_INLINE;
 	if (m->grow && cap < RX_BUF_MIN)
 		cap = RX_BUF_MIN;
 	if (free_want < RX_BUF_MIN / 4)
@@ -156,7 +172,9 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 		int ring = cap >= RX_BUF_MIN;
 
 		n = ring ? iw_vring_map(cap) : NULL;
-		if (!n) {
+		if (cap == RX_INLINE) {
+			n = m->inl;	/* from none: nothing to move */
+		} else if (!n) {
 			ring = 0;
 			n = malloc(cap);
 		}
@@ -297,7 +315,9 @@ static int parse(struct iwe_qp_priv *q, struct mpa_rx *m, uint32_t *want)
 			continue;
 		}
 		*want = flen;
-		if (q->crc || ulpdu < IW_TAGGED_HDR_LEN ||
+		/* (Not from the inline bytes: the FPDU's need moves it to a
+		 * page first.) */
+		if (q->crc || buf_inline(m) || ulpdu < IW_TAGGED_HDR_LEN ||
 		    avail < IW_FPDU_LEN_FIELD + 2)
 			return 0;
 		ctrl = be16_at(f + IW_FPDU_LEN_FIELD);
@@ -392,11 +412,13 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 	q->rx_reads++;
-	/* A connection starts with a page: most stay idle or exchange a
-	 * few small messages (a connected idle EP cost 76 KiB of heap with
-	 * 16 KiB here); one that fills it reads 16 KiB at a time from then
-	 * on. */
-	if ((size_t)n == pay + room && m->cap < RX_BUF_MIN)
+	/* A connection starts with its inline bytes, then a page: most
+	 * stay idle or exchange a few small messages (a connected idle EP
+	 * cost 76 KiB of heap with 16 KiB here); one that fills the page
+	 * reads 16 KiB at a time from then on. */
+	if ((size_t)n == pay + room && buf_inline(m))
+		m->inl_full = 1;
+	else if ((size_t)n == pay + room && m->cap < RX_BUF_MIN)
 		m->grow = 1;
 	if (pay) {
 		size_t p = (size_t)n < pay ? (size_t)n : pay;
@@ -437,7 +459,7 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 			return err;
 		if (!iwe_rx_may_take(q) && !m->zc)
 			return 0;	/* bytes stay in the socket */
-		if (!m->buf)
+		if (buf_inline(m))
 			iwe_qp_idle_hold(q);
 		if (buf_make_room(m, want, &q->stats.rx_moved))
 			return ENOMEM;
