@@ -17,7 +17,8 @@
 #   64 KiB ping-pong, blocking;
 #   64 B RDMA Writes, window 32 (TCP: send()s of 64 B);
 #   a connect-accept-disconnect cycle over a PSP (TCP: connect, accept,
-#     close).
+#     close), and the same over an SSP (a TCP connection upgraded:
+#     dat_iw_ssp_create, dat_iw_socket_connect; TCP: the same cycle).
 # Each exchange runs for a count and for twice that count; the figures
 # are the differences between the two runs over the difference in
 # iterations, so what a run pays once (starting, connecting, the
@@ -167,6 +168,7 @@ tcp_cost tcp-pp64k "-m pingpong -S 64K" $((n / 4))
 iw_cost write64 "" --no-verify "-m write -S 64 --window 32 --no-verify" $((n * 10))
 tcp_cost tcp-stream64 "-m stream -S 64 --window 32 --no-verify" $((n * 10))
 cm_cost psp psp $((n / 10))
+cm_cost ssp ssp $((n / 10))
 cm_cost tcp-cycle tcp $((n / 10))
 
 # fig NAME: its figures (empty when its run failed).
@@ -185,6 +187,7 @@ fig() {
 	row "64 KiB ping-pong, blocking" "$(fig pp64k)" "$(fig tcp-pp64k)"
 	row "64 B RDMA Write, window 32" "$(fig write64)" "$(fig tcp-stream64)"
 	row "connect-accept-disconnect (PSP)" "$(fig psp)" "$(fig tcp-cycle)"
+	row "TCP connect, SSP upgrade, disconnect" "$(fig ssp)" "$(fig tcp-cycle)"
 	echo "(calls: system calls; switch: context switches, voluntary and not; CPU: user + system time."
 	echo " TCP: bench/tcp_baseline one send() per message, blocking in recv or busy-polling; bench/iwcm -m tcp."
 	echo " Differences of runs of $n and $((2 * n)) round trips (8 B ping-pongs): what a run pays once drops out;"
