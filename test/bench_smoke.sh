@@ -166,7 +166,7 @@ grep -q '^RDMA Write ping-pong polling memory (wpp)' "$res/report.txt" 2>/dev/nu
 	why="${why:+$why; }no wpp table"
 tap_result "the report prints every target with PASS/MISS" "$why" "$logdir/run.out"
 
-# The costs (bench/cost.sh): seven rows, each with its three figures for
+# The costs (bench/cost.sh): eight rows, each with its three figures for
 # iwdapl and three for plain TCP (numbers, whatever their size: on a busy
 # machine a difference of two runs can come out at 0); or the one line
 # saying perf cannot count here.
@@ -179,7 +179,7 @@ else
 	rows=$(sed -n '/^System cost per message (perf stat/,/^(calls: /p' "$res/report.txt" 2>/dev/null |
 		awk 'NF >= 8 { ok = 1; for (i = NF - 6; i < NF; i++) if ($i !~ /^[0-9]+\.[0-9]+$/) ok = 0
 			k += ok } END { print k + 0 }')
-	[ "$rows" = 7 ] || why="$rows of 7 cost rows with every figure"
+	[ "$rows" = 8 ] || why="$rows of 8 cost rows with every figure"
 fi
 tap_result "the report gives the system cost per message" "$why" "$res/report.txt"
 
