@@ -352,6 +352,39 @@ static void test_byte_relay(void)
 	pair_close(&p);
 }
 
+/* Without CRC, one byte at a time: a connection's first reads go to
+ * its few inline bytes (iw_mpa_rx.c), a small Send stays there, a large
+ * Write moves it to a page and then reads its payload in place, and a
+ * small Send after it ends the run -- every byte where it belongs. */
+static void test_byte_relay_plain(void)
+{
+	struct opts o = { .crc = 0, .relay = 1, .ird = 2, .ord = 2 };
+	struct pair p;
+	struct ibv_wc wc;
+
+	pair_open(&p, &o);
+	fill(p.a.buf, 65536, 23);
+	post_recv1(&p.b, 1, 0, 100);
+	post_recv1(&p.b, 2, 200, 300);
+	CHECK(post_send1(&p.a, 1, IBV_WR_SEND, 0, 8, 0, 0,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      pump_cq(&p, p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
+	      wc.wr_id == 1 && wc.byte_len == 8 &&
+	      memcmp(p.b.buf, p.a.buf, 8) == 0,
+	      "1-byte, no CRC: an 8-byte Send arrives intact");
+	CHECK(post_send1(&p.a, 2, IBV_WR_RDMA_WRITE, 100, 20000,
+			 (uintptr_t)(p.b.buf + 4096), p.b.mr->rkey, 0) == 0 &&
+	      post_send1(&p.a, 3, IBV_WR_SEND, 30000, 250, 0, 0,
+			 IBV_SEND_SIGNALED) == 0 &&
+	      pump_cq(&p, p.b.rcq, 1) && poll1(p.b.rcq, &wc) &&
+	      wc.wr_id == 2 && wc.byte_len == 250,
+	      "1-byte, no CRC: a 20000-byte Write, then a Send");
+	CHECK(memcmp(p.b.buf + 4096, p.a.buf + 100, 20000) == 0 &&
+	      memcmp(p.b.buf + 200, p.a.buf + 30000, 250) == 0,
+	      "1-byte, no CRC: the Write's and the Send's bytes are right");
+	pair_close(&p);
+}
+
 static void test_bad_crc(void)
 {
 	struct opts o = { .crc = 1, .relay = 1 };
@@ -899,6 +932,7 @@ int main(void)
 	test_reads(1);
 	test_send_inv();
 	test_byte_relay();
+	test_byte_relay_plain();
 	test_bad_crc();
 	test_access_errors();
 	test_no_recv();
