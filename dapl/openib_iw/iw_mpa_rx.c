@@ -73,8 +73,9 @@ struct mpa_rx {
 	int zc_refused;			/* the next FPDU's header is bad: it
 					 * is reported once it is whole */
 	int bulk;			/* the last FPDU was a large one */
-	int grow;			/* a read filled the first buffer */
-	int inl_full;			/* a read filled the inline bytes */
+	int full;			/* a read filled the buffer it had (the
+					 * inline bytes or a page): the next
+					 * is larger */
 	uint8_t inl[RX_INLINE];		/* buf before there is a page */
 };
 
@@ -144,7 +145,7 @@ int iwe_mpa_rx_trim(struct iwe_qp_priv *q)
 		return 1;
 	buf_free(m);
 	m->cap = m->rd = m->wr = 0;
-	m->ring = m->grow = m->bulk = m->inl_full = 0;
+	m->ring = m->full = m->bulk = 0;
 	return 0;
 }
 
@@ -158,8 +159,8 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 	uint8_t *n;
 
 	if (buf_inline(m))
-		cap = m->inl_full || need > RX_INLINE ? RX_BUF_FIRST : RX_INLINE;
-	if (m->grow && cap < RX_BUF_MIN)
+		cap = m->full || need > RX_INLINE ? RX_BUF_FIRST : RX_INLINE;
+	else if (m->full && cap < RX_BUF_MIN)
 		cap = RX_BUF_MIN;
 	if (free_want < RX_BUF_MIN / 4)
 		free_want = RX_BUF_MIN / 4;
@@ -186,6 +187,7 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 		m->buf = n;
 		m->ring = ring;
 		m->cap = cap;
+		m->full = 0;
 		m->rd = 0;
 		m->wr = have;
 		return 0;
@@ -416,10 +418,8 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 	 * stay idle or exchange a few small messages (a connected idle EP
 	 * cost 76 KiB of heap with 16 KiB here); one that fills the page
 	 * reads 16 KiB at a time from then on. */
-	if ((size_t)n == pay + room && buf_inline(m))
-		m->inl_full = 1;
-	else if ((size_t)n == pay + room && m->cap < RX_BUF_MIN)
-		m->grow = 1;
+	if ((size_t)n == pay + room && m->cap < RX_BUF_MIN)
+		m->full = 1;
 	if (pay) {
 		size_t p = (size_t)n < pay ? (size_t)n : pay;
 
