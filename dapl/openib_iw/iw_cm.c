@@ -214,6 +214,7 @@ static void conn_io(struct iwe_prog_watch *w, uint32_t revents)
 	struct iwe_conn *c = CONN_OF(w, watch);
 	int next;
 
+	iwe_prog_note_conn(c->prog);
 	switch (c->state) {
 	case CS_CONNECTING:
 		next = cm_active_connected(c);
@@ -316,6 +317,7 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 	int i, fd;
 
 	(void)revents;
+	iwe_prog_note_conn(p->prog);
 	if (p->dev->attr.transport == IWE_TRANSPORT_UDP) {
 		trp_port_io(p);
 		return;

@@ -632,6 +632,11 @@ void iwe_prog_note_input(struct iwe_prog *p, int unread)
 	iwe_prog_cpu_input(&p->cpu, unread);
 }
 
+void iwe_prog_note_conn(struct iwe_prog *p)
+{
+	iwe_prog_cpu_conn(&p->cpu);
+}
+
 void iwe_prog_note_sleeper(struct iwe_prog *p)
 {
 	iwe_prog_cpu_urgent(&p->cpu);
@@ -779,6 +784,8 @@ static void *prog_main(void *arg)
 		if (n > 0 && dispatch(p, ev, n))
 			yield_to_sleeper(p);
 		run_timers(p);
+		if (n > 0)
+			iwe_prog_cpu_woken(&p->cpu);
 	}
 	run_calls(p);
 	run_tasks(p);

@@ -284,6 +284,7 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 {
 	struct iwe_qp_priv *q = IWE_CONTAINER_OF(w, struct iwe_qp_priv, watch);
 	uint64_t reads;
+	int rtr;
 
 	/* Edge-triggered: a FIN that came with data shows only here; the
 	 * receive side then reads on to the end of the stream. */
@@ -304,11 +305,13 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 		return;
 	}
 	reads = q->rx_reads;
+	rtr = q->rtr_expect && !q->first_rx;
 	qp_kicked(q);
 	/* Whether the input was still there for us, or a poller took it.
 	 * An edge for input this thread read on an earlier wake-up (a
-	 * message in several segments) says neither. */
-	if (revents & EPOLLIN) {
+	 * message in several segments) says neither, and neither does the
+	 * RTR: the connection's, not a consumer's message. */
+	if ((revents & EPOLLIN) && !rtr) {
 		if (q->rx_reads != reads)
 			iwe_prog_note_input(q->prog, 1);
 		else if (reads != q->rx_reads_prog)
