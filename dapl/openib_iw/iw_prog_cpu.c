@@ -6,27 +6,24 @@
  * memory, as dtest -W and MPI eager rings do) has used up its time slice
  * -- so the thread asks for a short slice (100 us: on Linux 6.12 and
  * later a waking task with a shorter slice preempts at once; any process
- * may ask) and, where the process may, for a high weight when it places
- * such input (urgent: nice IWDAPL_PROGRESS_NICE, default -10; root,
- * CAP_SYS_NICE or RLIMIT_NICE).  But a consumer that polls reads its
- * input itself, inside its calls, and a thread woken for that input
- * anyway must not take its CPU: on 2 CPUs with two pollers each such
- * preemption cost an 8-byte ping-pong 5-10 us a round trip.  And the
- * work of connections being made (requests, replies, RTRs) is the
- * consumers' as much as the thread's: an urgent thread preempted the
- * consumers that make and accept them (3,000 connections set up 256 at
- * a time: 3,350 a second against 4,420, medians of 8 runs).  So the
- * weight follows what the thread is woken for: input nobody read makes
- * it urgent, and so does a consumer about to sleep in a wait (nobody
- * reads then but the thread); wake-ups that find the input already
- * taken by a consumer's call, 16 in a row, make it polite (nice 19: it
- * runs when the CPU is free); 16 wake-ups in a row for connections (the
- * CM's watches) and no consumer's input give it back the nice it was
- * born with (an RTR is not a consumer's input; timers and kicks count
- * neither way).  It starts urgent (starting plain, 7 of 180 short runs
- * of the 8-byte memory-polling ping-pong fell into the two-spinners-on-
- * one-CPU mode of doc/performance.md, against 0).  Only a process that
- * may lower its nice again switches.
+ * may ask) and, where the process may, for a high weight (nice
+ * IWDAPL_PROGRESS_NICE, default -10; root, CAP_SYS_NICE or RLIMIT_NICE).
+ * But a consumer that polls reads its input itself, inside its calls,
+ * and a thread woken for that input anyway must not take its CPU: on 2
+ * CPUs with two pollers each such preemption cost an 8-byte ping-pong
+ * 5-10 us a round trip.  Nor must it take theirs for the work of
+ * connections being made (requests, replies): the consumers that make
+ * and accept them do most of it, in their calls and waits, and an
+ * urgent thread preempted them (10,000 connections set up 256 at a
+ * time after a ping-pong on the first: 4,600-5,750 a second with the
+ * thread urgent throughout, 6,450-8,030 with it polite).  So the weight
+ * follows what the thread finds to do: wake-ups that find the input
+ * already taken by a consumer's call, or a connection's work, 16 in a
+ * row, make the thread polite (nice 19: it runs when the CPU is free),
+ * one that finds input nobody read makes it urgent again, and so does a
+ * consumer about to sleep in a wait (nobody reads then but the thread).
+ * A connection's RTR is neither: not a consumer's input.  Only a process
+ * that may lower its nice again switches.
  *
  * Place.  A thread woken for input is queued on the CPU the kernel picks
  * for it -- the waker's when that CPU runs nothing else (the sender of
@@ -51,7 +48,6 @@
  *
  * The thread never spins: it takes CPU time only for the work it is
  * woken for. */
-#include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/resource.h>
@@ -64,7 +60,6 @@
 #define PROG_SLICE_NS 100000u
 #define PROG_NICE_POLITE 19
 #define PROG_POLITE_AFTER 16
-#define PROG_PLAIN_AFTER 16
 #define PROG_MOVE_NS 1000000u
 
 struct prog_sched_attr {	/* struct sched_attr, as the kernel has it */
@@ -111,33 +106,25 @@ void iwe_prog_cpu_claim(struct iwe_prog_cpu *c)
 	c->tid = (pid_t)syscall(SYS_gettid);
 	/* Best effort: an older kernel ignores the slice. */
 	(void)syscall(SYS_sched_setattr, 0, &a, 0u);
-	errno = 0;
-	c->nice_plain = getpriority(PRIO_PROCESS, (id_t)c->tid);
-	if (errno)
-		c->nice_plain = 0;
-	/* It starts urgent: a connection's first messages may be placed
-	 * for a consumer spinning on memory already.  Going polite, plain
-	 * and back needs the right to lower nice again. */
+	/* Going polite and back needs the right to lower nice again. */
 	c->may_renice = nice < PROG_NICE_POLITE &&
 			setpriority(PRIO_PROCESS, (id_t)c->tid, nice) == 0;
-	if (c->may_renice)
-		atomic_store(&c->weight, PROG_URGENT);
 	c->may_move = prog_may_move() &&
 		      sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0 &&
 		      CPU_COUNT(&c->allowed) > 1;
 }
 
-static void set_weight(struct iwe_prog_cpu *c, int weight)
+/* The thread polite (1) or urgent (0). */
+static void set_polite(struct iwe_prog_cpu *c, int polite)
 {
-	if (!c->may_renice || atomic_load(&c->weight) == weight)
+	if (!c->may_renice || atomic_load(&c->polite) == polite)
 		return;
 	pthread_mutex_lock(&c->lock);
-	if (atomic_load(&c->weight) != weight) {
-		atomic_store(&c->weight, weight);
+	if (atomic_load(&c->polite) != polite) {
+		atomic_store(&c->polite, polite);
 		(void)setpriority(PRIO_PROCESS, (id_t)c->tid,
-				  weight == PROG_URGENT ? prog_nice_urgent() :
-				  weight == PROG_POLITE ? PROG_NICE_POLITE :
-							  c->nice_plain);
+				  polite ? PROG_NICE_POLITE :
+					   prog_nice_urgent());
 	}
 	pthread_mutex_unlock(&c->lock);
 }
@@ -148,42 +135,24 @@ void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread)
 	 * a row: a consumer that polls now and then but mostly spins on
 	 * memory (dtest -W over udp polls for every tenth Write's
 	 * completion) must keep an urgent thread. */
-	c->input_seen = 1;
-	c->conn_in_row = 0;
 	if (unread) {
 		c->taken_in_row = 0;
 		c->keep_off = 1;
-		set_weight(c, PROG_URGENT);
+		set_polite(c, 0);
 	} else if (++c->taken_in_row >= PROG_POLITE_AFTER) {
 		c->keep_off = 0;
-		set_weight(c, PROG_POLITE);
+		set_polite(c, 1);
 	}
 }
 
 void iwe_prog_cpu_conn(struct iwe_prog_cpu *c)
 {
-	c->conn_seen = 1;
-}
-
-void iwe_prog_cpu_woken(struct iwe_prog_cpu *c)
-{
-	int conn = c->conn_seen;
-
-	c->conn_seen = 0;
-	if (c->input_seen) {
-		c->input_seen = 0;
-		return;
-	}
-	if (conn && ++c->conn_in_row >= PROG_PLAIN_AFTER) {
-		c->taken_in_row = 0;
-		c->keep_off = 0;
-		set_weight(c, PROG_PLAIN);
-	}
+	iwe_prog_cpu_input(c, 0);	/* the consumers' work, as their input */
 }
 
 void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
 {
-	set_weight(c, PROG_URGENT);
+	set_polite(c, 0);
 	/* A consumer that sleeps leaves its CPU free. */
 	atomic_store_explicit(&c->consumer_cpu, -1, memory_order_relaxed);
 }

@@ -17,22 +17,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The thread's weight: the nice it was born with, urgent (placing
- * input nobody reads) or polite (consumers' polls take the input). */
-enum { PROG_PLAIN, PROG_URGENT, PROG_POLITE };
-
 struct iwe_prog_cpu {
 	pthread_mutex_t lock;		/* a change of weight */
 	pid_t tid;
 	int may_renice;
-	int nice_plain;
-	atomic_int weight;		/* PROG_* */
-	/* Under the loop's run lock (the thread, or a borrower of the
-	 * loop): wake-ups in a row that found input taken, and that did a
-	 * connection's work and found no consumer's input; what the
-	 * current wake-up noted. */
-	unsigned taken_in_row, conn_in_row;
-	int input_seen, conn_seen;
+	atomic_int polite;
+	unsigned taken_in_row;		/* the thread's: input found taken */
 	/* Where it runs: the CPUs it started with, less the one its
 	 * consumers last called from (iwe_prog_cpu_follow). */
 	cpu_set_t allowed;
@@ -51,11 +41,9 @@ void iwe_prog_cpu_claim(struct iwe_prog_cpu *c);
 /* On the thread: an input wake-up found input nobody read (1) or input
  * a consumer's call took (0). */
 void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread);
-/* On the loop: the wake-up did a connection's work (the CM's). */
+/* On the loop: a connection's work (the CM's), which counts as input a
+ * consumer took. */
 void iwe_prog_cpu_conn(struct iwe_prog_cpu *c);
-/* On the thread, after each wake-up's work: one that did a connection's
- * work and noted no input counts toward the plain weight. */
-void iwe_prog_cpu_woken(struct iwe_prog_cpu *c);
 /* Any thread: a consumer goes to sleep in a wait -- nobody but the
  * thread reads input for a while, and the consumer's CPU is free. */
 void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c);

@@ -784,8 +784,6 @@ static void *prog_main(void *arg)
 		if (n > 0 && dispatch(p, ev, n))
 			yield_to_sleeper(p);
 		run_timers(p);
-		if (n > 0)
-			iwe_prog_cpu_woken(&p->cpu);
 	}
 	run_calls(p);
 	run_tasks(p);

@@ -86,9 +86,9 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
  * (and the consumer's CPU is free). */
 void iwe_prog_note_input(struct iwe_prog *p, int unread);
 void iwe_prog_note_sleeper(struct iwe_prog *p);
-/* On the loop: a connection's setup or end was the work (the CM's
- * watches): 16 wake-ups in a row of it and no consumer's input give the
- * thread back its own priority. */
+/* On the loop: a connection being made was the work (the CM's
+ * watches): it counts as input a consumer's call took (the consumers
+ * making and accepting connections do most of it). */
 void iwe_prog_note_conn(struct iwe_prog *p);
 /* A consumer's call (a post, a poll) runs on this thread's CPU: the
  * progress thread keeps off it while the consumer leaves its input to
