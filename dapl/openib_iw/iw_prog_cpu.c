@@ -14,9 +14,10 @@
  * 5-10 us a round trip.  Nor must it take theirs for the work of
  * connections being made (requests, replies): the consumers that make
  * and accept them do most of it, in their calls and waits, and an
- * urgent thread preempted them (10,000 connections set up 256 at a
- * time after a ping-pong on the first: 4,600-5,750 a second with the
- * thread urgent throughout, 6,450-8,030 with it polite).  So the weight
+ * urgent thread preempted them (3,000 connections set up 256 at a
+ * time, median of 8 runs: 2,750 a second with the thread urgent
+ * throughout, 6,530 with it polite after the first 16 of their
+ * wake-ups).  So the weight
  * follows what the thread finds to do: wake-ups that find the input
  * already taken by a consumer's call, or a connection's work, 16 in a
  * row, make the thread polite (nice 19: it runs when the CPU is free),
