@@ -214,7 +214,6 @@ static void conn_io(struct iwe_prog_watch *w, uint32_t revents)
 	struct iwe_conn *c = CONN_OF(w, watch);
 	int next;
 
-	iwe_prog_note_conn(c->prog);
 	switch (c->state) {
 	case CS_CONNECTING:
 		next = cm_active_connected(c);
@@ -233,6 +232,7 @@ static void conn_io(struct iwe_prog_watch *w, uint32_t revents)
 	default:
 		return;
 	}
+	iwe_prog_note_conn(c->prog);	/* a connection being made */
 	cm_enter(c, next);
 }
 

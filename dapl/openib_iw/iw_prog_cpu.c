@@ -17,14 +17,14 @@
  * urgent thread preempted them (3,000 connections set up 256 at a
  * time, median of 8 runs: 2,750 a second with the thread urgent
  * throughout, 6,530 with it polite after the first 16 of their
- * wake-ups).  So the weight
- * follows what the thread finds to do: wake-ups that find the input
- * already taken by a consumer's call, or a connection's work, 16 in a
- * row, make the thread polite (nice 19: it runs when the CPU is free),
- * one that finds input nobody read makes it urgent again, and so does a
- * consumer about to sleep in a wait (nobody reads then but the thread).
- * A connection's RTR is neither: not a consumer's input.  Only a process
- * that may lower its nice again switches.
+ * wake-ups).  So the weight follows what the thread finds to do:
+ * wake-ups that find the input already taken by a consumer's call, or a
+ * connection's work, 16 in a row, make the thread polite (nice 19: it
+ * runs when the CPU is free), one that finds input nobody read makes it
+ * urgent again, and so does a consumer about to sleep in a wait (nobody
+ * reads then but the thread).  A connection's RTR is neither: not a
+ * consumer's input.  Only a process that may lower its nice again
+ * switches.
  *
  * Place.  A thread woken for input is queued on the CPU the kernel picks
  * for it -- the waker's when that CPU runs nothing else (the sender of
