@@ -1,6 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-# build.sh DIR [configure options...]: configure and build out of tree in DIR.
+# build.sh DIR [configure options...]: configure and build out of tree in DIR,
+# the library, the tools and the test programs (IW_CHECK_PROGRAMS, when
+# set, names the only test programs to build).
 set -e
 top=$(cd "$(dirname "$0")/.." && pwd)
 usage="usage: scripts/build.sh DIR [configure options...]"
@@ -21,4 +23,8 @@ mkdir -p "$dir"
 cd "$dir"
 [ -f Makefile ] || "$top/configure" -q --enable-werror "$@"
 make -j"$(nproc)" -s >/dev/null
-make -j"$(nproc)" -s check TESTS= >/dev/null
+if [ -n "${IW_CHECK_PROGRAMS:-}" ]; then
+	make -j"$(nproc)" -s check TESTS= check_PROGRAMS="$IW_CHECK_PROGRAMS" >/dev/null
+else
+	make -j"$(nproc)" -s check TESTS= >/dev/null
+fi

@@ -1,16 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Runs every test suite: the normal build, the AddressSanitizer +
-# UndefinedBehaviorSanitizer build, valgrind over the DAT and engine unit
-# programs, the threaded cases (t_mpi, t_ssp_stress) under ThreadSanitizer,
+# UndefinedBehaviorSanitizer build, valgrind over the normal build's DAT
+# and engine unit programs, the threaded cases (t_mpi, t_ssp_stress) under ThreadSanitizer,
 # the fuzz targets, make distcheck and the Debian packages.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
 case ${1:-} in
 -h | --help)
 	echo "usage: scripts/test.sh"
-	echo "Installs what is missing (scripts/deps.sh), builds build/, build-san/,"
-	echo "build-tsan/ and build-vg/, runs the suites in each (doc/testing.md),"
+	echo "Installs what is missing (scripts/deps.sh), builds build/, build-san/"
+	echo "and build-tsan/, runs the suites in each and valgrind over build/'s"
+	echo "programs (results in build-vg/, doc/testing.md),"
 	echo "the fuzz targets, then the Debian packaging test once (test/packaging.sh)."
 	echo "Ends with the line \"N passed, N failed, N skipped\"."
 	exit 0 ;;
@@ -53,7 +54,8 @@ run_suite() {	# name dir wrapper tests configure-options...
 	fi
 	rm -f "$dir.build-failed.trs"
 	if [ -n "$tests" ]; then
-		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" TESTS="$tests" >"$dir.check.out" 2>&1) || status=1
+		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" TESTS="$tests" \
+			${IW_CHECK_PROGRAMS:+check_PROGRAMS="$IW_CHECK_PROGRAMS"} >"$dir.check.out" 2>&1) || status=1
 	else
 		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
 	fi
@@ -83,9 +85,12 @@ SAN_TESTS="$(echo $(all_tests "$top/build" | grep -v -e debian_tools -e bench_sm
 run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "$SAN_TESTS" --enable-sanitizers
 unset IW_DAPLTEST_ITER IW_SKIP_SOAK
 # Races the tests provoke on purpose (t_crc_scribble) are not run here.
-run_suite "ThreadSanitizer" "$top/build-tsan" "" \
-	"test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call" \
+# Only these three programs are built in that tree.
+IW_CHECK_PROGRAMS="test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call"
+export IW_CHECK_PROGRAMS
+run_suite "ThreadSanitizer" "$top/build-tsan" "" "$IW_CHECK_PROGRAMS" \
 	--enable-sanitizers=thread
+unset IW_CHECK_PROGRAMS
 # valgrind runs the programs that own memory in every DAT and engine object
 # once; the timing-driven ones (faults, limits, cycles, floods, the fast
 # path ring, the UDP loss loop) ran in the two trees above, and under
@@ -98,15 +103,43 @@ test/dapltest/t_srq test/dapltest/t_ext_dispatch test/engine/t_engine_local
 test/engine/t_mpa_parse test/engine/t_qp_loop test/engine/t_qp_term
 test/engine/t_cm test/engine/t_cm_ssp test/engine/t_srq test/engine/t_mw
 test/engine/t_trp_wire test/engine/t_cm_trp"
-run_suite "valgrind" "$top/build-vg" "$top/test/valgrind.sh" "$(echo $VG_TESTS)"
+# The plain tree's programs are the ones valgrind wants (same configure
+# options): no tree of its own to build.  The plain results of these
+# programs are set aside while valgrind runs them, its results then move
+# to build-vg/ and the plain ones come back.
+move_results() {	# from-dir to-dir tests...: their .log and .trs, and the suite log
+	from=$1; to=$2; shift 2
+	for t in "$@" test-suite; do
+		for f in "$from/$t.log" "$from/$t.trs"; do
+			[ -f "$f" ] || continue
+			mkdir -p "$to/$(dirname "$t")"
+			mv "$f" "$to/$(dirname "$t")/"
+		done
+	done
+}
+echo "== valgrind"
+rm -rf "$top/build-vg" "$top/build-plain.aside"
+if [ -f "$top/build.build-failed.trs" ]; then
+	echo "   (not run: the plain tree did not build)"
+else
+	move_results "$top/build" "$top/build-plain.aside" $VG_TESTS
+	(cd "$top/build" && make -s -k check TEST_WRAPPER="$top/test/valgrind.sh" \
+		TESTS="$(echo $VG_TESTS)" >"$top/build-vg.check.out" 2>&1) || status=1
+	move_results "$top/build" "$top/build-vg" $VG_TESTS
+	move_results "$top/build-plain.aside" "$top/build" $VG_TESTS
+	rm -rf "$top/build-plain.aside"
+	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$top/build-vg.check.out" || true
+fi
+section_time
 
 # The tarball builds, every test passes in a tree built from it against a
 # read-only source tree, and make distclean leaves no file behind: the
 # full distcheck, as distributors run it (a subset of TESTS hid files that
 # other tests left).  It skips Debian's tools, which ran in build/
-# (distcheck-quick.stamp in Makefile.am).
+# (distcheck-quick.stamp in Makefile.am).  It compiles on every CPU and
+# runs the tests one at a time (Makefile.am).
 echo "== make distcheck"
-if (cd "$top/build" && make -s distcheck) \
+if (cd "$top/build" && make -s -j"$(nproc)" distcheck) \
 	>"$top/build-distcheck.check.out" 2>&1; then
 	echo ":test-result: PASS" >"$top/build-distcheck.trs"
 	grep -E '^# TOTAL' "$top/build-distcheck.check.out" || true

@@ -28,7 +28,9 @@
 #     when the peer's host is gone too, either side killed, over udp (no
 #     answer: the retransmission limit, about 8.5 s, or the peer
 #     timeout, 10 s, doc/trp.md) and over tcp (the peer timeout: TCP
-#     keepalive and user timeout).
+#     keepalive and user timeout).  The runs whose survivors wait out
+#     the silence go two at a time: both servers vanish together over
+#     udp and tcp, then both clients.
 # IW_NETNS_LONG=1 runs the long variant: more sizes, 3 s per operation
 # and size instead of 0.3 s.  IW_NETNS_LOSS overrides the list of loss
 # percentages.  Needs root (namespaces, nftables), ip and nft: skipped
@@ -171,36 +173,57 @@ ms_since() {	# NANOSECONDS-TIMESTAMP: milliseconds since then
 	echo $((($(date +%s%N) - $1) / 1000000))
 }
 
-# kill_peer TRANSPORT VICTIM BOUND-MS [vanish]: a client in A writes 16 MiB
-# messages to the server in B; after 2 s VICTIM (server or client) is
-# SIGKILLed -- with "vanish", after the victim's namespace drops
-# everything it receives and sends, so nothing answers (no ICMP) and the
-# dying process's TCP FIN or reset never leaves.  The survivor must print
-# its EP's end event and exit within BOUND-MS.
-kill_peer() {
-	tr=$1 victim=$2 bound=$3 vanish=$4
-	run=kill-$tr-$victim${vanish:+-vanish}
-	vns=$NS_B wait_s=$((bound / 1000 + 5))
-	[ "$victim" = server ] || vns=$NS_A
-	[ "$wait_s" -ge 10 ] || wait_s=10
-	conf_pair "$run" "$tr"
-	port=$((port + 1))
-	# Neither a shell function nor timeout(1) around either side: $!
-	# must be iwdtest itself (ip and env exec it); reap bounds them.
-	ip netns exec "$NS_B" env DAT_OVERRIDE="$out/$run.b.conf" \
-		"$iwdtest" -s -P iw-ns -q "$port" -w "$wait_s" >"$out/$run.server.out" 2>&1 &
-	spid=$!
-	await_port "$port"
-	ip netns exec "$NS_A" env DAT_OVERRIDE="$out/$run.a.conf" \
-		"$iwdtest" -h "$ADDR_B" -P iw-ns -q "$port" -w "$wait_s" \
-		-m write -S 16M -t 60 >"$out/$run.client.out" 2>&1 &
-	cpid=$!
-	sleep 2
-	if [ "$victim" = server ]; then
-		vpid=$spid survivor=$cpid slog=$out/$run.client.out
-	else
-		vpid=$cpid survivor=$spid slog=$out/$run.server.out
-	fi
+# kill_peers [vanish] TRANSPORT:VICTIM:BOUND-MS...: for each run, a client
+# in A writes 16 MiB messages to a server in B; once every client is
+# connected and a second later, every VICTIM (server or client) is
+# SIGKILLed at once -- with "vanish", after the
+# victims' namespace drops everything it receives and sends, so nothing
+# answers (no ICMP) and the dying process's TCP FIN or reset never leaves
+# (so with "vanish" the victims of one call share a namespace).  Each
+# survivor must print its EP's end event and exit within its BOUND-MS.
+# The runs of one call wait out their bounds together.
+kill_peers() {
+	vanish=
+	[ "$1" = vanish ] && vanish=1 && shift
+	k=0 vns=$NS_A longest=0
+	for spec in "$@"; do
+		k=$((k + 1))
+		tr=${spec%%:*} victim=${spec#*:}
+		bound=${victim#*:} victim=${victim%%:*}
+		run=kill-$tr-$victim${vanish:+-vanish}
+		[ "$victim" = server ] && vns=$NS_B
+		[ "$bound" -le "$longest" ] || longest=$bound
+		wait_s=$((bound / 1000 + 5))
+		[ "$wait_s" -ge 10 ] || wait_s=10
+		conf_pair "$run" "$tr"
+		port=$((port + 1))
+		# Neither a shell function nor timeout(1) around either side:
+		# $! must be iwdtest itself (ip and env exec it); the poll
+		# below bounds them.
+		ip netns exec "$NS_B" env DAT_OVERRIDE="$out/$run.b.conf" \
+			"$iwdtest" -s -P iw-ns -q "$port" -w "$wait_s" >"$out/$run.server.out" 2>&1 &
+		spid=$!
+		await_port "$port"
+		ip netns exec "$NS_A" env DAT_OVERRIDE="$out/$run.a.conf" \
+			"$iwdtest" -h "$ADDR_B" -P iw-ns -q "$port" -w "$wait_s" \
+			-m write -S 16M -t 60 >"$out/$run.client.out" 2>&1 &
+		cpid=$!
+		# Mid-transfer: the client's header (printed once connected)
+		# and a second of writes; a setup slowed by the runs already
+		# streaming is waited for, up to 20 s.
+		tries=0
+		while [ $tries -lt 200 ] && ! grep -q '^mode' "$out/$run.client.out"; do
+			tries=$((tries + 1))
+			sleep 0.1
+		done
+		if [ "$victim" = server ]; then
+			eval "vpid_$k=$spid survivor_$k=$cpid slog_$k=\"\$out/\$run.client.out\""
+		else
+			eval "vpid_$k=$cpid survivor_$k=$spid slog_$k=\"\$out/\$run.server.out\""
+		fi
+		eval "desc_$k=\"\$tr: \$victim killed mid-transfer\" bound_$k=$bound ms_$k="
+	done
+	sleep 1
 	[ -z "$vanish" ] || ip netns exec "$vns" nft -f - <<NFT
 table inet iwvanish {
 	chain input { type filter hook input priority 0; policy drop; }
@@ -208,20 +231,54 @@ table inet iwvanish {
 }
 NFT
 	t0=$(date +%s%N)
-	kill -9 "$vpid"
-	wait "$vpid" 2>/dev/null	# now: no "Killed" notice from the shell later
-	reap "$survivor" $((bound / 1000 + 15)) "$slog"
-	ms=$(ms_since "$t0")
-	kill "$survivor" 2>/dev/null
+	i=0
+	while [ $i -lt $k ]; do
+		i=$((i + 1))
+		eval "vpid=\$vpid_$i"
+		kill -9 "$vpid" 2>/dev/null	# "vanish": a victim may be gone (its sends failed, EPERM)
+	done
+	i=0
+	while [ $i -lt $k ]; do
+		i=$((i + 1))
+		eval "vpid=\$vpid_$i"
+		wait "$vpid" 2>/dev/null	# now: no "Killed" notice from the shell later
+	done
+	# Each survivor's end, to 0.1 s, until the longest bound and 15 s more.
+	left=$k
+	while [ $left -gt 0 ] && [ "$(ms_since "$t0")" -lt $((longest + 15000)) ]; do
+		i=0 left=0
+		while [ $i -lt $k ]; do
+			i=$((i + 1))
+			eval "pid=\$survivor_$i ms=\$ms_$i"
+			[ -z "$ms" ] || continue
+			if kill -0 "$pid" 2>/dev/null; then
+				left=$((left + 1))
+			else
+				eval "ms_$i=$(ms_since "$t0")"
+			fi
+		done
+		[ $left -eq 0 ] || sleep 0.1
+	done
+	i=0
+	while [ $i -lt $k ]; do
+		i=$((i + 1))
+		eval "pid=\$survivor_$i ms=\$ms_$i slog=\$slog_$i bound=\$bound_$i desc=\$desc_$i"
+		if [ -z "$ms" ]; then
+			echo "iw-test: still running $(((longest + 15000) / 1000)) s after the kill; killed" >>"$slog"
+			kill "$pid" 2>/dev/null
+			ms=$(ms_since "$t0")
+		fi
+		wait "$pid" 2>/dev/null
+		ev=$(sed -n 's/^iwdtest: connection event: //p' "$slog")
+		verdict=
+		case $ev in
+		BROKEN|DISCONNECTED) [ "$ms" -le "$bound" ] || verdict="ended after $ms ms" ;;
+		*) verdict="no BROKEN/DISCONNECTED reported (${ev:-none}) in $ms ms" ;;
+		esac
+		tap_result "$desc${vanish:+, its host gone (no ICMP)}: the other EP ends (${ev:-no event}) within $bound ms ($ms ms)" \
+			"$verdict" "$slog"
+	done
 	ip netns exec "$vns" nft delete table inet iwvanish 2>/dev/null
-	ev=$(sed -n 's/^iwdtest: connection event: //p' "$slog")
-	verdict=
-	case $ev in
-	BROKEN|DISCONNECTED) [ "$ms" -le "$bound" ] || verdict="ended after $ms ms" ;;
-	*) verdict="no BROKEN/DISCONNECTED reported (${ev:-none}) in $ms ms" ;;
-	esac
-	desc="$tr: $victim killed mid-transfer${vanish:+, its host gone (no ICMP)}: the other EP ends (${ev:-no event}) within $bound ms ($ms ms)"
-	tap_result "$desc" "$verdict" "$slog"
 }
 
 # ssp TRANSPORT: iwdtest --ssp across the link: a socket of TRANSPORT
@@ -286,21 +343,19 @@ for pct in ${IW_NETNS_LOSS:-0 1 10}; do
 done
 matrix reorder-dup 1 "trp_test=reorder:10,dup:10,seed:7"
 many_connections
-kill_peer udp server 2000
+kill_peers udp:server:2000
 # The server survives waiting to receive: its idle probe (TRP_IDLE_PROBE_MS,
 # 1 s) meets the ICMP port unreachable of the dead client's kernel.
-kill_peer udp client 3000
-# With the victim's host gone, the survivor learns it from silence: its
-# retransmissions unanswered (TRP_MAX_RETX) or, with nothing of its own
-# unacknowledged (the server reading, the client awaiting the server's
-# acknowledgement), its peer's idle probes missing for 10 s.
-kill_peer udp server 20000 vanish
-kill_peer udp client 20000 vanish
-kill_peer tcp server 2000
-kill_peer tcp client 2000
-# Over tcp the kernel's keepalive (every 2 s while idle) and user
-# timeout (data unacknowledged) end it after IWDAPL_PEER_TIMEOUT_MS, 10 s.
-kill_peer tcp server 20000 vanish
-kill_peer tcp client 20000 vanish
+kill_peers udp:client:3000
+kill_peers tcp:server:2000
+kill_peers tcp:client:2000
+# With the victim's host gone, the survivor learns it from silence.  Over
+# udp: its retransmissions unanswered (TRP_MAX_RETX) or, with nothing of
+# its own unacknowledged (the server reading, the client awaiting the
+# server's acknowledgement), its peer's idle probes missing for 10 s.
+# Over tcp: the kernel's keepalive (every 2 s while idle) and user timeout
+# (data unacknowledged) end it after IWDAPL_PEER_TIMEOUT_MS, 10 s.
+kill_peers vanish udp:server:20000 tcp:server:20000
+kill_peers vanish udp:client:20000 tcp:client:20000
 echo "1..$n"
 [ "$failed" -eq 0 ]

@@ -263,6 +263,8 @@ static int run_client(struct iwd_sess *s, const struct iwd_opts *o)
 	int mode, k, fails = 0;
 
 	row_header(o->csv);
+	/* The header says "connected, transfers begin" to a script watching. */
+	fflush(stdout);
 	for (mode = 0; mode < M_COUNT; mode++) {
 		if (!(o->modes & (1u << mode)))
 			continue;

@@ -9,6 +9,7 @@
 #
 # Environment:
 #   FUZZ_SECONDS  fuzzing time per target (default 60)
+#   FUZZ_JOBS     targets fuzzed at once (default: the number of CPUs)
 #   FUZZ_BUILD    build tree (default <top>/build-fuzz)
 #   FUZZ_TRS      also write the results as an Automake .trs file there
 #                 (scripts/test.sh counts it)
@@ -118,25 +119,44 @@ for t in $targets; do
 done
 
 # ---------------------------------------------------------------- fuzz
+# libFuzzer runs one thread per target: run as many targets at once as
+# there are CPUs (the stage's time, not any target's, shrinks), then
+# report each in order.
+fuzz_one() {	# target: fuzz it, leave its exit status in fuzz_<t>.rc
+	bin=$out/fuzz_$1
+	# New inputs go to the first directory, kept between runs.
+	corpora=$out/corpus/$1
+	for d in "$out/seeds/fuzz_$1" "$src/corpus/fuzz_$1"; do
+		[ -d "$d" ] && corpora="$corpora $d"
+	done
+	mkdir -p "$out/corpus/$1" "$out/findings"
+	FUZZ_ALLOW=$allow "$bin" -max_total_time="$seconds" -timeout=20 \
+		-rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$out/findings/fuzz_$1-" $corpora >"$out/fuzz_$1.log" 2>&1
+	echo $? >"$out/fuzz_$1.rc"
+}
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+running=0
+for t in $targets; do
+	if [ "$running" -ge "$jobs_max" ]; then
+		wait
+		running=0
+	fi
+	rm -f "$out/fuzz_$t.rc"
+	fuzz_one "$t" &
+	running=$((running + 1))
+done
+wait
 for t in $targets; do
 	bin=$out/fuzz_$t
 	log=$out/fuzz_$t.log
-	# New inputs go to the first directory, kept between runs.
-	corpora=$out/corpus/$t
-	for d in "$out/seeds/fuzz_$t" "$src/corpus/fuzz_$t"; do
-		[ -d "$d" ] && corpora="$corpora $d"
-	done
-	mkdir -p "$out/corpus/$t" "$out/findings"
-	FUZZ_ALLOW=$allow "$bin" -max_total_time="$seconds" -timeout=20 \
-		-rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$out/findings/fuzz_$t-" $corpora >"$log" 2>&1
-	rc=$?
+	rc=$(cat "$out/fuzz_$t.rc" 2>/dev/null || echo "none")
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
 	unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
 	what="fuzz_$t: ${execs:-0} execs (${rate:-0}/s), cov ${cov:-0}"
-	if [ "$rc" -eq 0 ] && [ -z "$unit" ]; then
+	if [ "$rc" = 0 ] && [ -z "$unit" ]; then
 		tap PASS "$what, no finding"
 	else
 		why=$(grep -m1 -E 'FUZZ CHECK|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error' "$log")
