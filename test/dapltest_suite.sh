@@ -18,9 +18,11 @@
 # with the TSan runtime preloaded into dapltest; a race report with a
 # frame in libdaploiw fails the case (races wholly inside dapltest are
 # its own).  IW_DAPLTEST_ITER overrides the iteration count of the large
-# mixes (default 10000).  IW_TOOL_IA names the IA (default iw-lo;
-# iw-lo-udp runs over TRP/UDP).  The server and the clients may run in
-# two network namespaces (tool_lib.sh, test/netns_tools.sh).
+# mixes (default 5000: at 10000 the three took 165 s of a CI run on a
+# slow day; IW_DAPLTEST_ITER=10000 for a longer run).  IW_TOOL_IA names
+# the IA (default iw-lo; iw-lo-udp runs over TRP/UDP).  The server and
+# the clients may run in two network namespaces (tool_lib.sh,
+# test/netns_tools.sh).
 
 here=$(cd "$(dirname "$0")" && pwd)
 ia=${IW_TOOL_IA:-iw-lo}
@@ -32,7 +34,7 @@ tool_setup "$1" dapltest_suite
 # server's control port and the FFT tests' qualifier are set outside it.
 PORT=62000
 FFT_PORT=62500
-BIG=${IW_DAPLTEST_ITER:-10000}
+BIG=${IW_DAPLTEST_ITER:-5000}
 # Every line dapltest prints when something went wrong contains one of
 # these (its FFT "failed in file" lines, "Test Error", "Validation Error",
 # "bad disconnect event", "Warning: ..._wait", "dat_..._create failed").
