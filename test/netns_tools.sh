@@ -16,8 +16,8 @@
 # move 2000 x 4 MiB per mode, 100 Send ping-pongs of 4 MiB and 1000
 # transfers per size with -a) and dapltest's large mixes do 500
 # iterations.  IW_NETNS_LONG=1 runs both as on loopback (dtest's
-# defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS and IW_DAPLTEST_ITER
-# override each.
+# defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS
+# and IW_DAPLTEST_ITER override each.
 # IW_NETNS_TRANSPORTS overrides the transport list.  Needs root, ip and
 # nft: skipped otherwise, and skipped where Debian's tools are
 # (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
