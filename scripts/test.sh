@@ -125,9 +125,12 @@ section_time
 
 wait "$prebuild"
 
-# dapltest's large mixes: 2000 iterations here, 5000 in the plain tree.
-IW_DAPLTEST_ITER=2000
-export IW_DAPLTEST_ITER
+# dapltest's large mixes: 1000 iterations here (over tcp and udp), 5000
+# and 2000 in the plain tree; TRP across namespaces at 1 % loss and with
+# reordering here, 0, 1 and 10 % there (t_trp_loop drops 10 % here too).
+IW_DAPLTEST_ITER=1000
+IW_NETNS_LOSS=1
+export IW_DAPLTEST_ITER IW_NETNS_LOSS
 # The soak judges resident sets and descriptors: the plain build's job (a
 # sanitizer's quarantine and threads blur both).
 IW_SKIP_SOAK=1
@@ -138,7 +141,7 @@ export IW_SKIP_SOAK
 # threads) runs here too.
 SAN_TESTS="$(echo $(all_tests "$top/build" | grep -v -e debian_tools -e bench_smoke -e netns_tools -e layers))"
 run_suite "sanitizers (ASan + UBSan)" "$top/build-san" "" "$SAN_TESTS" --enable-sanitizers
-unset IW_DAPLTEST_ITER IW_SKIP_SOAK
+unset IW_DAPLTEST_ITER IW_NETNS_LOSS IW_SKIP_SOAK
 # Races the tests provoke on purpose (t_crc_scribble) are not run here.
 IW_CHECK_PROGRAMS=$TSAN_PROGRAMS
 export IW_CHECK_PROGRAMS
