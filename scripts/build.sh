@@ -23,8 +23,5 @@ mkdir -p "$dir"
 cd "$dir"
 [ -f Makefile ] || "$top/configure" -q --enable-werror "$@"
 make -j"$(nproc)" -s >/dev/null
-if [ -n "${IW_CHECK_PROGRAMS:-}" ]; then
-	make -j"$(nproc)" -s check TESTS= check_PROGRAMS="$IW_CHECK_PROGRAMS" >/dev/null
-else
-	make -j"$(nproc)" -s check TESTS= >/dev/null
-fi
+make -j"$(nproc)" -s check TESTS= \
+	${IW_CHECK_PROGRAMS:+check_PROGRAMS="$IW_CHECK_PROGRAMS"} >/dev/null

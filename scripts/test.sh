@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 # Runs every test suite: the normal build, the AddressSanitizer +
 # UndefinedBehaviorSanitizer build, valgrind over the normal build's DAT
-# and engine unit programs, the threaded cases (t_mpi, t_ssp_stress) under ThreadSanitizer,
-# the fuzz targets, make distcheck and the Debian packages.
+# and engine unit programs, the threaded cases (t_mpi, t_ssp_stress,
+# t_prog_call) under ThreadSanitizer, the fuzz targets, make distcheck and
+# the Debian packages.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
 case ${1:-} in
@@ -42,6 +43,10 @@ section_time() {	# the seconds the last section took, for the CI budget
 	started=$now
 }
 
+suite_summary() {	# check.out: automake's counts and the failures
+	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$1" || true
+}
+
 run_suite() {	# name dir wrapper tests configure-options...
 	name=$1; dir=$2; wrapper=$3; tests=$4; shift 4
 	echo "== $name"
@@ -59,7 +64,7 @@ run_suite() {	# name dir wrapper tests configure-options...
 	else
 		(cd "$dir" && make -s -k check TEST_WRAPPER="$wrapper" >"$dir.check.out" 2>&1) || status=1
 	fi
-	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$dir.check.out" || true
+	suite_summary "$dir.check.out"
 	prune_if_short "$dir"
 	section_time
 }
@@ -119,7 +124,7 @@ else
 	move_results "$top/build" "$top/build-vg" $VG_TESTS
 	move_results "$top/build-plain.aside" "$top/build" $VG_TESTS
 	rm -rf "$top/build-plain.aside"
-	grep -E '^(# (TOTAL|PASS|FAIL|ERROR|SKIP)|(FAIL|ERROR):)' "$top/build-vg.check.out" || true
+	suite_summary "$top/build-vg.check.out"
 fi
 section_time
 
