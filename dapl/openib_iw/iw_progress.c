@@ -193,6 +193,10 @@ void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms)
 void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 			   uint64_t ns)
 {
+	/* The fd set for this timer's old time, now later: it would fire
+	 * for nothing (timer_fd_set). */
+	int fd_stale = t->slot && t->when == p->tfd_at;
+
 	iwe_prog_timer_cancel(p, t);
 	if (p->nheap == p->heap_cap) {
 		size_t cap = p->heap_cap ? p->heap_cap * 2 : 64;
@@ -206,13 +210,17 @@ void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 	t->when = iwe_now_ns() + ns;
 	heap_set(p, p->nheap++, t);
 	heap_up(p, p->nheap - 1);
-	if (!p->tfd_at || t->when < p->tfd_at)
-		timer_fd_set(p, t->when);
+	if (!p->tfd_at || t->when < p->tfd_at ||
+	    (fd_stale && p->heap[0]->when > p->tfd_at))
+		timer_fd_set(p, p->heap[0]->when);
 }
 
 /* The fd fires at the earliest deadline.  A cancelled earliest timer
  * leaves it set: it fires early, and the round that finds nothing due
- * sets it again (cheaper than a system call at every cancel). */
+ * sets it again (cheaper than a system call at every cancel).  Moving
+ * the earliest timer later sets it anew: whoever moves a deadline that
+ * keeps receding (TRP's held ack, trp_timer_sync) does so just before it
+ * would fire, and one system call then spares the thread a wake-up. */
 static void timer_fd_set(struct iwe_prog *p, uint64_t when)
 {
 	struct itimerspec its = { .it_value = iwe_ns_ts(when ? when : 1) };
@@ -220,6 +228,17 @@ static void timer_fd_set(struct iwe_prog *p, uint64_t when)
 	if (timerfd_settime(p->tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		abort();	/* a lost timer would hang a peer */
 	p->tfd_at = when;
+}
+
+uint64_t iwe_prog_timer_wake_ns(const struct iwe_prog *p)
+{
+	struct itimerspec its;
+
+	if (timerfd_gettime(p->tfd, &its) < 0 ||
+	    (!its.it_value.tv_sec && !its.it_value.tv_nsec))
+		return 0;
+	return iwe_now_ns() + (uint64_t)its.it_value.tv_sec * 1000000000u +
+	       (uint64_t)its.it_value.tv_nsec;
 }
 
 static void run_timers(struct iwe_prog *p)

@@ -129,5 +129,8 @@ void iwe_prog_timer_arm(struct iwe_prog *p, struct iwe_prog_timer *t, int ms);
 void iwe_prog_timer_arm_ns(struct iwe_prog *p, struct iwe_prog_timer *t,
 			   uint64_t ns);
 void iwe_prog_timer_cancel(struct iwe_prog *p, struct iwe_prog_timer *t);
+/* When the loop's timer next wakes it (CLOCK_MONOTONIC ns, as the kernel
+ * holds it; 0: not set).  Under run, like the calls above. */
+uint64_t iwe_prog_timer_wake_ns(const struct iwe_prog *p);
 
 #endif

@@ -4,12 +4,12 @@
  * calling in; a synchronous call from another thread runs on that
  * thread when the loop is idle in epoll (it borrows the loop), and on
  * the progress thread when the loop is busy; a timer such a borrowed
- * call arms before the loop's own deadline still fires on time; a task
- * posted from another thread runs on the progress thread; while input
- * comes that no consumer reads, the thread keeps off the CPU its
- * consumer last called from and follows the consumer when it moves,
- * and has every CPU again once polls take the input or the consumer
- * sleeps.  TAP output. */
+ * call arms before the loop's own deadline still fires on time, and one
+ * moved later takes the loop's wake-up along; a task posted from
+ * another thread runs on the progress thread; while input comes that no
+ * consumer reads, the thread keeps off the CPU its consumer last called
+ * from and follows the consumer when it moves, and has every CPU again
+ * once polls take the input or the consumer sleeps.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -195,6 +195,54 @@ static void test_borrowed_timer(void)
 	iwe_prog_call(g_prog, cancel_far, NULL);
 }
 
+static uint64_t g_wake_ns;
+
+static void arm_far_30s(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_arm(g_prog, &g_far, 30000);
+	g_wake_ns = iwe_prog_timer_wake_ns(g_prog);
+}
+
+static void arm_timer_ms(void *arg)
+{
+	iwe_prog_timer_arm(g_prog, &g_timer, *(const int *)arg);
+	g_wake_ns = iwe_prog_timer_wake_ns(g_prog);
+}
+
+static void cancel_both(void *arg)
+{
+	(void)arg;
+	iwe_prog_timer_cancel(g_prog, &g_timer);
+	iwe_prog_timer_cancel(g_prog, &g_far);
+}
+
+/* The loop wakes for its earliest timer; moved later, that timer takes
+ * the wake-up with it (a deadline that keeps receding never wakes the
+ * loop for nothing); a later timer armed after it leaves it be. */
+static void test_timer_moved_later(void)
+{
+	int ms;
+	uint64_t now = iwe_now_ns(), s = 1000000000u;
+
+	iwe_prog_call(g_prog, arm_far_30s, NULL);
+	CHECK(g_wake_ns > now + 25 * s && g_wake_ns < now + 35 * s,
+	      "the loop wakes for its one timer, 30 s away");
+	ms = 10000;
+	iwe_prog_call(g_prog, arm_timer_ms, &ms);
+	CHECK(g_wake_ns > now + 5 * s && g_wake_ns < now + 15 * s,
+	      "an earlier timer brings the wake-up forward (10 s)");
+	ms = 20000;
+	iwe_prog_call(g_prog, arm_timer_ms, &ms);
+	CHECK(g_wake_ns > now + 15 * s && g_wake_ns < now + 25 * s,
+	      "moved later, the earliest timer takes the wake-up along (20 s)");
+	ms = 40000;
+	iwe_prog_call(g_prog, arm_timer_ms, &ms);
+	CHECK(g_wake_ns > now + 25 * s && g_wake_ns < now + 35 * s,
+	      "moved past another, it leaves the wake-up at that one's (30 s)");
+	iwe_prog_call(g_prog, cancel_both, NULL);
+}
+
 static void task_fn(struct iwe_prog_task *t)
 {
 	(void)t;
@@ -331,6 +379,7 @@ int main(void)
 	test_input_dispatched();
 	test_calls();
 	test_borrowed_timer();
+	test_timer_moved_later();
 	test_keeps_off_consumer_cpu();
 	iwe_device_close(dev);
 	close(g_src);
