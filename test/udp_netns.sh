@@ -210,7 +210,9 @@ kill_peers() {
 		cpid=$!
 		# Mid-transfer: the client's header (printed once connected)
 		# and a second of writes; a setup slowed by the runs already
-		# streaming is waited for, up to 20 s.
+		# streaming (both sides touch some 80 MiB of buffers first:
+		# seconds on a busy VM, doc/performance.md) is waited for, up
+		# to 20 s.
 		tries=0
 		while [ $tries -lt 200 ] && ! grep -q '^mode' "$out/$run.client.out"; do
 			tries=$((tries + 1))
