@@ -197,16 +197,20 @@ static void test_borrowed_timer(void)
 
 static uint64_t g_wake_ns;
 
-static void arm_far_30s(void *arg)
-{
-	(void)arg;
-	iwe_prog_timer_arm(g_prog, &g_far, 30000);
-	g_wake_ns = iwe_prog_timer_wake_ns(g_prog);
-}
+/* A step of test_timer_moved_later: arm `t` `ms` from now, then read
+ * when the loop's timer wakes it. */
+struct timer_step {
+	struct iwe_prog_timer *t;
+	int ms;
+	long wake_s;		/* expected, seconds from the test's start */
+	const char *what;
+};
 
-static void arm_timer_ms(void *arg)
+static void arm_step(void *arg)
 {
-	iwe_prog_timer_arm(g_prog, &g_timer, *(const int *)arg);
+	const struct timer_step *st = arg;
+
+	iwe_prog_timer_arm(g_prog, st->t, st->ms);
 	g_wake_ns = iwe_prog_timer_wake_ns(g_prog);
 }
 
@@ -219,27 +223,27 @@ static void cancel_both(void *arg)
 
 /* The loop wakes for its earliest timer; moved later, that timer takes
  * the wake-up with it (a deadline that keeps receding never wakes the
- * loop for nothing); a later timer armed after it leaves it be. */
+ * loop for nothing); moved past another, it leaves the wake-up at that
+ * one's. */
 static void test_timer_moved_later(void)
 {
-	int ms;
-	uint64_t now = iwe_now_ns(), s = 1000000000u;
+	static const struct timer_step steps[] = {
+		{ &g_far, 30000, 30, "the loop wakes for its one timer, 30 s away" },
+		{ &g_timer, 10000, 10, "an earlier timer brings the wake-up forward" },
+		{ &g_timer, 20000, 20, "moved later, the earliest timer takes the wake-up along" },
+		{ &g_timer, 40000, 30, "moved past another, it leaves the wake-up at that one's" },
+	};
+	uint64_t t0 = iwe_now_ns();
+	size_t i;
 
-	iwe_prog_call(g_prog, arm_far_30s, NULL);
-	CHECK(g_wake_ns > now + 25 * s && g_wake_ns < now + 35 * s,
-	      "the loop wakes for its one timer, 30 s away");
-	ms = 10000;
-	iwe_prog_call(g_prog, arm_timer_ms, &ms);
-	CHECK(g_wake_ns > now + 5 * s && g_wake_ns < now + 15 * s,
-	      "an earlier timer brings the wake-up forward (10 s)");
-	ms = 20000;
-	iwe_prog_call(g_prog, arm_timer_ms, &ms);
-	CHECK(g_wake_ns > now + 15 * s && g_wake_ns < now + 25 * s,
-	      "moved later, the earliest timer takes the wake-up along (20 s)");
-	ms = 40000;
-	iwe_prog_call(g_prog, arm_timer_ms, &ms);
-	CHECK(g_wake_ns > now + 25 * s && g_wake_ns < now + 35 * s,
-	      "moved past another, it leaves the wake-up at that one's (30 s)");
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		long got_s;
+
+		iwe_prog_call(g_prog, arm_step, (void *)&steps[i]);
+		got_s = (long)((g_wake_ns - t0 + 500000000u) / 1000000000u);
+		CHECK(g_wake_ns > t0 && got_s == steps[i].wake_s,
+		      "%s (%ld s)", steps[i].what, got_s);
+	}
 	iwe_prog_call(g_prog, cancel_both, NULL);
 }
 
