@@ -773,8 +773,8 @@ void trp_timer_sync(struct trp *t, const struct iwe_qp_priv *q)
 	 * ahead, and its answer takes it; left to fire, the timer woke the
 	 * progress thread once a millisecond on each side, and a round
 	 * trip it landed on waited for that thread (udp's p99 twice tcp's).
-	 * Moved when within a quarter of the ack delay: about one system
-	 * call per 0.75 ms of a ping-pong, no wake-up. */
+	 * Moved when within a quarter of the ack delay: about two system
+	 * calls a millisecond of a ping-pong, no wake-up. */
 	if (d && (!a || d < a || (d > a && a <= iwe_now_ns() +
 					     t->ack_delay_ns / 4)))
 		iwe_prog_run_or_post(t->prog, &t->arm_task);
