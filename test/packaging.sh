@@ -8,7 +8,8 @@
 # touching the last entry and taken away again on removal.
 #
 # Packages (root with dpkg-buildpackage only; skipped otherwise, or when
-# iwdapl's packages are installed already, which it does not touch): builds
+# iwdapl's packages are installed already, which it does not touch -- but
+# it purges what a run of its own, killed before its purge, left): builds
 # them from a copy of the source tree in WORKDIR (the tree itself stays
 # clean), checks them with lintian (no error tag), installs them, runs
 # Debian's dtest against the installed provider through /etc/dat.conf (no
@@ -44,6 +45,11 @@ pkgs="libdaploiw2 libdaploiw-dev iwdapl-utils"
 conf=/etc/dat.conf
 installed_by_us=
 conf_saved=
+# A copy of $conf as it was, from before our install until our purge and
+# restore: a run killed in between (SIGKILL, a machine stopped: no EXIT
+# trap) left its packages installed, and later runs skipped them as a
+# user's own.  Its presence tells them apart.
+marker=${IW_PKG_MARKER:-/var/tmp/iwdapl-packaging.conf}
 
 skip() {	# COUNT REASON: COUNT test points skipped
 	i=0
@@ -63,6 +69,7 @@ cleanup() {
 		cp -p "$work/dat.conf.orig" "$conf"
 		echo "# restored $conf from $work/dat.conf.orig"
 	fi
+	[ -z "$conf_saved" ] || rm -f "$marker"
 	[ -n "$keep_work" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -156,6 +163,12 @@ if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 
 	echo "1..$n"
 	exit 0
 fi
+if [ -f "$marker" ]; then
+	# shellcheck disable=SC2086 # list of packages
+	dpkg --purge $pkgs >"$work/leftover.log" 2>&1
+	cp -p "$marker" "$conf" && rm -f "$marker"
+	echo "# purged $pkgs, left installed by an interrupted run ($marker), and restored $conf"
+fi
 for p in $pkgs; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		skip $PKG_POINTS "$p is installed already; not touching it"
@@ -221,6 +234,7 @@ done
 tap_result "package contents (library and symbols, header, tools, man pages)" "$why"
 
 cp -p "$conf" "$work/dat.conf.orig" 2>/dev/null || : >"$work/dat.conf.orig"
+cp -p "$work/dat.conf.orig" "$marker"
 conf_saved=1
 installed_by_us=1
 # shellcheck disable=SC2086 # list of packages
