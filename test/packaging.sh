@@ -60,6 +60,19 @@ skip() {	# COUNT REASON: COUNT test points skipped
 	done
 }
 
+installed() {	# PACKAGE: dpkg has it installed
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+# The copy of $conf goes once none of our packages is left (a purge that
+# failed leaves it for the next run to retry).
+drop_marker() {
+	for p in $pkgs; do
+		! installed "$p" || return 0
+	done
+	rm -f "$marker"
+}
+
 cleanup() {
 	if [ -n "$installed_by_us" ]; then
 		# shellcheck disable=SC2086 # package list
@@ -69,7 +82,7 @@ cleanup() {
 		cp -p "$work/dat.conf.orig" "$conf"
 		echo "# restored $conf from $work/dat.conf.orig"
 	fi
-	[ -z "$conf_saved" ] || rm -f "$marker"
+	[ -z "$conf_saved" ] || drop_marker
 	[ -n "$keep_work" ] || rm -rf "$work"
 }
 trap cleanup EXIT
@@ -166,11 +179,11 @@ fi
 if [ -f "$marker" ]; then
 	# shellcheck disable=SC2086 # list of packages
 	dpkg --purge $pkgs >"$work/leftover.log" 2>&1
-	cp -p "$marker" "$conf" && rm -f "$marker"
+	cp -p "$marker" "$conf" && drop_marker
 	echo "# purged $pkgs, left installed by an interrupted run ($marker), and restored $conf"
 fi
 for p in $pkgs; do
-	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+	if installed "$p"; then
 		skip $PKG_POINTS "$p is installed already; not touching it"
 		echo "1..$n"
 		exit 0
