@@ -20,6 +20,7 @@ bench_setup() {
 	iwmem=${IWMEM:-$build/bench/iwmem}
 	a2a=${ALLTOALL:-$build/bench/alltoall}
 	stallp=${STALL_PROBE:-$build/bench/stall_probe}
+	wakep=${WAKE_PROBE:-$build/bench/wake_probe}
 	for p in "$iwdtest" "$tcpb" "$iwcm" "$iwmem" "$a2a"; do
 		[ -x "$p" ] || { echo "bench: $p missing (make -C $build)" >&2; exit 1; }
 	done

@@ -20,6 +20,9 @@
 #   twopair    two iwdtest pairs at once (CRC off), then two tcp_baseline
 #              pairs at once: 8 B ping-pong, blocking and polling; rows
 #              twopair_a and twopair_b per pair and twopair, their mean;
+#              then bench/wake_probe (op handoff: the same exchange with
+#              no provider, by the way a waiter waits, one pair and two;
+#              3 runs of 10,000 round trips, --quick 1 of 2,000);
 #   a2a        bench/alltoall: 4 ranks on the 2 CPUs (an oversubscribed
 #              job), each connected to the 3 others, iwdapl (CRC off, one
 #              DTO EVD for all its connections) then plain TCP, blocking
@@ -45,9 +48,11 @@
 if [ $quick -eq 1 ]; then
 	: "${pat_sizes:=8,1M}" "${rdv_sizes:=4K,1M}"
 	pat_secs=${BENCH_PAT_SECONDS:-0.05} tp_secs=${BENCH_TWOPAIR_SECONDS:-0.2}
+	wake_args="-n 2000 -r 1"
 else
 	: "${pat_sizes:=8,64,512,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M}"
 	pat_secs=${BENCH_PAT_SECONDS:-0.1} tp_secs=${BENCH_TWOPAIR_SECONDS:-1}
+	wake_args="-n 10000 -r 3"
 fi
 pat_bytes=$(bytes "$pat_sizes")
 # Below 4 KiB consumers send eagerly: no rendezvous by default.
@@ -124,6 +129,26 @@ two_pairs() {
 	[ "$1" = poll ] && pf=-p
 	at_once iwdapl 0 "$1" iw_pp8
 	at_once tcp - "$1" tcp_pp8
+}
+
+# handoff_floor: bench/wake_probe beside the two pairs -- the same
+# exchange without the provider, by the way a waiter waits (a sleeping
+# recv, an epoll_wait served first, the provider's sleep and its spin),
+# one pair and two: rows of transport machine, op handoff, mode the way,
+# size and window the pairs, iterations its runs, lat_mean_us the median
+# of the runs' one-way means and lat_max_us the largest, msgs_per_s the
+# parked watcher's wake-ups per message.
+handoff_floor() {
+	[ -x "$wakep" ] || return 0
+	l=$(log wake_probe)
+	# shellcheck disable=SC2086 # word list
+	timeout -k 5 "$limit" "$wakep" --csv $wake_args >"$l" 2>"$l.err" || {
+		failed "wake_probe" "$l.err"
+		return 0
+	}
+	awk -F, -v r="$round" '$1 != "way" && NF >= 7 {
+		printf "%s,machine,-,%s,handoff,%s,%s,%s,,,%s,%s,,,%s,,,1\n",
+			r, $1, $2, $2, $3, $7, $4, $6 }' "$l" >>"$raw"
 }
 
 # a2a_run TRANSPORT MODE KIND: one bench/alltoall job of 4 ranks (qualifiers
@@ -218,6 +243,7 @@ patterns_round() {
 	if want twopair; then
 		two_pairs block
 		two_pairs poll
+		handoff_floor
 	fi
 	want a2a && a2a_part
 	if want dtestwa && [ "$round" = 1 ]; then

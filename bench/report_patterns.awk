@@ -93,6 +93,29 @@ function twopair_table(    m, modes, ki, kt) {
 			cell(kt "_a" SUBSEP 8, "lat_mean_us"), cell(kt "_b" SUBSEP 8, "lat_mean_us"),
 			ratio(med(ki SUBSEP 8, "lat_mean_us"), med(kt SUBSEP 8, "lat_mean_us"))
 	}
+	handoff_lines()
+}
+
+# bench/wake_probe, printed under the two pairs: the floor of each way of
+# waiting on this machine, with no provider in it.
+function handoff_lines(    w, ways, p, k, v) {
+	if (!(key("machine", "-", "block", "handoff", 2) in have))
+		return
+	printf "The same exchange without the provider (bench/wake_probe: threads of one process, each side's socket also\n"
+	printf "watched by a parked thread), one way, us: median [min-max] of the rounds; woken: the parked thread, per message (median)\n"
+	printf "%-8s %-24s %-10s %-24s %-10s\n", "way", "one pair", "woken", "two pairs", "woken"
+	split("block excl own spin", ways, " ")
+	for (w = 1; w <= 4; w++) {
+		printf "%-8s", ways[w]
+		for (p = 1; p <= 2; p++) {
+			k = key("machine", "-", ways[w], "handoff", p)
+			v = med(k, "msgs_per_s")
+			printf " %-24s %-10s", cell(k, "lat_mean_us"), v == "" ? "n/a" : sprintf("%.3f", v)
+		}
+		printf "\n"
+	}
+	printf "(block: a recv that sleeps, plain TCP's; excl: epoll_wait served before the parked thread (EPOLLEXCLUSIVE order);\n"
+	printf " own: the provider's sleeping wait, two epoll_ctl around a ppoll; spin: its spin, the same two around recv and yield)\n"
 }
 
 # Debian's dtest -W -a: each size's one-way mean over tcp and udp, and

@@ -44,8 +44,10 @@
 #   - the consumer patterns (bench/patterns.sh): RDMA Write ping-pong
 #     polling memory, Read and Write rendezvous ping-pongs, a stream of
 #     Read rendezvous, bidirectional RDMA Write bandwidth, two ping-pong
-#     pairs at once, Debian's dtest -W -a; next to iwdapl's CQ-polling
-#     Send ping-pong and plain TCP over a dense size sweep;
+#     pairs at once (and bench/wake_probe beside them: the same exchange
+#     without the provider, by each way of waiting), Debian's dtest -W -a;
+#     next to iwdapl's CQ-polling Send ping-pong and plain TCP over a
+#     dense size sweep;
 #   - once a run, what a message costs the machine (bench/cost.sh:
 #     system calls, context switches and CPU time per round trip or
 #     message, next to plain TCP; needs perf);

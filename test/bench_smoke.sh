@@ -103,6 +103,10 @@ expected() {
 			done
 		done
 	done
+	# bench/wake_probe beside the two pairs: each way, one pair and two.
+	for w in block excl own spin; do
+		for p in 1 2; do echo "machine,-,$w,handoff,$p"; done
+	done
 }
 missing=$(expected | while read -r k; do
 	awk -F, -v k="$k" 'NR > 1 && $2 "," $3 "," $4 "," $5 "," $6 == k { f = 1 } END { exit !f }' "$csv" ||
@@ -138,6 +142,10 @@ implausible=$(awk -F, 'NR > 1 {
 	if ($5 ~ /^mem_/ && !($16 > 0 && $8 > 0)) bad = 1
 	# the machine stall probe: CPUs, seconds, rates and the longest gap
 	if ($5 == "stall" && !($7 >= 1 && $8 > 0 && $10 >= $11 && $15 > 0)) bad = 1
+	# the hand-off probe: pairs, runs, a one-way time up to the largest,
+	# wake-ups per message (none at all for a blocking recv: no watcher)
+	if ($5 == "handoff" && !($6 >= 1 && $6 <= 2 && $8 >= 1 && $12 > 0 && $12 <= $15 &&
+				$11 >= 0 && ($4 != "block" || $11 == 0))) bad = 1
 	if (bad) print
 }
 END { if (nratio != 4) print "paired ratio rows: " nratio + 0 ", expected 4 (CRC off/on x 64 KiB, 1 MiB)" }' "$csv" 2>/dev/null)
