@@ -78,10 +78,14 @@ pair() {
 		# EP: DAT_INVALID_HANDLE).  Our own share of that (an RTR
 		# queued again behind later input, iwe_prog_watch_move) is
 		# fixed: 0 hangs in 720 runs of 1000 connections between
-		# namespaces, against 12 in about 1650 before.  None of these is
-		# a failure of ours: the pair runs once more, and only once.
+		# namespaces, against 12 in about 1650 before.  On loopback
+		# dtestcm's race still came 2 times in 15 runs over udp and 1 in
+		# 15 over tcp (2026-12-05, an idle machine), and twice in a row
+		# in a CI run: a single second run left a few per cent of CI
+		# runs red.  None of these is a failure of ours: the pair runs
+		# up to twice more, only for these signatures.
 		attempt=$((attempt + 1))
-		[ $attempt -lt 2 ] || break
+		[ $attempt -lt 3 ] || break
 		if grep -q 'DAT_CONN_QUAL_IN_USE' "$out.server.out"; then
 			echo "# $name: port $DTEST_PORT in use by another socket; run again"
 		elif [ "$tool" = dtest ] &&
