@@ -198,7 +198,7 @@ static void cm_enter(struct iwe_conn *c, int s)
 	while (s != CS_DROPPED && !c->dead) {
 		int prev = c->state;
 
-		c->state = s;
+		cm_set_state(c, s);
 		s = enter_state(c, prev);
 		if (s == c->state)
 			break;
@@ -647,7 +647,7 @@ static void do_fini(void *arg)
 	while (cm->conns) {
 		a.c = cm->conns;
 		a.c->orphan = 0;
-		a.c->state = CS_IDLE;	/* no reject reply to wait for */
+		cm_set_state(a.c, CS_IDLE);	/* no reject reply to wait for */
 		do_destroy(&a);
 	}
 	cm_ports_fini(cm);

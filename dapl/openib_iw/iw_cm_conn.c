@@ -267,8 +267,38 @@ static void conn_unlink(struct iwe_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	c->dead = 1;
-	c->state = CS_DROPPED;
+	cm_set_state(c, CS_DROPPED);
 	iwe_prog_post(c->prog, &c->free_task);
+}
+
+/* A conn in state s waits for the peer or the network, and its next
+ * event for the loop (what a consumer polling for it waits on). */
+static int state_awaited(int s)
+{
+	switch (s) {
+	case CS_CONNECTING:
+	case CS_REFUSED_PAUSE:
+	case CS_MPA_SENT:
+	case CS_REQ_WAIT:
+	case CS_ACCEPTING:
+	case CS_REJECTING:
+	case CS_RTR_WAIT:
+	case CS_DISC_DRAIN:
+	case CS_DISC_WAIT:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void cm_set_state(struct iwe_conn *c, int s)
+{
+	int d = state_awaited(s) - state_awaited(c->state);
+
+	if (d)
+		atomic_fetch_add_explicit(&c->dev->cm_awaited, d,
+					  memory_order_relaxed);
+	c->state = s;
 }
 
 void cm_conn_drop(struct iwe_conn *c)

@@ -211,6 +211,8 @@ struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
 						uint32_t),
 			     void (*on_timer)(struct iwe_prog_timer *),
 			     void (*on_qp)(struct iwe_prog_task *));
+/* The one way a conn's state is set (after conn_new's CS_NEW). */
+void cm_set_state(struct iwe_conn *c, int s);
 void cm_conn_drop(struct iwe_conn *c);	/* close (unless released), free */
 void cm_half_open_add(struct cm_port *p, struct iwe_conn *c);
 void cm_half_open_del(struct iwe_conn *c);	/* no-op when not on one */

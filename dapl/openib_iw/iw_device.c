@@ -316,6 +316,14 @@ void iwe_device_poll(struct iwe_device *dev)
 		iwe_prog_poll(p);
 }
 
+void iwe_device_awaited(struct iwe_device *dev)
+{
+	struct iwe_prog *p = dev_prog(dev);
+
+	if (p && atomic_load_explicit(&dev->cm_awaited, memory_order_relaxed))
+		iwe_prog_note_awaited(p);
+}
+
 int iwe_device_sleep(struct iwe_device *dev, const int *fds, int nfds,
 		     const struct timespec *deadline,
 		     void (*awake)(void *arg), void *arg)

@@ -82,6 +82,10 @@ void iwe_device_query(const struct iwe_device *dev,
  * the device's sockets have ready (connection setup steps, input of any
  * connection), unless the progress thread is at it already. */
 void iwe_device_poll(struct iwe_device *dev);
+/* A consumer thread polled for connection events (which only the loop
+ * makes) and found none: while a connection of the device is in a step
+ * only the loop finishes, the progress thread must not wait for a CPU. */
+void iwe_device_awaited(struct iwe_device *dev);
 /* A consumer thread about to sleep in a wait for fds (its EVD's or CNO's
  * fds): one round of sleep, until one of them is readable, the
  * CLOCK_MONOTONIC deadline (NULL: none), or input of the device comes --

@@ -162,6 +162,9 @@ struct iwe_device {
 	 * it (every DTO sleep asks for it). */
 	struct iwe_prog *_Atomic prog;
 	struct iwe_cm_dev *cm;		/* CM state: progress thread only */
+	/* Conns in a step whose next event only the loop makes (a
+	 * consumer polling for it waits on the loop): iw_cm_conn.c. */
+	atomic_int cm_awaited;
 	struct iwe_trp_test trp_test;	/* set before QPs attach */
 	int gro_hold;			/* udp: trp_gro_key_hold(), or -1 */
 	/* Transmit batches no connection holds (iw_mpa_tx.c). */

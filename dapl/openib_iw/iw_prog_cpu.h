@@ -44,6 +44,10 @@ void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread);
 /* On the loop: a connection's work (the CM's), which counts as input a
  * consumer took. */
 void iwe_prog_cpu_conn(struct iwe_prog_cpu *c);
+/* Any thread: a consumer polls for what the loop, busy on the thread,
+ * makes (its input, connection events) -- the thread must not wait for
+ * a free CPU, but the consumer keeps its own. */
+void iwe_prog_cpu_awaited(struct iwe_prog_cpu *c);
 /* Any thread: a consumer goes to sleep in a wait -- nobody but the
  * thread reads input for a while, and the consumer's CPU is free. */
 void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c);

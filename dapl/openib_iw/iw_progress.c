@@ -661,6 +661,11 @@ void iwe_prog_note_sleeper(struct iwe_prog *p)
 	iwe_prog_cpu_urgent(&p->cpu);
 }
 
+void iwe_prog_note_awaited(struct iwe_prog *p)
+{
+	iwe_prog_cpu_awaited(&p->cpu);
+}
+
 void iwe_prog_note_consumer(struct iwe_prog *p)
 {
 	if (!iwe_prog_on_thread(p))

@@ -86,6 +86,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
  * (and the consumer's CPU is free). */
 void iwe_prog_note_input(struct iwe_prog *p, int unread);
 void iwe_prog_note_sleeper(struct iwe_prog *p);
+/* A consumer polls for what only the loop makes (iw_prog_cpu.c). */
+void iwe_prog_note_awaited(struct iwe_prog *p);
 /* On the loop: a connection being made was the work (the CM's
  * watches): it counts as input a consumer's call took (the consumers
  * making and accepting connections do most of it). */

@@ -79,6 +79,12 @@ static inline void on_event(const struct iwe_cm_event *ev, void *ctx)
 	pthread_mutex_unlock(&l->m);
 }
 
+/* Conns of g_dev whose next event only the loop makes (iw_cm_conn.c). */
+static inline int cm_awaited_now(void)
+{
+	return atomic_load(&g_dev->cm_awaited);
+}
+
 static inline void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };

@@ -130,6 +130,50 @@ static void test_reject(void)
 	cpair_close(&p);
 }
 
+/* What a consumer polling a connection EVD makes the progress thread
+ * urgent for (iwe_device_awaited): the initiator's conn from its connect
+ * to ESTABLISHED, not a request waiting for the consumer's accept, not an
+ * established conn; a graceful disconnect until it is over.  main checks
+ * again that nothing is left counted after every other test. */
+static void test_awaited_count(void)
+{
+	struct sockaddr_in dst = lo_addr(0);
+	struct cpair p;
+	struct rec *r;
+	int ok;
+
+	cpair_open(&p);
+	p.ap = cm_params(2, 0, IW_RTR_WRITE);
+	p.bp = cm_params(2, 0, 0);
+	CHECK(cm_awaited_now() == 0, "awaited: no conn counted before");
+	CHECK(iwe_cm_listen(g_dev, 31150, &p.bp, 0, on_event, &p.lp,
+			    &p.l) == 0 &&
+	      iwe_cm_connect(p.a.qp, &dst, 31150, "hi", 2, 2000, &p.ap,
+			     on_event, &p.la, &p.ca) == 0,
+	      "awaited: listen, connect");
+	r = wait_ev(&p.lp, 0, WAIT_MS);
+	CHECK(r && r->type == IWE_CM_CONNECT_REQUEST && cm_awaited_now() == 1,
+	      "awaited: the initiator's conn counts while the request waits "
+	      "for the accept (got %d)", cm_awaited_now());
+	if (!r)
+		goto out;
+	p.cb = r->conn;
+	ok = iwe_cm_accept(p.cb, p.b.qp, "ok", 2, on_event, &p.lb) == 0 &&
+	     wait_type(&p.la, 0, IWE_CM_ESTABLISHED) &&
+	     wait_type(&p.lb, 0, IWE_CM_ESTABLISHED);
+	CHECK(ok && cm_awaited_now() == 0,
+	      "awaited: nothing counts once both are ESTABLISHED (got %d)",
+	      cm_awaited_now());
+	ok = ok && iwe_cm_disconnect(p.ca, 1) == 0 &&
+	     wait_type(&p.la, 1, IWE_CM_DISCONNECTED) &&
+	     wait_type(&p.lb, 1, IWE_CM_DISCONNECTED);
+	CHECK(ok && cm_awaited_now() == 0,
+	      "awaited: nothing counts once both saw DISCONNECTED (got %d)",
+	      cm_awaited_now());
+out:
+	cpair_close(&p);
+}
+
 static void test_unreachable(void)
 {
 	struct side a;
@@ -1366,6 +1410,10 @@ int main(void)
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();
+	test_awaited_count();
+	CHECK(cm_awaited_now() == 0,
+	      "no conn left counted as awaited after every test (got %d)",
+	      cm_awaited_now());
 	iwe_device_close(g_dev);
 	return tap_done();
 }

@@ -948,6 +948,9 @@ int main(void)
 	test_silent_peer();
 	test_ssp();
 	test_many();
+	CHECK(cm_awaited_now() == 0,
+	      "no conn left counted as awaited after every test (got %d)",
+	      cm_awaited_now());
 	iwe_device_close(g_dev);
 	return tap_done();
 }
