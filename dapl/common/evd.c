@@ -335,7 +335,8 @@ static int conn_events_only(const struct dapl_evd *evd)
  * Outside evd->lock: a poll found evd empty. */
 static void polled_empty(const struct dapl_evd *evd, const struct dapl_ia *ia)
 {
-	if (ia && ia->dev && conn_events_only(evd))
+	/* Every empty poll of a DTO EVD comes here: its CQ ends it. */
+	if (conn_events_only(evd) && ia && ia->dev)
 		iwe_device_awaited(ia->dev);
 }
 
