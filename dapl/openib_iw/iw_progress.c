@@ -61,6 +61,15 @@ struct prog_call {
 	int done;
 };
 
+/* A batch of events taken from epoll and not yet dispatched (lives on
+ * its taker's stack until then). */
+struct prog_batch {
+	struct prog_batch *next;
+	const struct epoll_event *ev;
+	int n;
+	int sleepers;		/* a sleeping consumer's own events in it */
+};
+
 struct iwe_prog {
 	pthread_t thread;
 	int epfd, evfd;
@@ -83,6 +92,10 @@ struct iwe_prog {
 	pthread_cond_t sleeper_cv;
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
+	/* Batches taken, oldest first (see batch_take). */
+	pthread_mutex_t batch_lock;
+	struct prog_batch *batches, *batches_tail;
+	atomic_int nbatches;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
 	struct iwe_prog_timer **heap;
 	size_t nheap, heap_cap;
@@ -558,7 +571,7 @@ static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
 }
 
 /* Returns how many of the events were a sleeping consumer's own. */
-static int dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
+static int dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
 {
 	uint64_t v;
 	int i, sleepers = 0;
@@ -597,6 +610,54 @@ static int dispatch(struct iwe_prog *p, struct epoll_event *ev, int n)
 	return sleepers;
 }
 
+/* Several threads take events from the one epoll: the progress thread
+ * and a consumer polling or sleeping in it.  Each queues its batch the
+ * moment epoll_wait returns it, and whichever of them holds run to
+ * dispatch dispatches every queued batch, oldest first: events reach
+ * their handlers in the order epoll gave them out, whoever took them.
+ * (Calls lent the loop dispatch nothing: their callers may hold engine
+ * locks.)  Before, the thread, back from epoll with one connection's
+ * RTR, could wait for run while a consumer took and dispatched a later
+ * batch with another connection's close: Debian's dtestcm in its
+ * waiting mode took that DISCONNECTED for an ESTABLISHED, or waited
+ * for ever, in 4-6 runs of 40. */
+static void batch_take(struct iwe_prog *p, struct prog_batch *b,
+		       const struct epoll_event *ev, int n)
+{
+	b->next = NULL;
+	b->ev = ev;
+	b->n = n;
+	b->sleepers = 0;
+	pthread_mutex_lock(&p->batch_lock);
+	if (p->batches_tail)
+		p->batches_tail->next = b;
+	else
+		p->batches = b;
+	p->batches_tail = b;
+	atomic_fetch_add_explicit(&p->nbatches, 1, memory_order_release);
+	pthread_mutex_unlock(&p->batch_lock);
+}
+
+/* run held (by the thread, or by a borrower with prog_borrowed set):
+ * the queued batches, the caller's own among them; a taker finds its
+ * batch dispatched by the time it holds run. */
+static void run_taken(struct iwe_prog *p)
+{
+	while (atomic_load_explicit(&p->nbatches, memory_order_acquire)) {
+		struct prog_batch *b;
+
+		pthread_mutex_lock(&p->batch_lock);
+		b = p->batches;
+		p->batches = b->next;
+		if (!p->batches)
+			p->batches_tail = NULL;
+		atomic_fetch_sub_explicit(&p->nbatches, 1,
+					  memory_order_relaxed);
+		pthread_mutex_unlock(&p->batch_lock);
+		b->sleepers = dispatch(p, b->ev, b->n);
+	}
+}
+
 /* The thread's epoll_wait returned a sleeping consumer's fd: the
  * consumer's wake-up, which the kernel gave us (its fds are level-
  * triggered in our epoll; it woke the consumer too, once).  Until the
@@ -628,6 +689,7 @@ static void yield_to_sleeper(struct iwe_prog *p)
 	atomic_store(&p->thread_waits, 0);
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_lock(&p->run);
+	run_taken(p);
 }
 
 /* Nanosecond deadlines (TRP's timers are microseconds); kernels
@@ -677,6 +739,7 @@ void iwe_prog_note_consumer(struct iwe_prog *p)
 int iwe_prog_poll(struct iwe_prog *p)
 {
 	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct prog_batch b;
 	int n;
 
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
@@ -685,7 +748,8 @@ int iwe_prog_poll(struct iwe_prog *p)
 	prog_borrowed = p;
 	n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
 	if (n > 0)
-		dispatch(p, ev, n);
+		batch_take(p, &b, ev, n);
+	run_taken(p);
 	run_tasks(p);
 	run_timers(p);
 	prog_borrowed = NULL;
@@ -698,6 +762,7 @@ int iwe_prog_poll(struct iwe_prog *p)
 static void run_due(struct iwe_prog *p)
 {
 	prog_borrowed = p;
+	run_taken(p);
 	run_calls(p);
 	run_tasks(p);
 	run_timers(p);
@@ -736,6 +801,7 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline, void (*awake)(void *arg), void *arg)
 {
 	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct prog_batch b;
 	int added = 0, slept, n, ms;
 
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
@@ -755,6 +821,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		ms = sleep_ms(p, deadline);
 		pthread_mutex_unlock(&p->run);
 		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, ms);
+		if (n > 0)
+			batch_take(p, &b, ev, n);
 		if (awake)
 			awake(arg);
 		/* Out of the epoll before dispatching: the events posted
@@ -766,10 +834,6 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		while (added-- > 0)
 			epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
 		pthread_mutex_lock(&p->run);
-		prog_borrowed = p;
-		if (n > 0)
-			dispatch(p, ev, n);
-		prog_borrowed = NULL;
 		run_due(p);
 		call_done(p);
 	}
@@ -788,6 +852,7 @@ static void *prog_main(void *arg)
 {
 	struct iwe_prog *p = arg;
 	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct prog_batch b;
 	struct timespec ts, *timeout;
 	int n, stop = 0;
 
@@ -802,10 +867,13 @@ static void *prog_main(void *arg)
 		iwe_prog_cpu_follow(&p->cpu);
 		pthread_mutex_unlock(&p->run);
 		n = prog_wait(p, ev, timeout);
-		pthread_mutex_lock(&p->run);
 		if (n < 0 && errno != EINTR)
 			abort();
-		if (n > 0 && dispatch(p, ev, n))
+		if (n > 0)
+			batch_take(p, &b, ev, n);
+		pthread_mutex_lock(&p->run);
+		run_taken(p);
+		if (n > 0 && b.sleepers)
 			yield_to_sleeper(p);
 		run_timers(p);
 	}
@@ -835,6 +903,7 @@ static struct iwe_prog *prog_create(void)
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
+	pthread_mutex_init(&p->batch_lock, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
 	pthread_cond_init(&p->sleeper_cv, NULL);
 	iwe_prog_cpu_init(&p->cpu);
@@ -842,6 +911,7 @@ static struct iwe_prog *prog_create(void)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
+	pthread_mutex_destroy(&p->batch_lock);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);
 	iwe_prog_cpu_destroy(&p->cpu);
@@ -889,6 +959,7 @@ void iwe_prog_stop(struct iwe_prog *p)
 	close(p->tfd);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
+	pthread_mutex_destroy(&p->batch_lock);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);
 	iwe_prog_cpu_destroy(&p->cpu);
