@@ -114,13 +114,10 @@ static int wait_for(int n)
 	return atomic_load(&g_n);
 }
 
-static void run(int move)
+/* Two fresh sources, a and b, watched (a by the old watch); the
+ * record of events emptied. */
+static void sources_open(void)
 {
-	const char *how = move == 2 ? "moved while read" :
-			  move ? "moved" : "DEL+ADD";
-	int n;
-
-	g_move = move;
 	atomic_store(&g_n, 0);
 	atomic_store(&g_slot, 0);
 	memset(g_order, 0, sizeof(g_order));
@@ -132,6 +129,23 @@ static void run(int move)
 	if (g_err)
 		BAIL("watch: %d", g_err);
 	poll(NULL, 0, 10);	/* the thread back in epoll_wait */
+}
+
+static void sources_close(void)
+{
+	iwe_prog_call(g_prog, unwatch, NULL);
+	close(g_a);
+	close(g_b);
+}
+
+static void run(int move)
+{
+	const char *how = move == 2 ? "moved while read" :
+			  move ? "moved" : "DEL+ADD";
+	int n;
+
+	g_move = move;
+	sources_open();
 	iwe_prog_call(g_prog, arrive_then_hand_over, NULL);
 	CHECK(g_err == 0 && g_new.fd == g_a && (!move || g_old.fd == -1),
 	      "%s: the new watch holds the socket", how);
@@ -150,9 +164,7 @@ static void run(int move)
 		CHECK(g_order[0] == FROM_OTHER && g_order[1] == FROM_NEW,
 		      "control: after DEL+ADD it comes behind later input "
 		      "(order %d %d)", g_order[0], g_order[1]);
-	iwe_prog_call(g_prog, unwatch, NULL);
-	close(g_a);
-	close(g_b);
+	sources_close();
 }
 
 /* Two takers of one epoll: a consumer sleeping in it (iwe_prog_sleep)
@@ -190,18 +202,10 @@ static void run_takers(void)
 	pthread_t poker;
 	int quiet, n;
 
-	atomic_store(&g_n, 0);
-	atomic_store(&g_slot, 0);
-	memset(g_order, 0, sizeof(g_order));
-	g_a = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	g_b = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	quiet = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (g_a < 0 || g_b < 0 || quiet < 0)
+	if (quiet < 0)
 		BAIL("eventfd: %s", strerror(errno));
-	iwe_prog_call(g_prog, watch_both, NULL);
-	if (g_err)
-		BAIL("watch: %d", g_err);
-	poll(NULL, 0, 10);	/* the thread back in epoll_wait */
+	sources_open();
 	if (pthread_create(&poker, NULL, poke_a_later, NULL))
 		BAIL("pthread_create");
 	CHECK(iwe_prog_sleep(g_prog, &quiet, 1, iwe_now_ns() + 2000000000ull,
@@ -215,9 +219,7 @@ static void run_takers(void)
 	CHECK(g_order[0] == FROM_OLD && g_order[1] == FROM_OTHER,
 	      "takers: the event taken first is dispatched first (order %d "
 	      "%d)", g_order[0], g_order[1]);
-	iwe_prog_call(g_prog, unwatch, NULL);
-	close(g_a);
-	close(g_b);
+	sources_close();
 	close(quiet);
 }
 
