@@ -16,7 +16,9 @@
  * no wake-up of the thread and of its caller (two per call: on 2 CPUs a
  * connect-accept-disconnect cycle made seven such calls).  Anything the
  * call leaves for the loop -- a task, a timer due before the loop's
- * wait ends -- wakes it afterwards.
+ * wait ends -- wakes it afterwards.  Consumers may also take events
+ * from the epoll (a poll, a sleep): every taker queues its batch as it
+ * takes it, and batches are dispatched in that order (batch_take).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -63,8 +63,9 @@ int iwe_prog_on_thread(const struct iwe_prog *p);
 void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
 /* A consumer thread inside a call: dispatch what epoll has ready now, on
- * this thread, when the loop is free (the thread sleeps in epoll); 0 when
- * it is not (the thread, or another, runs it: they dispatch it). */
+ * this thread, when the loop is free (the thread sleeps in epoll) --
+ * behind any batch another taker queued before it (iw_progress.c); 0
+ * when it is not (the thread, or another, runs it: they dispatch it). */
 int iwe_prog_poll(struct iwe_prog *p);
 /* A consumer thread about to sleep in a wait: sleep until one of fds
  * (its EVD's or CNO's) is readable, the loop has input, or the
@@ -74,8 +75,10 @@ int iwe_prog_poll(struct iwe_prog *p);
  * again.  1 after such a round; 0 when another consumer sleeps so (or
  * this thread runs the loop): the caller sleeps as usual.  awake (may be
  * NULL) is called on this thread once its epoll wait returned, before it
- * dispatches: what it then posts to the caller's own queue needs no
- * write of the caller's fds, as the caller looks again after the round. */
+ * dispatches (the batch it took is queued by then, and whoever holds the
+ * loop first dispatches it, in order): what it then posts to the
+ * caller's own queue needs no write of the caller's fds, as the caller
+ * looks again after the round. */
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline, void (*awake)(void *arg), void *arg);
 
