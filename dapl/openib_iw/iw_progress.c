@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The per-device progress thread; see iw_progress.h.
  *
- * One loop iteration: run synchronous calls and posted tasks, wait in
- * epoll_wait until the next timer deadline (0 when tasks are queued),
- * dispatch the events, fire the expired timers (epoll_pwait2: timers
- * have nanosecond resolution).  Other threads reach the
+ * One loop iteration: run synchronous calls and posted tasks, sleep
+ * until the device's epoll has events (0 when tasks are queued; timers
+ * wake it through a timerfd), take and dispatch the events, fire the
+ * expired timers.  Other threads reach the
  * loop through an eventfd.  Timers live in a binary min-heap ordered by
  * CLOCK_MONOTONIC deadline, so arming and cancelling are O(log n) even
  * with thousands of pending connections.
@@ -17,8 +17,10 @@
  * connect-accept-disconnect cycle made seven such calls).  Anything the
  * call leaves for the loop -- a task, a timer due before the loop's
  * wait ends -- wakes it afterwards.  Consumers may also take events
- * from the epoll (a poll, a sleep): every taker queues its batch as it
- * takes it, and batches are dispatched in that order (batch_take).
+ * from the epoll (a poll, a sleep): every taker queues its batch in the
+ * same step as it takes it, and batches are dispatched in that order
+ * (batch_take); so nobody sleeps in the device's epoll itself, but in an
+ * outer one that holds it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -38,10 +40,15 @@
 #include "iw_progress.h"
 
 #define PROG_MAX_EVENTS 64
-/* The epoll data of a sleeping consumer's own fds (iwe_prog_sleep), and
- * of the timerfd that wakes whoever waits for the earliest timer. */
+/* What a wait in the outer epoll may return: the device's epoll and a
+ * sleeping consumer's fds. */
+#define PROG_MAX_WAKES 8
+/* The epoll data of a sleeping consumer's own fds (iwe_prog_sleep), of
+ * the timerfd that wakes whoever waits for the earliest timer, and of
+ * the device's epoll in the outer one. */
 #define PROG_KEY_SLEEPER (~0ull)
 #define PROG_KEY_TIMER (~0ull - 1)
+#define PROG_KEY_EVENTS (~0ull - 2)
 
 /* A registered watch, named in its epoll data by slot and generation
  * rather than by address: an epoll batch may name a watch that a call
@@ -69,12 +76,14 @@ struct prog_batch {
 	struct prog_batch *next;
 	const struct epoll_event *ev;
 	int n;
-	int sleepers;		/* a sleeping consumer's own events in it */
 };
 
 struct iwe_prog {
 	pthread_t thread;
-	int epfd, evfd;
+	/* epfd: the watches, evfd and tfd; read without waiting, under
+	 * take_lock (batch_take).  wfd: what threads sleep in, epfd
+	 * (edge-triggered) and a sleeping consumer's fds. */
+	int epfd, wfd, evfd;
 	/* The earliest timer's deadline, as a timerfd in epfd: a thread that
 	 * borrows the loop and arms an earlier timer re-arms the fd instead
 	 * of waking the progress thread to wait less. */
@@ -94,8 +103,9 @@ struct iwe_prog {
 	pthread_cond_t sleeper_cv;
 	struct prog_call *calls, *calls_tail;
 	struct iwe_prog_task *tasks, *tasks_tail;
-	/* Batches taken, oldest first (see batch_take). */
-	pthread_mutex_t batch_lock;
+	/* Batches taken, oldest first (see batch_take); take_lock makes
+	 * taking a batch and queueing it one step. */
+	pthread_mutex_t take_lock, batch_lock;
 	struct prog_batch *batches, *batches_tail;
 	atomic_int nbatches;
 	/* The loop's (under run: its thread, or a call it lent the loop): */
@@ -572,19 +582,14 @@ static struct timespec *prog_idle_timeout(struct iwe_prog *p, int *stop,
 	return NULL;
 }
 
-/* Returns how many of the events were a sleeping consumer's own. */
-static int dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
+static void dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
 {
 	uint64_t v;
-	int i, sleepers = 0;
+	int i;
 
 	for (i = 0; i < n; i++) {
 		struct iwe_prog_watch *w;
 
-		if (ev[i].data.u64 == PROG_KEY_SLEEPER) {
-			sleepers++;	/* it only wakes the sleeper */
-			continue;
-		}
 		if (ev[i].data.u64 == PROG_KEY_TIMER) {
 			/* Its expiry read; run_timers follows the batch. */
 			if (read(p->tfd, &v, sizeof(v)) < 0 &&
@@ -609,35 +614,54 @@ static int dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
 		if (w && w->fd >= 0)
 			w->cb(w, ev[i].events);
 	}
-	return sleepers;
 }
 
-/* Several threads take events from the one epoll: the progress thread
- * and a consumer polling or sleeping in it.  Each queues its batch the
- * moment epoll_wait returns it, and whichever of them holds run to
- * dispatch dispatches every queued batch, oldest first: events reach
- * their handlers in the order epoll gave them out, whoever took them.
- * (Calls lent the loop dispatch nothing: their callers may hold engine
- * locks.)  Before, the thread, back from epoll with one connection's
- * RTR, could wait for run while a consumer took and dispatched a later
- * batch with another connection's close: Debian's dtestcm in its
- * waiting mode took that DISCONNECTED for an ESTABLISHED, or waited
- * for ever, in 4-6 runs of 40. */
-static void batch_take(struct iwe_prog *p, struct prog_batch *b,
-		       const struct epoll_event *ev, int n)
+/* Several threads take events from the device's epoll: the progress
+ * thread and a consumer polling or sleeping.  Each takes a batch and
+ * queues it in one step, under batch_lock, and whichever of them holds
+ * run to dispatch dispatches every queued batch, oldest first: events
+ * reach their handlers in the order epoll gave them out, whoever took
+ * them.  (Calls lent the loop dispatch nothing: their callers may hold
+ * engine locks.)  So nobody blocks in the device's epoll: a thread that
+ * sleeps does so in the outer one (wfd), which says the device's has
+ * events, and then takes them here.  A thread back from a blocking
+ * epoll_wait with a batch could be preempted before it queued it -- the
+ * progress thread, at its low priority, for 8 ms -- while a consumer
+ * took and dispatched newer events: Debian's dtestcm in its waiting mode
+ * got another connection's DISCONNECTED before an ESTABLISHED whose RTR
+ * had come first, about one run in 100 between two namespaces.
+ * Returns how many it took: PROG_MAX_EVENTS says there may be more,
+ * which the taker takes once this batch is dispatched (nothing else
+ * would: the outer epoll says only when new events come).  A poll
+ * (!must) takes nothing while another taker takes: what it would take
+ * is being queued, in order, and it dispatches it anyway; a futex wait
+ * there cost the SSP upgrade three context switches. */
+static int batch_take(struct iwe_prog *p, struct prog_batch *b,
+		      struct epoll_event *ev, int must)
 {
-	b->next = NULL;
-	b->ev = ev;
-	b->n = n;
-	b->sleepers = 0;
-	pthread_mutex_lock(&p->batch_lock);
-	if (p->batches_tail)
-		p->batches_tail->next = b;
-	else
-		p->batches = b;
-	p->batches_tail = b;
-	atomic_fetch_add_explicit(&p->nbatches, 1, memory_order_release);
-	pthread_mutex_unlock(&p->batch_lock);
+	int n;
+
+	if (must)
+		pthread_mutex_lock(&p->take_lock);
+	else if (pthread_mutex_trylock(&p->take_lock))
+		return 0;
+	n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
+	if (n > 0) {
+		b->next = NULL;
+		b->ev = ev;
+		b->n = n;
+		pthread_mutex_lock(&p->batch_lock);
+		if (p->batches_tail)
+			p->batches_tail->next = b;
+		else
+			p->batches = b;
+		p->batches_tail = b;
+		atomic_fetch_add_explicit(&p->nbatches, 1,
+					  memory_order_release);
+		pthread_mutex_unlock(&p->batch_lock);
+	}
+	pthread_mutex_unlock(&p->take_lock);
+	return n;
 }
 
 /* run held (by the thread, or by a borrower with prog_borrowed set):
@@ -656,7 +680,7 @@ static void run_taken(struct iwe_prog *p)
 		atomic_fetch_sub_explicit(&p->nbatches, 1,
 					  memory_order_relaxed);
 		pthread_mutex_unlock(&p->batch_lock);
-		b->sleepers = dispatch(p, b->ev, b->n);
+		dispatch(p, b->ev, b->n);
 	}
 }
 
@@ -694,18 +718,38 @@ static void yield_to_sleeper(struct iwe_prog *p)
 	run_taken(p);
 }
 
-/* Nanosecond deadlines (TRP's timers are microseconds); kernels
- * before 5.11 lack epoll_pwait2 and get millisecond ones. */
-static int prog_wait(struct iwe_prog *p, struct epoll_event *ev,
-		     const struct timespec *ts)
+/* What woke a wait in the outer epoll. */
+struct prog_wake {
+	int events;		/* the device's epoll has events */
+	int sleepers;		/* a sleeping consumer's fds are ready */
+};
+
+static int wake_read(const struct epoll_event *ev, int n, struct prog_wake *w)
 {
-	int n = epoll_pwait2(p->epfd, ev, PROG_MAX_EVENTS, ts, NULL);
+	w->events = w->sleepers = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].data.u64 == PROG_KEY_EVENTS)
+			w->events = 1;
+		else
+			w->sleepers++;
+	}
+	return n;
+}
+
+/* The thread's sleep: nanosecond deadlines (TRP's timers are
+ * microseconds); kernels before 5.11 lack epoll_pwait2 and get
+ * millisecond ones.  The count of ready fds, or -1. */
+static int prog_wait(struct iwe_prog *p, const struct timespec *ts,
+		     struct prog_wake *w)
+{
+	struct epoll_event ev[PROG_MAX_WAKES];
+	int n = epoll_pwait2(p->wfd, ev, PROG_MAX_WAKES, ts, NULL);
 
 	if (n < 0 && errno == ENOSYS)
-		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS,
+		n = epoll_wait(p->wfd, ev, PROG_MAX_WAKES,
 			       !ts ? -1 : (int)(ts->tv_sec * 1000 +
 						(ts->tv_nsec + 999999) / 1000000));
-	return n;
+	return wake_read(ev, n, w);
 }
 
 /* -------------------------------------------------------------- loop */
@@ -742,15 +786,13 @@ int iwe_prog_poll(struct iwe_prog *p)
 {
 	struct epoll_event ev[PROG_MAX_EVENTS];
 	struct prog_batch b;
-	int n;
 
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
 	    pthread_mutex_trylock(&p->run))
 		return 0;
 	prog_borrowed = p;
-	n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
-	if (n > 0)
-		batch_take(p, &b, ev, n);
+	while (batch_take(p, &b, ev, 0) == PROG_MAX_EVENTS)
+		run_taken(p);
 	run_taken(p);
 	run_tasks(p);
 	run_timers(p);
@@ -760,10 +802,17 @@ int iwe_prog_poll(struct iwe_prog *p)
 }
 
 /* run held: the loop's work due now (calls, tasks, timers), on a
- * borrowing thread. */
-static void run_due(struct iwe_prog *p)
+ * borrowing thread; full: the caller's take filled a batch, there may be
+ * more. */
+static void run_due(struct iwe_prog *p, int full)
 {
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct prog_batch b;
+
 	prog_borrowed = p;
+	run_taken(p);
+	while (full && batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS)
+		run_taken(p);
 	run_taken(p);
 	run_calls(p);
 	run_tasks(p);
@@ -787,11 +836,11 @@ static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
 	       (int)((deadline - now + 999999) / 1000000);
 }
 
-/* A consumer sleeps in the device's epoll itself, its own fds added for
- * the sleep: the kernel wakes the latest of the threads waiting in one
- * epoll and no other, so the input that comes meanwhile wakes the
- * sleeper, which dispatches it on its own thread (what it waits for
- * costs no hand-over), and the progress thread, waiting longer, sleeps
+/* A consumer sleeps beside the progress thread in the outer epoll, its
+ * own fds added for the sleep: the kernel wakes the latest of the
+ * threads waiting in one epoll and no other, so the input that comes
+ * meanwhile wakes the sleeper, which takes and dispatches it on its own
+ * thread (what it waits for costs no hand-over), and the progress thread, waiting longer, sleeps
  * on.  The moment the sleeper leaves, the thread is the only waiter and
  * gets everything again: nothing to hand back, no lease.  The sleeper's
  * fds are level-triggered: when the thread came back to epoll after the
@@ -802,9 +851,9 @@ static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline, void (*awake)(void *arg), void *arg)
 {
-	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct epoll_event ev[PROG_MAX_EVENTS], wev[PROG_MAX_WAKES];
 	struct prog_batch b;
-	int added = 0, slept, n, ms;
+	int added = 0, slept, full, ms;
 
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
 	    atomic_exchange(&p->sleeper, 1))
@@ -813,18 +862,19 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		struct epoll_event e = { .events = EPOLLIN,
 					 .data.u64 = PROG_KEY_SLEEPER };
 
-		if (epoll_ctl(p->epfd, EPOLL_CTL_ADD, fds[added], &e) < 0)
+		if (epoll_ctl(p->wfd, EPOLL_CTL_ADD, fds[added], &e) < 0)
 			break;
 	}
 	slept = added == nfds;
 	if (slept) {
 		pthread_mutex_lock(&p->run);
-		run_due(p);
+		run_due(p, 0);
 		ms = sleep_ms(p, deadline);
 		pthread_mutex_unlock(&p->run);
-		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, ms);
-		if (n > 0)
-			batch_take(p, &b, ev, n);
+		if (epoll_wait(p->wfd, wev, PROG_MAX_WAKES, ms) < 0 &&
+		    errno != EINTR)
+			abort();
+		full = batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
 		if (awake)
 			awake(arg);
 		/* Out of the epoll before dispatching: the events posted
@@ -834,13 +884,13 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		 * kick of each thread per event: 3-4 system calls and
 		 * context switches in each step of a connection's setup). */
 		while (added-- > 0)
-			epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
+			epoll_ctl(p->wfd, EPOLL_CTL_DEL, fds[added], NULL);
 		pthread_mutex_lock(&p->run);
-		run_due(p);
+		run_due(p, full);
 		call_done(p);
 	}
 	while (added-- > 0)
-		epoll_ctl(p->epfd, EPOLL_CTL_DEL, fds[added], NULL);
+		epoll_ctl(p->wfd, EPOLL_CTL_DEL, fds[added], NULL);
 	atomic_store(&p->sleeper, 0);
 	if (atomic_load(&p->thread_waits)) {
 		pthread_mutex_lock(&p->lock);
@@ -855,8 +905,9 @@ static void *prog_main(void *arg)
 	struct iwe_prog *p = arg;
 	struct epoll_event ev[PROG_MAX_EVENTS];
 	struct prog_batch b;
+	struct prog_wake w;
 	struct timespec ts, *timeout;
-	int n, stop = 0;
+	int full = 0, stop = 0;
 
 	iwe_prog_cpu_claim(&p->cpu);
 	pthread_mutex_lock(&p->run);
@@ -868,14 +919,17 @@ static void *prog_main(void *arg)
 			break;
 		iwe_prog_cpu_follow(&p->cpu);
 		pthread_mutex_unlock(&p->run);
-		n = prog_wait(p, ev, timeout);
-		if (n < 0 && errno != EINTR)
+		/* A full batch may have left more: no new event would say so
+		 * (the outer epoll is edge-triggered on the device's). */
+		if (full)
+			w = (struct prog_wake){ .events = 1 };
+		else if (prog_wait(p, timeout, &w) < 0 && errno != EINTR)
 			abort();
-		if (n > 0)
-			batch_take(p, &b, ev, n);
+		full = w.events &&
+		       batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
 		pthread_mutex_lock(&p->run);
 		run_taken(p);
-		if (n > 0 && b.sleepers)
+		if (w.sleepers)
 			yield_to_sleeper(p);
 		run_timers(p);
 	}
@@ -893,18 +947,26 @@ static struct iwe_prog *prog_create(void)
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
 	struct epoll_event tev = { .events = EPOLLIN,
 				   .data.u64 = PROG_KEY_TIMER };
+	/* Edge-triggered: each new event in epfd wakes one sleeper, which
+	 * takes what is there; level-triggered, every sleeper would wake
+	 * until someone took it. */
+	struct epoll_event wev = { .events = EPOLLIN | EPOLLET,
+				   .data.u64 = PROG_KEY_EVENTS };
 
 	if (!p)
 		return NULL;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	p->wfd = epoll_create1(EPOLL_CLOEXEC);
 	p->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	p->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (p->epfd < 0 || p->evfd < 0 || p->tfd < 0 ||
+	if (p->epfd < 0 || p->wfd < 0 || p->evfd < 0 || p->tfd < 0 ||
 	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->evfd, &ev) < 0 ||
-	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->tfd, &tev) < 0)
+	    epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->tfd, &tev) < 0 ||
+	    epoll_ctl(p->wfd, EPOLL_CTL_ADD, p->epfd, &wev) < 0)
 		goto fail;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_mutex_init(&p->run, NULL);
+	pthread_mutex_init(&p->take_lock, NULL);
 	pthread_mutex_init(&p->batch_lock, NULL);
 	pthread_cond_init(&p->done_cv, NULL);
 	pthread_cond_init(&p->sleeper_cv, NULL);
@@ -913,6 +975,7 @@ static struct iwe_prog *prog_create(void)
 		return p;
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
+	pthread_mutex_destroy(&p->take_lock);
 	pthread_mutex_destroy(&p->batch_lock);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);
@@ -920,6 +983,8 @@ static struct iwe_prog *prog_create(void)
 fail:
 	if (p->epfd >= 0)
 		close(p->epfd);
+	if (p->wfd >= 0)
+		close(p->wfd);
 	if (p->evfd >= 0)
 		close(p->evfd);
 	if (p->tfd >= 0)
@@ -957,10 +1022,12 @@ void iwe_prog_stop(struct iwe_prog *p)
 	prog_wake(p);
 	pthread_join(p->thread, NULL);
 	close(p->epfd);
+	close(p->wfd);
 	close(p->evfd);
 	close(p->tfd);
 	pthread_mutex_destroy(&p->lock);
 	pthread_mutex_destroy(&p->run);
+	pthread_mutex_destroy(&p->take_lock);
 	pthread_mutex_destroy(&p->batch_lock);
 	pthread_cond_destroy(&p->done_cv);
 	pthread_cond_destroy(&p->sleeper_cv);

@@ -74,7 +74,7 @@ int iwe_prog_poll(struct iwe_prog *p);
  * out of it).  One round: the caller checks what it waits for and calls
  * again.  1 after such a round; 0 when another consumer sleeps so (or
  * this thread runs the loop): the caller sleeps as usual.  awake (may be
- * NULL) is called on this thread once its epoll wait returned, before it
+ * NULL) is called on this thread once its wait returned, before it
  * dispatches (the batch it took is queued by then, and whoever holds the
  * loop first dispatches it, in order): what it then posts to the
  * caller's own queue needs no write of the caller's fds, as the caller

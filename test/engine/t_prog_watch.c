@@ -7,11 +7,13 @@
  * ADD (the control case) put it behind input that came later: the
  * ordering bug a passive connection had (an RTR handled after the FIN
  * the peer sent later on another connection).  And two threads taking
- * events from the one epoll dispatch them in the order taken.  TAP
+ * events from the one epoll dispatch them in the order taken, even
+ * when the progress thread is held up just after its wake-up.  TAP
  * output. */
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,6 +22,8 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <time.h>
 
 #include "iw_priv.h"
 #include "prog_harness.h"
@@ -223,6 +227,137 @@ static void run_takers(void)
 	close(quiet);
 }
 
+/* The progress thread held up on its way out of its wait, as a
+ * preemption holds it (at its low priority, 8 ms was seen): a signal
+ * sent with a's input runs its handler as the wait returns.  A consumer
+ * then polls the loop, b's input comes, the consumer polls again.  a
+ * came first and must come out first: nobody may take an event and keep
+ * it from the others before it is queued.  When the thread slept in the
+ * device's epoll itself, it took a's event with its wake-up and held it
+ * while the consumer dispatched b: Debian's dtestcm -w got another
+ * connection's DISCONNECTED before an ESTABLISHED, one run in 100
+ * between two namespaces.  The signal rarely lands in that window (the
+ * woken thread is faster), so the premise is checked as such: the
+ * thread sleeps in an epoll that holds no watch (the old loop failed
+ * that check, and passed the order by luck). */
+static atomic_int g_held, g_go;
+static atomic_long g_thread_tid;
+
+static void hold_thread(int sig)
+{
+	const struct timespec ms = { 0, 1000000 };
+
+	(void)sig;
+	atomic_store(&g_held, 1);
+	for (int i = 0; i < 3000 && !atomic_load(&g_go); i++)
+		nanosleep(&ms, NULL);
+}
+
+static void note_tid(struct iwe_prog_task *t)
+{
+	(void)t;
+	atomic_store(&g_thread_tid, (long)syscall(SYS_gettid));
+}
+
+/* The fd the progress thread sleeps on, the first argument of the epoll
+ * wait /proc shows it blocked in; -1 when it is not seen there. */
+static int thread_wait_fd(long tid)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/task/%ld/syscall", tid);
+	for (int i = 0; i < 500; i++) {
+		FILE *f = fopen(path, "r");
+		unsigned long a0 = 0;
+		long nr = -1;
+		int got = f && fscanf(f, "%ld %lx", &nr, &a0) == 2;
+
+		if (f)
+			fclose(f);
+		if (got && (nr == SYS_epoll_pwait || nr == SYS_epoll_pwait2
+#ifdef SYS_epoll_wait
+			    || nr == SYS_epoll_wait
+#endif
+			    ))
+			return (int)a0;
+		poll(NULL, 0, 1);
+	}
+	return -1;
+}
+
+/* 1 when epoll fd ep watches fd (its fdinfo lists it), 0 when not, -1
+ * when ep is no epoll. */
+static int epoll_watches(int ep, int fd)
+{
+	char path[64], line[256];
+	int is_epoll = 0, found = 0, t;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", ep);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "tfd: %d", &t) == 1) {
+			is_epoll = 1;
+			found |= t == fd;
+		}
+	fclose(f);
+	return is_epoll ? found : -1;
+}
+
+/* Polls the loop as a consumer inside a call does, until n events are
+ * dispatched or about 200 ms went. */
+static int poll_until(int n)
+{
+	for (int i = 0; i < 200 && atomic_load(&g_n) < n; i++) {
+		iwe_prog_poll(g_prog);
+		poll(NULL, 0, 1);
+	}
+	return atomic_load(&g_n);
+}
+
+static void run_held_taker(void)
+{
+	struct iwe_prog_task tid_task = { .fn = note_tid };
+	struct sigaction sa = { .sa_handler = hold_thread };
+	int n;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGUSR1, &sa, NULL))
+		BAIL("sigaction: %s", strerror(errno));
+	iwe_prog_post(g_prog, &tid_task);
+	for (int i = 0; i < 2000 && !atomic_load(&g_thread_tid); i++)
+		poll(NULL, 0, 1);
+	if (!atomic_load(&g_thread_tid))
+		BAIL("the progress thread ran no task");
+	sources_open();
+	poll(NULL, 0, 20);	/* the thread asleep again */
+	/* The premise, which a woken thread outruns the signal to: the
+	 * thread sleeps in an epoll of its own, not in the device's (where
+	 * a's event would be its own the moment it woke). */
+	n = thread_wait_fd(atomic_load(&g_thread_tid));
+	CHECK(n >= 0 && epoll_watches(n, g_b) == 0,
+	      "held taker: the thread sleeps in an epoll that holds no watch "
+	      "(fd %d)", n);
+	prog_poke(g_a);
+	syscall(SYS_tgkill, getpid(), (pid_t)atomic_load(&g_thread_tid),
+		SIGUSR1);
+	for (int i = 0; i < 2000 && !atomic_load(&g_held); i++)
+		poll(NULL, 0, 1);
+	CHECK(atomic_load(&g_held), "held taker: the thread is held");
+	n = poll_until(1);
+	prog_poke(g_b);
+	n = poll_until(n + 1);
+	atomic_store(&g_go, 1);
+	n = wait_for(2);
+	CHECK(n == 2, "held taker: both events dispatched (%d)", n);
+	CHECK(g_order[0] == FROM_OLD && g_order[1] == FROM_OTHER,
+	      "held taker: the input that came first is dispatched first "
+	      "(order %d %d)", g_order[0], g_order[1]);
+	sources_close();
+}
+
 int main(void)
 {
 	struct iwe_device *dev;
@@ -233,6 +368,7 @@ int main(void)
 	run(2);
 	run(0);
 	run_takers();
+	run_held_taker();
 	iwe_device_close(dev);
 	return tap_done();
 }
