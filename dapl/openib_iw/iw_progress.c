@@ -41,7 +41,7 @@
 
 #define PROG_MAX_EVENTS 64
 /* What a wait in the outer epoll may return: the device's epoll and a
- * sleeping consumer's fds. */
+ * sleeping consumer's fds (two at most: its EVD's and its CQ's). */
 #define PROG_MAX_WAKES 8
 /* The epoll data of a sleeping consumer's own fds (iwe_prog_sleep), of
  * the timerfd that wakes whoever waits for the earliest timer, and of
@@ -618,7 +618,7 @@ static void dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
 
 /* Several threads take events from the device's epoll: the progress
  * thread and a consumer polling or sleeping.  Each takes a batch and
- * queues it in one step, under batch_lock, and whichever of them holds
+ * queues it in one step, under take_lock, and whichever of them holds
  * run to dispatch dispatches every queued batch, oldest first: events
  * reach their handlers in the order epoll gave them out, whoever took
  * them.  (Calls lent the loop dispatch nothing: their callers may hold
@@ -840,14 +840,15 @@ static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
  * own fds added for the sleep: the kernel wakes the latest of the
  * threads waiting in one epoll and no other, so the input that comes
  * meanwhile wakes the sleeper, which takes and dispatches it on its own
- * thread (what it waits for costs no hand-over), and the progress thread, waiting longer, sleeps
- * on.  The moment the sleeper leaves, the thread is the only waiter and
- * gets everything again: nothing to hand back, no lease.  The sleeper's
- * fds are level-triggered: when the thread came back to epoll after the
- * sleeper and so got the sleeper's wake-up first, epoll puts the fd back
- * on its ready list and wakes the sleeper for it at once.  (Edge-
- * triggered, the sleeper waited for the thread to pass it on: the SSP
- * upgrade's median went from 134 to 190-210 us with waits that sleep.) */
+ * thread (what it waits for costs no hand-over), and the progress
+ * thread, waiting longer, sleeps on.  The moment the sleeper leaves,
+ * the thread is the only waiter and gets everything again: nothing to
+ * hand back, no lease.  The sleeper's fds are level-triggered: when
+ * the thread came back to epoll after the sleeper and so got the
+ * sleeper's wake-up first, epoll puts the fd back on its ready list and
+ * wakes the sleeper for it at once.  (Edge-triggered, the sleeper waited
+ * for the thread to pass it on: the SSP upgrade's median went from 134
+ * to 190-210 us with waits that sleep.) */
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline, void (*awake)(void *arg), void *arg)
 {
@@ -871,9 +872,9 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		run_due(p, 0);
 		ms = sleep_ms(p, deadline);
 		pthread_mutex_unlock(&p->run);
-		if (epoll_wait(p->wfd, wev, PROG_MAX_WAKES, ms) < 0 &&
-		    errno != EINTR)
-			abort();
+		/* Whatever woke it (or an error: the caller looks again),
+		 * it takes what the device's epoll has. */
+		(void)epoll_wait(p->wfd, wev, PROG_MAX_WAKES, ms);
 		full = batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
 		if (awake)
 			awake(arg);
