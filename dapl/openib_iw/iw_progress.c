@@ -684,6 +684,20 @@ static void run_taken(struct iwe_prog *p)
 	}
 }
 
+/* run held: take and dispatch until a take comes back short of a full
+ * batch (must: see batch_take). */
+static void take_rest(struct iwe_prog *p, int must)
+{
+	struct epoll_event ev[PROG_MAX_EVENTS];
+	struct prog_batch b;
+	int n;
+
+	do {
+		n = batch_take(p, &b, ev, must);
+		run_taken(p);
+	} while (n == PROG_MAX_EVENTS);
+}
+
 /* The thread's epoll_wait returned a sleeping consumer's fd: the
  * consumer's wake-up, which the kernel gave us (its fds are level-
  * triggered in our epoll; it woke the consumer too, once).  Until the
@@ -784,16 +798,11 @@ void iwe_prog_note_consumer(struct iwe_prog *p)
 
 int iwe_prog_poll(struct iwe_prog *p)
 {
-	struct epoll_event ev[PROG_MAX_EVENTS];
-	struct prog_batch b;
-
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
 	    pthread_mutex_trylock(&p->run))
 		return 0;
 	prog_borrowed = p;
-	while (batch_take(p, &b, ev, 0) == PROG_MAX_EVENTS)
-		run_taken(p);
-	run_taken(p);
+	take_rest(p, 0);
 	run_tasks(p);
 	run_timers(p);
 	prog_borrowed = NULL;
@@ -806,14 +815,10 @@ int iwe_prog_poll(struct iwe_prog *p)
  * more. */
 static void run_due(struct iwe_prog *p, int full)
 {
-	struct epoll_event ev[PROG_MAX_EVENTS];
-	struct prog_batch b;
-
 	prog_borrowed = p;
 	run_taken(p);
-	while (full && batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS)
-		run_taken(p);
-	run_taken(p);
+	if (full)
+		take_rest(p, 1);
 	run_calls(p);
 	run_tasks(p);
 	run_timers(p);

@@ -64,8 +64,9 @@ void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
 
 /* A consumer thread inside a call: dispatch what epoll has ready now, on
  * this thread, when the loop is free (the thread sleeps in epoll) --
- * behind any batch another taker queued before it (iw_progress.c); 0
- * when it is not (the thread, or another, runs it: they dispatch it). */
+ * behind any batch another taker queued before it, and taking nothing
+ * new while another thread takes (iw_progress.c); 0 when the loop is not
+ * free (the thread, or another, runs it: they dispatch it). */
 int iwe_prog_poll(struct iwe_prog *p);
 /* A consumer thread about to sleep in a wait: sleep until one of fds
  * (its EVD's or CNO's) is readable, the loop has input, or the
