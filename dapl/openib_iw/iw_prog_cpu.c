@@ -31,11 +31,7 @@
  * ms late -- after the client had begun closing, so it counted a close
  * as an ESTABLISHED (1 run in 6 on loopback).  A connection's RTR is
  * neither: not a consumer's input.  Only a process that may lower its
- * nice again switches.  While the thread sleeps in the device's epoll
- * holding the right to take (iw_progress.c, thread_sleep) it is pinned
- * urgent: woken there at nice 19 it could wait milliseconds for a CPU
- * while no consumer may take; a turn to polite meanwhile waits until it
- * is back.
+ * nice again switches.
  *
  * Place.  A thread woken for input is queued on the CPU the kernel picks
  * for it -- the waker's when that CPU runs nothing else (the sender of
@@ -126,46 +122,19 @@ void iwe_prog_cpu_claim(struct iwe_prog_cpu *c)
 		      CPU_COUNT(&c->allowed) > 1;
 }
 
-/* The thread polite (1) or urgent (0).  Pinned urgent, it goes polite
- * when unpinned, unless told urgent again meanwhile. */
+/* The thread polite (1) or urgent (0). */
 static void set_polite(struct iwe_prog_cpu *c, int polite)
 {
-	if (!c->may_renice || (atomic_load(&c->polite) == polite &&
-			       !atomic_load(&c->polite_later)))
+	if (!c->may_renice || atomic_load(&c->polite) == polite)
 		return;
 	pthread_mutex_lock(&c->lock);
-	atomic_store(&c->polite_later, polite && c->pinned);
-	if (atomic_load(&c->polite) != polite &&
-	    !atomic_load(&c->polite_later)) {
+	if (atomic_load(&c->polite) != polite) {
 		atomic_store(&c->polite, polite);
 		(void)setpriority(PRIO_PROCESS, (id_t)c->tid,
 				  polite ? PROG_NICE_POLITE :
 					   prog_nice_urgent());
 	}
 	pthread_mutex_unlock(&c->lock);
-}
-
-int iwe_prog_cpu_pin_urgent(struct iwe_prog_cpu *c)
-{
-	int urgent;
-
-	pthread_mutex_lock(&c->lock);
-	urgent = !atomic_load(&c->polite);
-	c->pinned = urgent;
-	pthread_mutex_unlock(&c->lock);
-	return urgent;
-}
-
-void iwe_prog_cpu_unpin(struct iwe_prog_cpu *c)
-{
-	int later;
-
-	pthread_mutex_lock(&c->lock);
-	c->pinned = 0;
-	later = atomic_exchange(&c->polite_later, 0);
-	pthread_mutex_unlock(&c->lock);
-	if (later)
-		set_polite(c, 1);
 }
 
 void iwe_prog_cpu_input(struct iwe_prog_cpu *c, int unread)

@@ -22,8 +22,6 @@ struct iwe_prog_cpu {
 	pid_t tid;
 	int may_renice;
 	atomic_int polite;
-	int pinned;			/* under lock: urgent until unpinned */
-	atomic_int polite_later;	/* polite once unpinned */
 	unsigned taken_in_row;		/* the thread's: input found taken */
 	/* Where it runs: the CPUs it started with, less the one its
 	 * consumers last called from (iwe_prog_cpu_follow). */
@@ -53,11 +51,6 @@ void iwe_prog_cpu_awaited(struct iwe_prog_cpu *c);
 /* Any thread: a consumer goes to sleep in a wait -- nobody but the
  * thread reads input for a while, and the consumer's CPU is free. */
 void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c);
-/* On the thread: 1, and it stays urgent until iwe_prog_cpu_unpin, when
- * it is urgent now; 0 when polite (iw_progress.c: its sleep in the
- * device's epoll). */
-int iwe_prog_cpu_pin_urgent(struct iwe_prog_cpu *c);
-void iwe_prog_cpu_unpin(struct iwe_prog_cpu *c);
 /* A consumer's thread, in a post or a poll. */
 void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c);
 /* On the thread, before it waits: keep off the consumers' CPU. */

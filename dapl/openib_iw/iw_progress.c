@@ -98,8 +98,6 @@ struct iwe_prog {
 	pthread_mutex_t lock;			/* calls, tasks, stop */
 	pthread_cond_t done_cv;
 	atomic_int sleeper;			/* a consumer sleeps in epoll */
-	atomic_int direct;			/* the thread sleeps in epfd,
-						 * holding take_lock */
 	atomic_int thread_waits;		/* ... and the thread waits for
 						 * it to leave (sleeper_cv) */
 	pthread_cond_t sleeper_cv;
@@ -624,31 +622,30 @@ static void dispatch(struct iwe_prog *p, const struct epoll_event *ev, int n)
  * run to dispatch dispatches every queued batch, oldest first: events
  * reach their handlers in the order epoll gave them out, whoever took
  * them.  (Calls lent the loop dispatch nothing: their callers may hold
- * engine locks.)  So whoever blocks in the device's epoll holds
- * take_lock meanwhile (the thread, when it may: thread_sleep); the
- * others sleep in the outer one (wfd), which says the device's has
- * events, and then take them here.  A thread back from a blocking
+ * engine locks.)  So nobody blocks in the device's epoll: a thread that
+ * sleeps does so in the outer one (wfd), which says the device's has
+ * events, and then takes them here.  A thread back from a blocking
  * epoll_wait with a batch could be preempted before it queued it -- the
  * progress thread, at its low priority, for 8 ms -- while a consumer
  * took and dispatched newer events: Debian's dtestcm in its waiting mode
  * got another connection's DISCONNECTED before an ESTABLISHED whose RTR
  * had come first, about one run in 100 between two namespaces.
- * take_locked: take_lock held, waits up to ts (NULL: until events come;
- * zero: not at all).  Returns how many it took, or -1: PROG_MAX_EVENTS
- * says there may be more, which the taker takes once this batch is
- * dispatched (nothing else would: the outer epoll says only when new
- * events come). */
-static int take_locked(struct iwe_prog *p, struct prog_batch *b,
-		       struct epoll_event *ev, const struct timespec *ts)
+ * Returns how many it took: PROG_MAX_EVENTS says there may be more,
+ * which the taker takes once this batch is dispatched (nothing else
+ * would: the outer epoll says only when new events come).  A poll
+ * (!must) takes nothing while another taker takes: what it would take
+ * is being queued, in order, and it dispatches it anyway; a futex wait
+ * there cost the SSP upgrade three context switches. */
+static int batch_take(struct iwe_prog *p, struct prog_batch *b,
+		      struct epoll_event *ev, int must)
 {
-	int n = ts && !ts->tv_sec && !ts->tv_nsec ?
-		epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0) :
-		epoll_pwait2(p->epfd, ev, PROG_MAX_EVENTS, ts, NULL);
+	int n;
 
-	if (n < 0 && errno == ENOSYS)
-		n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS,
-			       !ts ? -1 : (int)(ts->tv_sec * 1000 +
-						(ts->tv_nsec + 999999) / 1000000));
+	if (must)
+		pthread_mutex_lock(&p->take_lock);
+	else if (pthread_mutex_trylock(&p->take_lock))
+		return 0;
+	n = epoll_wait(p->epfd, ev, PROG_MAX_EVENTS, 0);
 	if (n > 0) {
 		b->next = NULL;
 		b->ev = ev;
@@ -663,24 +660,6 @@ static int take_locked(struct iwe_prog *p, struct prog_batch *b,
 					  memory_order_release);
 		pthread_mutex_unlock(&p->batch_lock);
 	}
-	return n;
-}
-
-/* A taker that does not wait for events: a poll (!must) takes nothing
- * while another taker takes (or sleeps holding the take): what it would
- * take is being queued, in order, and it dispatches it anyway; a futex
- * wait there cost the SSP upgrade three context switches. */
-static int batch_take(struct iwe_prog *p, struct prog_batch *b,
-		      struct epoll_event *ev, int must)
-{
-	static const struct timespec now;
-	int n;
-
-	if (must)
-		pthread_mutex_lock(&p->take_lock);
-	else if (pthread_mutex_trylock(&p->take_lock))
-		return 0;
-	n = take_locked(p, b, ev, &now);
 	pthread_mutex_unlock(&p->take_lock);
 	return n;
 }
@@ -874,16 +853,12 @@ static int sleep_ms(struct iwe_prog *p, uint64_t deadline)
  * sleeper's wake-up first, epoll puts the fd back on its ready list and
  * wakes the sleeper for it at once.  (Edge-triggered, the sleeper waited
  * for the thread to pass it on: the SSP upgrade's median went from 134
- * to 190-210 us with waits that sleep.)  A thread found asleep in the
- * device's epoll (thread_sleep) is woken with the sleeper by the next
- * event and takes it; from its next sleep on it sleeps in the outer
- * epoll, while this sleeper or another is there. */
+ * to 190-210 us with waits that sleep.) */
 int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		   uint64_t deadline, void (*awake)(void *arg), void *arg)
 {
 	struct epoll_event ev[PROG_MAX_EVENTS], wev[PROG_MAX_WAKES];
 	struct prog_batch b;
-	struct prog_wake w;
 	int added = 0, slept, full, ms;
 
 	if (prog_borrowed == p || iwe_prog_on_thread(p) ||
@@ -904,11 +879,8 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 		pthread_mutex_unlock(&p->run);
 		/* Whatever woke it (or an error: the caller looks again),
 		 * it takes what the device's epoll has. */
-		wake_read(wev, epoll_wait(p->wfd, wev, PROG_MAX_WAKES, ms),
-			  &w);
-		full = batch_take(p, &b, ev, w.events &&
-					     !atomic_load(&p->direct)) ==
-		       PROG_MAX_EVENTS;
+		(void)epoll_wait(p->wfd, wev, PROG_MAX_WAKES, ms);
+		full = batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
 		if (awake)
 			awake(arg);
 		/* Out of the epoll before dispatching: the events posted
@@ -934,60 +906,6 @@ int iwe_prog_sleep(struct iwe_prog *p, const int *fds, int nfds,
 	return slept;
 }
 
-/* The thread may sleep in the device's epoll itself: no consumer sleeps
- * beside it (who would then wait for its take), and it is urgent and
- * stays so until it is back (iwe_prog_cpu_pin_urgent).  On success it
- * holds take_lock and p->direct is set.  p->sleeper and p->direct are
- * each stored before the other is read, by the thread here and by a
- * sleeper: at least one sees the other's. */
-static int direct_begin(struct iwe_prog *p)
-{
-	if (atomic_load(&p->sleeper) || !iwe_prog_cpu_pin_urgent(&p->cpu))
-		return 0;
-	pthread_mutex_lock(&p->take_lock);
-	atomic_store(&p->direct, 1);
-	if (!atomic_load(&p->sleeper))
-		return 1;
-	atomic_store(&p->direct, 0);
-	pthread_mutex_unlock(&p->take_lock);
-	iwe_prog_cpu_unpin(&p->cpu);
-	return 0;
-}
-
-/* The thread's sleep.  Where it may (direct_begin) it sleeps in the
- * device's epoll holding the take: what it is woken for is its own as
- * the kernel hands it over, and nobody takes newer events before it has
- * queued them -- one epoll and one nested wake-up fewer than through the
- * outer epoll (1.5 us a message of the memory-polling ping-pong, whose
- * data only the thread places).  A consumer's poll meanwhile takes
- * nothing and dispatches what the thread queued; a consumer that comes
- * to sleep takes nothing either (it never waits for a take that sleeps)
- * and sends the thread to the outer epoll from its next sleep on.  A
- * polite thread sleeps in the outer one: woken at nice 19, it may wait
- * milliseconds for a CPU, and holding the take it would keep everyone
- * else from taking meanwhile.  Returns whether its take filled a
- * batch. */
-static int thread_sleep(struct iwe_prog *p, const struct timespec *timeout,
-			struct prog_batch *b, struct epoll_event *ev,
-			struct prog_wake *w)
-{
-	int n;
-
-	if (direct_begin(p)) {
-		n = take_locked(p, b, ev, timeout);
-		if (n < 0 && errno != EINTR)
-			abort();
-		atomic_store(&p->direct, 0);
-		pthread_mutex_unlock(&p->take_lock);
-		iwe_prog_cpu_unpin(&p->cpu);
-		*w = (struct prog_wake){ .events = n > 0 };
-		return n == PROG_MAX_EVENTS;
-	}
-	if (prog_wait(p, timeout, w) < 0 && errno != EINTR)
-		abort();
-	return w->events && batch_take(p, b, ev, 1) == PROG_MAX_EVENTS;
-}
-
 static void *prog_main(void *arg)
 {
 	struct iwe_prog *p = arg;
@@ -1009,12 +927,12 @@ static void *prog_main(void *arg)
 		pthread_mutex_unlock(&p->run);
 		/* A full batch may have left more: no new event would say so
 		 * (the outer epoll is edge-triggered on the device's). */
-		if (full) {
-			full = batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
+		if (full)
 			w = (struct prog_wake){ .events = 1 };
-		} else {
-			full = thread_sleep(p, timeout, &b, ev, &w);
-		}
+		else if (prog_wait(p, timeout, &w) < 0 && errno != EINTR)
+			abort();
+		full = w.events &&
+		       batch_take(p, &b, ev, 1) == PROG_MAX_EVENTS;
 		pthread_mutex_lock(&p->run);
 		run_taken(p);
 		if (w.sleepers)

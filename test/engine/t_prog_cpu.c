@@ -3,8 +3,7 @@
  * do: it starts urgent; 16 wake-ups in a row that found the input taken
  * by a consumer's call, or did a connection's work (the consumers'
  * too), make it polite; input nobody read, or a consumer going to
- * sleep, makes it urgent again; pinned urgent (while it sleeps holding
- * the take), it turns polite only once unpinned.  The rule is driven here by hand, on a
+ * sleep, makes it urgent again.  The rule is driven here by hand, on a
  * thread of the test's own, as the progress loop drives it; the
  * thread's nice is checked too where the process may raise it (root),
  * the rule's state everywhere.  TAP output. */
@@ -95,29 +94,6 @@ static void *thread_main(void *arg)
 	      "(the count starts again)");
 	taken(1);
 	CHECK(weight_is(1), "... until %d in a row found nothing for it alone",
-	      AFTER);
-
-	/* Pinned for a sleep that holds the take: urgent until unpinned,
-	 * however many takes come meanwhile. */
-	iwe_prog_cpu_input(&g_cpu, 1);
-	CHECK(iwe_prog_cpu_pin_urgent(&g_cpu) == 1,
-	      "an urgent thread is pinned urgent");
-	taken(AFTER);
-	CHECK(weight_is(0), "pinned, %d input taken leave it urgent", AFTER);
-	iwe_prog_cpu_unpin(&g_cpu);
-	CHECK(weight_is(1), "unpinned, it goes polite as they said");
-	CHECK(iwe_prog_cpu_pin_urgent(&g_cpu) == 0,
-	      "a polite thread is not pinned");
-	iwe_prog_cpu_unpin(&g_cpu);
-	iwe_prog_cpu_input(&g_cpu, 1);
-	iwe_prog_cpu_pin_urgent(&g_cpu);
-	taken(AFTER);
-	iwe_prog_cpu_input(&g_cpu, 1);
-	iwe_prog_cpu_unpin(&g_cpu);
-	CHECK(weight_is(0), "input nobody read while pinned cancels the "
-	      "polite turn");
-	taken(AFTER);
-	CHECK(weight_is(1), "and once unpinned, %d taken make it polite",
 	      AFTER);
 
 	iwe_prog_cpu_note_consumer(&g_cpu);	/* a post from this CPU */
