@@ -8,7 +8,8 @@
 # provider and without it.  N (default 100) short runs of iwdtest -m wpp
 # at 8 B (CRC on, 0.1 s each): with the progress thread's default weight
 # (nice -10 where the process may), and with IWDAPL_PROGRESS_NICE=0 (what
-# a process without CAP_SYS_NICE gets); then bench/spin_stack's three
+# a process without CAP_SYS_NICE gets), and with CRC off and the
+# completions reaped by polls (-p); then bench/spin_stack's three
 # provider-free kinds of trial (two spinners; with a helper thread per
 # process woken at every message; the helpers pinned to the last CPU).
 # A run is stacked when its median one-way time is over 100 us.
@@ -31,22 +32,26 @@ secs=${BENCH_SECONDS:-0.1}
 probe=$build/bench/spin_stack
 [ -x "$probe" ] || { echo "spin_stack.sh: $probe missing (make -C $build)" >&2; exit 1; }
 
-# wpp_trials LABEL [VAR=VALUE...]: the stacked runs of $trials wpp pairs.
+# wpp_trials LABEL CRC POLL [VAR=VALUE...]: the stacked runs of $trials
+# wpp pairs, CRC on (1) or off (0), reaping by dat_evd_wait (POLL "") or
+# by polling (-p).
 wpp_trials() {
-	label=$1
-	shift
+	label=$1 crc=$2 pf=$3
+	shift 3
 	stacked=0 done=0 meds=
 	t=0
 	while [ "$t" -lt "$trials" ]; do
 		t=$((t + 1))
 		next_qual
 		l=$work/wpp.$t
-		env "$@" IWDAPL_CRC=1 timeout -k 5 "$limit" "$iwdtest" -s -q "$qual" -w 20 \
-			>/dev/null 2>"$l.srv" &
+		# shellcheck disable=SC2086
+		env "$@" IWDAPL_CRC="$crc" timeout -k 5 "$limit" "$iwdtest" -s -q "$qual" -w 20 \
+			$pf >/dev/null 2>"$l.srv" &
 		sp=$!
 		sleep 0.2
-		env "$@" IWDAPL_CRC=1 timeout -k 5 "$limit" "$iwdtest" -h 127.0.0.1 -q "$qual" \
-			-w 20 --csv -m wpp -S 8 -t "$secs" >"$l" 2>"$l.err"
+		# shellcheck disable=SC2086
+		env "$@" IWDAPL_CRC="$crc" timeout -k 5 "$limit" "$iwdtest" -h 127.0.0.1 -q "$qual" \
+			-w 20 $pf --csv -m wpp -S 8 -t "$secs" >"$l" 2>"$l.err"
 		wait "$sp"
 		m=$(awk -F, '$1 == "wpp" { print $10 }' "$l")
 		[ -n "$m" ] || continue
@@ -61,8 +66,11 @@ wpp_trials() {
 }
 
 echo "== stacked runs: median one-way over 100 us ($trials runs of ${secs} s each; $(nproc) CPUs)"
-wpp_trials "iwdapl wpp 8 B, default" X_BENCH=1
-wpp_trials "iwdapl wpp 8 B, nice 0" IWDAPL_PROGRESS_NICE=0
+wpp_trials "iwdapl wpp 8 B, default" 1 "" X_BENCH=1
+wpp_trials "iwdapl wpp 8 B, nice 0" 1 "" IWDAPL_PROGRESS_NICE=0
+# The faster the progress thread's wake-up, the likelier the stack: CRC
+# off, reaping by polls (doc/performance.md, "Stacked spinners").
+wpp_trials "iwdapl wpp 8 B, CRC off, -p" 0 -p X_BENCH=1
 "$probe" --csv -r "$trials" -t "$secs" | awk -F, 'NR > 1 {
 	printf "%-32s %4d runs, %3d stacked, median one-way %s us\n", "no provider, " $1, $2, $3, $4
 }'
