@@ -3,8 +3,8 @@
 # Runs every test suite: the normal build, the AddressSanitizer +
 # UndefinedBehaviorSanitizer build, valgrind over the normal build's DAT
 # and engine unit programs, the threaded cases (t_mpi, t_ssp_stress,
-# t_prog_call) under ThreadSanitizer, the fuzz targets, make distcheck and
-# the Debian packages.
+# t_prog_call, t_prog_watch, t_slab) under ThreadSanitizer, the fuzz
+# targets, make distcheck and the Debian packages.
 # Ends with the line "N passed, N failed".
 top=$(cd "$(dirname "$0")/.." && pwd)
 case ${1:-} in
@@ -78,7 +78,7 @@ all_tests() {
 run_suite "unit and conformance tests" "$top/build" "" ""
 # The ThreadSanitizer tree builds only the programs it runs (the
 # progress loop's hand-overs between threads among them).
-TSAN_PROGRAMS="test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call test/engine/t_prog_watch"
+TSAN_PROGRAMS="test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call test/engine/t_prog_watch test/engine/t_slab"
 # While valgrind runs (one thread at a time, a CPU mostly free), the two
 # sanitizer trees compile in the background at SCHED_IDLE, which takes
 # no CPU time any test's thread wants; their stages below then find them

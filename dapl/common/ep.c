@@ -34,6 +34,7 @@
 #include "dapl_evd.h"
 #include "dapl_mem.h"
 #include "dapl_stats.h"
+#include "iw_slab.h"
 
 /* Defaults for attributes the consumer leaves to us (NULL attr, or zero in
  * the fields where zero means "default").  Small queues keep an idle EP
@@ -346,7 +347,7 @@ static void ep_teardown(struct dapl_ep *ep, const struct ep_teardown *t)
 	memset(&l, 0, sizeof(l));
 	links_set(ep, &l);
 	dapl_ia_unlock(ia);
-	free(ep);
+	iw_slab_free(ep, sizeof(*ep));
 }
 
 void dapl_ep_destroy(struct dapl_ep *ep)
@@ -373,7 +374,7 @@ static DAT_RETURN ep_publish(struct dapl_ia *ia, const DAT_EP_ATTR *attr,
 			     const struct ep_links *l, int provider_created,
 			     struct dapl_ep **out)
 {
-	struct dapl_ep *ep = calloc(1, sizeof(*ep));
+	struct dapl_ep *ep = iw_slab_zalloc(sizeof(*ep));
 	DAT_RETURN r;
 
 	if (!ep) {
@@ -390,7 +391,7 @@ static DAT_RETURN ep_publish(struct dapl_ia *ia, const DAT_EP_ATTR *attr,
 			  ep_destroy_cb);
 	if (r != DAT_SUCCESS) {
 		links_unpin(ia, l);
-		free(ep);
+		iw_slab_free(ep, sizeof(*ep));
 		return r;
 	}
 	/* The QP needs the handle (its completions name the EP). */

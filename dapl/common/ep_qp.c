@@ -44,6 +44,7 @@
 #include "dapl_evd.h"
 #include "dapl_mem.h"
 #include "dapl_stats.h"
+#include "iw_slab.h"
 
 #define POOL_BUCKETS 1024
 #define RETIRED_MAX 256
@@ -114,13 +115,24 @@ static uint32_t ring_used(const struct wr_ring *r)
 	return r->tail - r->head;
 }
 
+static size_t slots_size(const struct dapl_wr_pool *p)
+{
+	return ((size_t)p->send.n + p->recv.n) * sizeof(p->slots[0]);
+}
+
+static void slots_free(struct dapl_wr_pool *p)
+{
+	iw_slab_free(p->slots, slots_size(p));
+	p->slots = NULL;
+}
+
 /* table_lock held for writing: nobody else can reach the pool. */
 static void pool_free(struct dapl_wr_pool *pool)
 {
 	table_remove(pool);
 	dapl_lock_destroy(&pool->lock);
-	free(pool->slots);
-	free(pool);
+	slots_free(pool);
+	iw_slab_free(pool, sizeof(*pool));
 }
 
 /* table_lock held for writing.  Free retired pools whose completions have
@@ -175,7 +187,7 @@ static void qp_caps(const DAT_EP_ATTR *a, struct iwe_qp_cap *cap)
 
 static struct dapl_wr_pool *pool_new(const struct iwe_qp_cap *cap)
 {
-	struct dapl_wr_pool *p = calloc(1, sizeof(*p));
+	struct dapl_wr_pool *p = iw_slab_zalloc(sizeof(*p));
 
 	if (!p)
 		return NULL;
@@ -201,10 +213,8 @@ static void pool_slots_give_back(struct dapl_wr_pool *p)
 {
 	if (!dapl_trylock(&p->lock))
 		return;
-	if (p->slots && !ring_used(&p->send) && !ring_used(&p->recv)) {
-		free(p->slots);
-		p->slots = NULL;
-	}
+	if (p->slots && !ring_used(&p->send) && !ring_used(&p->recv))
+		slots_free(p);
 	dapl_unlock(&p->lock);
 }
 
@@ -275,7 +285,7 @@ DAT_RETURN dapl_ep_qp_create_locked(struct dapl_ep *ep)
 	qp = qp_new(ep, pool, &r);
 	if (!qp) {
 		dapl_lock_destroy(&pool->lock);
-		free(pool);
+		iw_slab_free(pool, sizeof(*pool));
 		return r;
 	}
 	pool->qp = qp;
@@ -387,13 +397,13 @@ void dapl_ep_pool_release(struct dapl_wr_pool *pool)
 	dapl_unlock(&pool->lock);
 }
 
-/* The slots, at the first post. */
+/* The slots, at the first post (from the slab, as the engine's queues:
+ * an MPI job's first exchange makes them for all its connections). */
 static int pool_slots(struct dapl_wr_pool *p)
 {
 	DAPL_ASSERT_LOCKED(&p->lock);
 	if (!p->slots)
-		p->slots = calloc((size_t)p->send.n + p->recv.n,
-				  sizeof(p->slots[0]));
+		p->slots = iw_slab_zalloc(slots_size(p));
 	return p->slots != NULL;
 }
 

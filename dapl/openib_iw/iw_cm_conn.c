@@ -38,6 +38,7 @@
 #include "iw_cm_priv.h"
 #include "iw_env.h"
 #include "iw_qp.h"
+#include "iw_slab.h"
 
 #define CONN_OF(ptr, member) IWE_CONTAINER_OF(ptr, struct iwe_conn, member)
 
@@ -165,7 +166,7 @@ static void conn_free_task(struct iwe_prog_task *t)
 	struct iwe_conn *c = CONN_OF(t, free_task);
 
 	free(c->out);
-	free(c);
+	iw_slab_free(c, sizeof(*c));
 }
 
 struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
@@ -175,7 +176,7 @@ struct iwe_conn *cm_conn_new(struct iwe_device *dev, struct iwe_prog *p,
 			     void (*on_qp)(struct iwe_prog_task *))
 {
 	struct iwe_cm_dev *cm = cm_dev(dev);
-	struct iwe_conn *c = cm ? calloc(1, sizeof(*c)) : NULL;
+	struct iwe_conn *c = cm ? iw_slab_zalloc(sizeof(*c)) : NULL;
 
 	if (!c)
 		return NULL;

@@ -41,6 +41,7 @@
 #include "iw_llp.h"
 #include "iw_place.h"
 #include "iw_qp.h"
+#include "iw_slab.h"
 #include "iw_vring.h"
 
 /* A connection reads into RX_INLINE bytes of its own until a read fills
@@ -89,7 +90,7 @@ static void buf_free(struct mpa_rx *m)
 	if (m->ring)
 		iw_vring_unmap(m->buf, m->cap);
 	else if (m->buf != m->inl)
-		free(m->buf);
+		iw_slab_free(m->buf, m->cap);
 	m->buf = NULL;
 }
 
@@ -177,7 +178,7 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 			n = m->inl;	/* from none: nothing to move */
 		} else if (!n) {
 			ring = 0;
-			n = malloc(cap);
+			n = iw_slab_zalloc(cap);
 		}
 		if (!n)
 			return ENOMEM;

@@ -89,61 +89,26 @@ static int fill_swqe(struct iwe_qp_priv *q, struct ibv_send_wr *wr,
 	return wr->opcode == IBV_WR_BIND_MW ? fill_bind(q, wr, w) : 0;
 }
 
-/* A queue's slots, at its first post: an EP that never sends (or never
- * receives, as with an SRQ) holds none.  n WRs of wr_size bytes, each
- * with its sg pointer (at sg_off) to nsge SGE slots of its own (at least
- * one: the slot arithmetic stays simple).  0, or ENOMEM. */
-static int queue_ready(void **wrs, struct iwe_sge_res **sges, uint32_t n,
-		       size_t wr_size, size_t sg_off, uint32_t nsge)
-{
-	size_t per = nsge ? nsge : 1;
-	char *w;
-
-	if (*wrs)
-		return 0;
-	w = calloc(n, wr_size);
-	*sges = calloc(n * per, sizeof(**sges));
-	if (!w || !*sges) {
-		free(w);
-		free(*sges);
-		*sges = NULL;
-		return ENOMEM;
-	}
-	for (uint32_t i = 0; i < n; i++) {
-		struct iwe_sge_res *sg = *sges + i * per;
-
-		memcpy(w + i * wr_size + sg_off, &sg, sizeof(sg));
-	}
-	*wrs = w;
-	return 0;
-}
-
+/* A queue's slots, at its first post (iw_wq.c), held until the QP is
+ * quiet.  0, or ENOMEM. */
 static int sq_ready(struct iwe_qp_priv *q)
 {
-	const struct iwe_qp_cap *c = &q->pub.cap;
-	void *wrs = q->sq;
-	int err = queue_ready(&wrs, &q->sq_sge, c->max_send_wr,
-			      sizeof(*q->sq), offsetof(struct iwe_swqe, sg),
-			      c->max_send_sge);
-
-	if (!q->sq && wrs)
-		iwe_qp_idle_hold(q);
-	q->sq = wrs;
-	return err;
+	if (q->sq)
+		return 0;
+	if (iwe_wq_sq_make(q))
+		return ENOMEM;
+	iwe_qp_idle_hold(q);
+	return 0;
 }
 
 static int rq_ready(struct iwe_qp_priv *q)
 {
-	const struct iwe_qp_cap *c = &q->pub.cap;
-	void *wrs = q->rq;
-	int err = queue_ready(&wrs, &q->rq_sge, c->max_recv_wr,
-			      sizeof(*q->rq), offsetof(struct iwe_rwqe, sg),
-			      c->max_recv_sge);
-
-	if (!q->rq && wrs)
-		iwe_qp_idle_hold(q);
-	q->rq = wrs;
-	return err;
+	if (q->rq)
+		return 0;
+	if (iwe_wq_rq_make(q))
+		return ENOMEM;
+	iwe_qp_idle_hold(q);
+	return 0;
 }
 
 static int post_send_one(struct iwe_qp_priv *q, struct ibv_send_wr *wr)

@@ -24,6 +24,7 @@
 #include "iw_env.h"
 #include "iw_llp.h"
 #include "iw_qp.h"
+#include "iw_slab.h"
 #include "iw_trp.h"
 
 /* Posts closer together than this are a burst: past its first
@@ -497,17 +498,25 @@ static int qp_alloc_queues(struct iwe_qp_priv *q)
 	return q->srq_cur.sg ? 0 : ENOMEM;
 }
 
+/* The Read rings are sized by the ORD and IRD a connection settled. */
+static void free_read_rings(struct iwe_qp_priv *q)
+{
+	if (q->orq)
+		iw_slab_free(q->orq, (q->orq_mask + 1) * sizeof(*q->orq));
+	if (q->irq)
+		iw_slab_free(q->irq, (q->irq_mask + 1) * sizeof(*q->irq));
+	q->orq = NULL;
+	q->irq = NULL;
+}
+
 static void qp_free(struct iwe_qp_priv *q)
 {
 	iwe_tx_fini(q);
-	free(q->sq);
-	free(q->sq_sge);
-	free(q->rq);
-	free(q->rq_sge);
-	free(q->orq);
-	free(q->irq);
+	iwe_wq_sq_free(q);
+	iwe_wq_rq_free(q);
+	free_read_rings(q);
 	free(q->srq_cur.sg);
-	free(q);
+	iw_slab_free(q, sizeof(*q));
 }
 
 struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
@@ -525,7 +534,7 @@ struct iwe_qp *iwe_create_qp(struct iwe_pd *pd,
 		errno = ENOMEM;
 		return NULL;
 	}
-	q = calloc(1, sizeof(*q));
+	q = iw_slab_zalloc(sizeof(*q));
 	if (!q) {
 		qp_unreserve(pd->dev);
 		errno = ENOMEM;
@@ -848,16 +857,15 @@ static uint32_t pow2_at_least(uint32_t n)
 static int alloc_read_rings(struct iwe_qp_priv *q)
 {
 	uint32_t oc = pow2_at_least(q->ord), ic = pow2_at_least(q->ird);
-	struct iwe_orq_ent *o = calloc(oc, sizeof(*o));
-	struct iwe_irq_ent *i = calloc(ic, sizeof(*i));
+	struct iwe_orq_ent *o = iw_slab_zalloc(oc * sizeof(*o));
+	struct iwe_irq_ent *i = iw_slab_zalloc(ic * sizeof(*i));
 
 	if (!o || !i) {
-		free(o);
-		free(i);
+		iw_slab_free(o, oc * sizeof(*o));
+		iw_slab_free(i, ic * sizeof(*i));
 		return ENOMEM;
 	}
-	free(q->orq);
-	free(q->irq);
+	free_read_rings(q);
 	q->orq = o;
 	q->irq = i;
 	q->orq_mask = oc - 1;

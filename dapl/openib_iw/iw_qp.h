@@ -483,6 +483,14 @@ void iwe_qp_idle_stop(struct iwe_qp_priv *q);
 
 /* ---- iw_wq.c (all with q->lock held) */
 
+/* A queue's slots, made at its first post (an EP that never sends, or
+ * never receives, holds none) and given back when the QP is quiet or
+ * goes: 0 or ENOMEM; free: none is outstanding. */
+int iwe_wq_sq_make(struct iwe_qp_priv *q);
+int iwe_wq_rq_make(struct iwe_qp_priv *q);
+void iwe_wq_sq_free(struct iwe_qp_priv *q);
+void iwe_wq_rq_free(struct iwe_qp_priv *q);
+
 /* Complete, in order, the send WRs at the head that are finished. */
 void iwe_wq_sq_retire(struct iwe_qp_priv *q);
 /* Complete the head receive WR with byte_len bytes received. */

@@ -39,21 +39,13 @@ static int trim(struct iwe_qp_priv *q)
 	int held = 0;
 
 	if (q->sq) {
-		if (q->sq_head == q->sq_tail && !iwe_tx_busy(q)) {
-			free(q->sq);
-			free(q->sq_sge);
-			q->sq = NULL;
-			q->sq_sge = NULL;
-		} else {
+		if (q->sq_head == q->sq_tail && !iwe_tx_busy(q))
+			iwe_wq_sq_free(q);
+		else
 			held = 1;
-		}
 	}
-	if (q->rq && q->rq_head == q->rq_tail) {
-		free(q->rq);
-		free(q->rq_sge);
-		q->rq = NULL;
-		q->rq_sge = NULL;
-	}
+	if (q->rq && q->rq_head == q->rq_tail)
+		iwe_wq_rq_free(q);
 	if (!q->tx.tok_count)
 		iwe_tx_fini(q);
 	if (q->llp && q->llp->trim)

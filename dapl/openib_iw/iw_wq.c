@@ -2,13 +2,99 @@
 /* Work queues of a QP: WQE slots, completions, flushing, the receive a
  * Send is being placed into, and matching a peer's Terminate to the WR
  * that provoked it.  The bottom floor of the QP (see iw_qp.h): it calls
- * only the CQ, the SRQ and the STag table.  Everything here runs with the
- * QP lock held.
+ * only the CQ, the SRQ, the STag table and the slab (the slots' memory).
+ * Everything here runs with the QP lock held.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "iw_qp.h"
+#include "iw_slab.h"
+
+/* ------------------------------------------------------------ slots */
+
+/* n WRs of wr_size bytes, each with its sg pointer (at sg_off) to nsge
+ * SGE slots of its own (at least one: the slot arithmetic stays
+ * simple).  From the slab: they come at a connection's first post, for
+ * thousands of connections at once in an MPI job's first exchange. */
+static size_t sges_of(uint32_t nsge)
+{
+	return nsge ? nsge : 1;
+}
+
+static int queue_make(void **wrs, struct iwe_sge_res **sges, uint32_t n,
+		      size_t wr_size, size_t sg_off, uint32_t nsge)
+{
+	size_t per = sges_of(nsge);
+	char *w = iw_slab_zalloc(n * wr_size);
+
+	*sges = iw_slab_zalloc(n * per * sizeof(**sges));
+	if (!w || !*sges) {
+		iw_slab_free(w, n * wr_size);
+		iw_slab_free(*sges, n * per * sizeof(**sges));
+		*sges = NULL;
+		return ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct iwe_sge_res *sg = *sges + i * per;
+
+		memcpy(w + i * wr_size + sg_off, &sg, sizeof(sg));
+	}
+	*wrs = w;
+	return 0;
+}
+
+static void queue_free(void **wrs, struct iwe_sge_res **sges, uint32_t n,
+		       size_t wr_size, uint32_t nsge)
+{
+	iw_slab_free(*wrs, n * wr_size);
+	iw_slab_free(*sges, n * sges_of(nsge) * sizeof(**sges));
+	*wrs = NULL;
+	*sges = NULL;
+}
+
+int iwe_wq_sq_make(struct iwe_qp_priv *q)
+{
+	const struct iwe_qp_cap *c = &q->pub.cap;
+	void *wrs = NULL;
+	int err = queue_make(&wrs, &q->sq_sge, c->max_send_wr,
+			     sizeof(*q->sq), offsetof(struct iwe_swqe, sg),
+			     c->max_send_sge);
+
+	q->sq = wrs;
+	return err;
+}
+
+int iwe_wq_rq_make(struct iwe_qp_priv *q)
+{
+	const struct iwe_qp_cap *c = &q->pub.cap;
+	void *wrs = NULL;
+	int err = queue_make(&wrs, &q->rq_sge, c->max_recv_wr,
+			     sizeof(*q->rq), offsetof(struct iwe_rwqe, sg),
+			     c->max_recv_sge);
+
+	q->rq = wrs;
+	return err;
+}
+
+void iwe_wq_sq_free(struct iwe_qp_priv *q)
+{
+	void *wrs = q->sq;
+
+	queue_free(&wrs, &q->sq_sge, q->pub.cap.max_send_wr, sizeof(*q->sq),
+		   q->pub.cap.max_send_sge);
+	q->sq = NULL;
+}
+
+void iwe_wq_rq_free(struct iwe_qp_priv *q)
+{
+	void *wrs = q->rq;
+
+	queue_free(&wrs, &q->rq_sge, q->pub.cap.max_recv_wr, sizeof(*q->rq),
+		   q->pub.cap.max_recv_sge);
+	q->rq = NULL;
+}
 
 /* ------------------------------------------------------- completions */
 
