@@ -218,7 +218,7 @@ function udp_targets(    s, i, k, kt, ns, what, m, modes) {
 
 function mem_table() {
 	printf "\nMemory per endpoint, KiB: median [min-max] of %d round(s)\n", rounds
-	printf "(RSS: resident pages the EPs made the process touch; heap: malloc'ed bytes)\n"
+	printf "(RSS: resident pages the EPs made the process touch; heap: malloc'ed bytes, not counting\n the provider's per-connection objects, which come from chunks of their own: iw_slab.c)\n"
 	printf "%-40s %6s %-24s %-24s\n", "what", "EPs", "RSS per EP", "heap per EP"
 	mem_row("mem_ep_idle", "idle EP (created, never connected)")
 	mem_row("mem_ep_connected_active", "connected idle EP, active side")

@@ -68,7 +68,7 @@ function scale_tables(    c, line, n) {
 	scale_line("  first tenth of the setup, per s", "setup_tenth", 1, "msgs_per_s", 1)
 	scale_line("  last tenth of the setup, per s", "setup_tenth", 10, "msgs_per_s", 1)
 	scale_line("use (Write, Read back, Sends; checked), per s", "use", 128, "msgs_per_s", 1)
-	print "memory per connected EP, KiB (anonymous resident, malloc heap; kernel: machine-wide)"
+	print "memory per connected EP, KiB (anonymous resident; malloc heap, which the provider's per-connection objects are not in; kernel: machine-wide)"
 	scale_line("  idle after use, active: resident", "mem_idle_active", 0, "rss_per_ep", 1024)
 	scale_line("  idle after use, active: heap", "mem_idle_active", 0, "heap_per_ep", 1024)
 	scale_line("  idle after use, passive: resident", "mem_idle_passive", 0, "rss_per_ep", 1024)

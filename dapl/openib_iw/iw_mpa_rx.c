@@ -118,7 +118,7 @@ static void buf_consume(struct mpa_rx *m, uint32_t n)
 
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q)
 {
-	q->llp_rx = calloc(1, sizeof(struct mpa_rx));
+	q->llp_rx = iw_slab_zalloc(sizeof(struct mpa_rx));
 	return q->llp_rx ? 0 : ENOMEM;
 }
 
@@ -128,7 +128,7 @@ void iwe_mpa_rx_detach(struct iwe_qp_priv *q)
 
 	if (m)
 		buf_free(m);
-	free(m);
+	iw_slab_free(m, sizeof(*m));
 	q->llp_rx = NULL;
 }
 

@@ -454,10 +454,10 @@ static uint32_t mpa_max_inflight(const struct iwe_qp_priv *q)
 
 static int mpa_attach(struct iwe_qp_priv *q)
 {
-	struct mpa_tx *t = calloc(1, sizeof(*t));
+	struct mpa_tx *t = iw_slab_zalloc(sizeof(*t));
 
 	if (!t || iwe_mpa_rx_attach(q)) {
-		free(t);
+		iw_slab_free(t, sizeof(*t));
 		return ENOMEM;
 	}
 	q->llp_tx = t;
@@ -471,7 +471,7 @@ static void mpa_detach(struct iwe_qp_priv *q)
 	if (t) {
 		if (t->b)
 			batch_give(q, t);
-		free(t);
+		iw_slab_free(t, sizeof(*t));
 	}
 	q->llp_tx = NULL;
 	iwe_mpa_rx_detach(q);

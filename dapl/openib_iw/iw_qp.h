@@ -38,6 +38,7 @@
 #include "iw_priv.h"
 #include "iw_log.h"
 #include "iw_progress.h"
+#include "iw_slab.h"
 #include "iw_wire.h"
 
 /* The QP lock is held by this thread (debug builds). */
@@ -542,7 +543,7 @@ void iwe_tx_init(struct iwe_qp_priv *q);
  * none in it: iw_qp_idle.c). */
 static inline void iwe_tx_fini(struct iwe_qp_priv *q)
 {
-	free(q->tx.tok);
+	iw_slab_free(q->tx.tok, q->tx.tok_cap * sizeof(*q->tx.tok));
 	q->tx.tok = NULL;
 	q->tx.tok_cap = 0;
 }

@@ -50,12 +50,12 @@ static int tok_push(struct iwe_qp_priv *q, int kind, int last, uint32_t idx)
 		if (!t->tok_cap)
 			iwe_qp_idle_hold(q);
 		/* Grow, keeping the order: unroll the ring into the copy. */
-		n = malloc(cap * sizeof(*n));
+		n = iw_slab_zalloc(cap * sizeof(*n));
 		if (!n)
 			return ENOMEM;
 		for (uint32_t i = 0; i < t->tok_count; i++)
 			n[i] = t->tok[(t->tok_head + i) % t->tok_cap];
-		free(t->tok);
+		iw_slab_free(t->tok, t->tok_cap * sizeof(*t->tok));
 		t->tok = n;
 		t->tok_cap = cap;
 		t->tok_head = 0;
