@@ -21,7 +21,9 @@
 # the memory and leak rows), window the connects in flight, iterations
 # iwscale's count; memory rows carry bytes per connection in rss_per_ep
 # (anonymous resident; the kernel's TCP buffers) and heap_per_ep (malloc
-# heap; the kernel's Slab); setup_tenth rows have the tenth as size.
+# heap, without the provider's per-connection objects, which come from
+# iw_slab.c's chunks; the kernel's Slab); setup_tenth rows have the tenth
+# as size.
 
 scale_n=${BENCH_SCALE_N:-10000}
 scale_depth=${BENCH_SCALE_DEPTH:-4}
