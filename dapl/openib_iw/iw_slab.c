@@ -182,7 +182,11 @@ static void chunk_unmap(struct slab_cache *c, struct slab_chunk *ch)
  * pages, and costs no system call). */
 static void chunk_reset(struct slab_chunk *ch)
 {
-	ch->dirty = ch->bump < SLAB_SPARE ? ch->bump : SLAB_SPARE;
+	uint32_t kept = ch->bump < SLAB_SPARE ? ch->bump : SLAB_SPARE;
+
+	/* What an earlier life used stays dirty too. */
+	if (ch->dirty < kept)
+		ch->dirty = kept;
 	ch->free = NULL;
 	ch->bump = SLAB_HDR;
 	if (ch->populated > SLAB_SPARE) {

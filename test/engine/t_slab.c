@@ -119,6 +119,35 @@ static void test_chunks_given_back(void)
 	      "nothing (%zu chunks, had %zu)", iw_slab_chunks(), peak);
 }
 
+/* A spare chunk used deep, then shallow, then deep again: what its first
+ * life wrote must not come back in the third (a spare once forgot it). */
+#define SPARE_SIZE 1232		/* a size no other test uses */
+#define DEEP       10		/* within the spare's first 16 KiB */
+
+static int lives_zeroed(int n)
+{
+	void *o[DEEP];
+	int zero = 1;
+
+	for (int i = 0; i < n; i++) {
+		o[i] = iw_slab_zalloc(SPARE_SIZE);
+		zero &= o[i] && all_zero(o[i], SPARE_SIZE);
+		if (o[i])
+			memset(o[i], 0xa5, SPARE_SIZE);
+	}
+	for (int i = 0; i < n; i++)
+		iw_slab_free(o[i], SPARE_SIZE);
+	return zero;
+}
+
+static void test_spare_lives(void)
+{
+	int a = lives_zeroed(DEEP), b = lives_zeroed(3), c = lives_zeroed(DEEP);
+
+	CHECK(a && b && c, "a spare chunk used deep, shallow, then deep "
+	      "again: every object zeroed (%d %d %d)", a, b, c);
+}
+
 static void test_odd_sizes(void)
 {
 	void *big = iw_slab_zalloc(1u << 20), *tiny = iw_slab_zalloc(0);
@@ -191,6 +220,7 @@ int main(void)
 {
 	test_apart_and_zeroed();
 	test_chunks_given_back();
+	test_spare_lives();
 	test_odd_sizes();
 	test_threads();
 	return tap_done();
