@@ -74,7 +74,7 @@ struct trp_bufs {
 
 static inline int trp_bufs_init(struct trp_bufs *s, uint32_t cap)
 {
-	s->b = calloc(cap, sizeof(*s->b));
+	s->b = iw_slab_zalloc(cap * sizeof(*s->b));
 	s->n = 0;
 	s->cap = s->b ? cap : 0;
 	return s->b ? 0 : ENOMEM;
@@ -110,7 +110,7 @@ static inline uint32_t trp_bufs_trim(struct trp_bufs *s)
 static inline void trp_bufs_free(struct trp_bufs *s)
 {
 	trp_bufs_trim(s);
-	free(s->b);
+	iw_slab_free(s->b, s->cap * sizeof(*s->b));
 	s->b = NULL;
 	s->cap = 0;
 }

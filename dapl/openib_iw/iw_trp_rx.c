@@ -61,8 +61,8 @@ int trp_rx_attach(struct trp *t, int fd, uint32_t rx_psn)
 	 * instead of one trip through the stack each. */
 	t->gro = fd >= 0 &&
 		 !setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
-	t->rx = calloc(t->rx_cap, sizeof(*t->rx));
-	t->rx_len = calloc(t->rx_cap, sizeof(*t->rx_len));
+	t->rx = iw_slab_zalloc(t->rx_cap * sizeof(*t->rx));
+	t->rx_len = iw_slab_zalloc(t->rx_cap * sizeof(*t->rx_len));
 	t->rcv_dlv = t->rcv_nxt = t->rcv_high = rx_psn;
 	if (trp_bufs_init(&t->rx_pool, t->rx_cap + TRP_BATCH))
 		return ENOMEM;
@@ -80,8 +80,8 @@ void trp_rx_detach(struct trp *t, int fd)
 	for (uint32_t i = 0; t->rx && i < t->rx_cap; i++)
 		free(t->rx[i]);
 	trp_bufs_free(&t->rx_pool);
-	free(t->rx);
-	free(t->rx_len);
+	iw_slab_free(t->rx, t->rx_cap * sizeof(*t->rx));
+	iw_slab_free(t->rx_len, t->rx_cap * sizeof(*t->rx_len));
 	t->rx = NULL;
 	t->rx_len = NULL;
 }

@@ -787,7 +787,7 @@ static void free_task_fn(struct iwe_prog_task *k)
 	iwe_prog_unpost(t->prog, &t->arm_task);
 	iwe_prog_timer_cancel(t->prog, &t->timer);
 	pthread_mutex_destroy(&t->mx);
-	free(t);
+	iw_slab_free(t, sizeof(*t));
 }
 
 /* ------------------------------------------------------- the table */
@@ -846,7 +846,7 @@ static void tx_free(struct trp *t)
 	for (uint32_t i = 0; t->tx && i < t->tx_cap; i++)
 		free(t->tx[i].buf);
 	trp_bufs_free(&t->tx_spare);
-	free(t->tx);
+	iw_slab_free(t->tx, t->tx_cap * sizeof(*t->tx));
 	t->tx = NULL;
 }
 
@@ -897,7 +897,7 @@ static int trp_setup(struct trp *t, struct iwe_qp_priv *q,
 {
 	struct iwe_device *dev = q->pub.pd->dev;
 
-	t->tx = calloc(t->tx_cap, sizeof(*t->tx));
+	t->tx = iw_slab_zalloc(t->tx_cap * sizeof(*t->tx));
 	if (!t->tx || trp_bufs_init(&t->tx_spare, t->tx_cap) ||
 	    trp_rx_attach(t, q->fd, s->rx_psn))
 		return ENOMEM;
@@ -946,7 +946,7 @@ static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
 		start_defaults(&def, win);
 		start = &def;
 	}
-	t = calloc(1, sizeof(*t));
+	t = iw_slab_zalloc(sizeof(*t));
 	if (!t)
 		return ENOMEM;
 	pthread_mutex_init(&t->mx, NULL);
@@ -963,7 +963,7 @@ static int trp_attach_with(struct iwe_qp_priv *q, const void *start)
 		tx_free(t);
 		trp_rx_detach(t, q->fd);
 		pthread_mutex_destroy(&t->mx);
-		free(t);
+		iw_slab_free(t, sizeof(*t));
 		return err;
 	}
 	q->llp_tx = q->llp_rx = t;
