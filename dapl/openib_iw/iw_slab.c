@@ -41,7 +41,7 @@
 #endif
 
 #define SLAB_CHUNK   (256u << 10)
-#define SLAB_CACHES  16
+#define SLAB_CACHES  64	/* sizes; a process uses some 20 */
 #define SLAB_ALIGN   16u
 #define SLAB_HDR     64u
 #define SLAB_OBJ_MAX ((SLAB_CHUNK - SLAB_HDR) / 8)	/* 8 or more a chunk */

@@ -148,11 +148,18 @@ static void test_spare_lives(void)
 	      "again: every object zeroed (%d %d %d)", a, b, c);
 }
 
+#define SIZES 100	/* more than the slab's caches (64) */
+
+static size_t odd_size(int i)
+{
+	return 32 + 48 * (size_t)i;
+}
+
 static void test_odd_sizes(void)
 {
 	void *big = iw_slab_zalloc(1u << 20), *tiny = iw_slab_zalloc(0);
-	void *o[40];
-	int ok = 1;
+	void *o[SIZES];
+	int ok = 1, intact = 1;
 
 	CHECK(big && all_zero(big, 1u << 20), "an object past the largest "
 	      "a chunk serves comes zeroed (from calloc)");
@@ -161,17 +168,18 @@ static void test_odd_sizes(void)
 	iw_slab_free(tiny, 0);
 	iw_slab_free(NULL, 64);
 	/* More sizes than there are caches: the rest go to calloc. */
-	for (int i = 0; i < 40; i++) {
-		size_t n = 32 + 48 * (size_t)i;
-
-		o[i] = iw_slab_zalloc(n);
-		ok &= o[i] && all_zero(o[i], n);
+	for (int i = 0; i < SIZES; i++) {
+		o[i] = iw_slab_zalloc(odd_size(i));
+		ok &= o[i] && all_zero(o[i], odd_size(i));
 		if (o[i])
-			memset(o[i], 0x5a, n);
+			memset(o[i], i, odd_size(i));
 	}
-	CHECK(ok, "40 sizes, more than the caches: each object zeroed");
-	for (int i = 0; i < 40; i++)
-		iw_slab_free(o[i], 32 + 48 * (size_t)i);
+	CHECK(ok, "%d sizes, more than the caches: each object zeroed", SIZES);
+	for (int i = 0; i < SIZES; i++)
+		intact &= o[i] && ((uint8_t *)o[i])[odd_size(i) - 1] == (uint8_t)i;
+	CHECK(intact, "...and apart");
+	for (int i = 0; i < SIZES; i++)
+		iw_slab_free(o[i], odd_size(i));
 }
 
 #define ROUNDS 20000
