@@ -26,13 +26,13 @@ static size_t sges_of(uint32_t nsge)
 static int queue_make(void **wrs, struct iwe_sge_res **sges, uint32_t n,
 		      size_t wr_size, size_t sg_off, uint32_t nsge)
 {
-	size_t per = sges_of(nsge);
+	size_t per = sges_of(nsge), sg_bytes = n * per * sizeof(**sges);
 	char *w = iw_slab_zalloc(n * wr_size);
 
-	*sges = iw_slab_zalloc(n * per * sizeof(**sges));
+	*sges = iw_slab_zalloc(sg_bytes);
 	if (!w || !*sges) {
 		iw_slab_free(w, n * wr_size);
-		iw_slab_free(*sges, n * per * sizeof(**sges));
+		iw_slab_free(*sges, sg_bytes);
 		*sges = NULL;
 		return ENOMEM;
 	}
@@ -45,12 +45,11 @@ static int queue_make(void **wrs, struct iwe_sge_res **sges, uint32_t n,
 	return 0;
 }
 
-static void queue_free(void **wrs, struct iwe_sge_res **sges, uint32_t n,
+static void queue_free(void *wrs, struct iwe_sge_res **sges, uint32_t n,
 		       size_t wr_size, uint32_t nsge)
 {
-	iw_slab_free(*wrs, n * wr_size);
+	iw_slab_free(wrs, n * wr_size);
 	iw_slab_free(*sges, n * sges_of(nsge) * sizeof(**sges));
-	*wrs = NULL;
 	*sges = NULL;
 }
 
@@ -80,18 +79,14 @@ int iwe_wq_rq_make(struct iwe_qp_priv *q)
 
 void iwe_wq_sq_free(struct iwe_qp_priv *q)
 {
-	void *wrs = q->sq;
-
-	queue_free(&wrs, &q->sq_sge, q->pub.cap.max_send_wr, sizeof(*q->sq),
+	queue_free(q->sq, &q->sq_sge, q->pub.cap.max_send_wr, sizeof(*q->sq),
 		   q->pub.cap.max_send_sge);
 	q->sq = NULL;
 }
 
 void iwe_wq_rq_free(struct iwe_qp_priv *q)
 {
-	void *wrs = q->rq;
-
-	queue_free(&wrs, &q->rq_sge, q->pub.cap.max_recv_wr, sizeof(*q->rq),
+	queue_free(q->rq, &q->rq_sge, q->pub.cap.max_recv_wr, sizeof(*q->rq),
 		   q->pub.cap.max_recv_sge);
 	q->rq = NULL;
 }
