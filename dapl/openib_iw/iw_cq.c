@@ -495,6 +495,8 @@ int iwe_cq_push_from(struct iwe_cq *cq, struct iwe_cq_hook *h,
 	if (cq_should_fire(q, wc, solicited))
 		cq_fire(q);
 	pthread_mutex_unlock(&q->lock);
+	if (h && !__atomic_load_n(&h->joined, __ATOMIC_RELAXED))
+		iwe_cq_hook_join(q, h);
 	return 0;
 }
 

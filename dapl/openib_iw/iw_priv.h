@@ -386,6 +386,8 @@ struct iwe_cq_hook {
 	int readable;			/* input wanted from fd */
 	int blocked;			/* counted in tx_blocked */
 	int wanted;			/* IWE_CQ_WANT_* lists it is on */
+	int joined;			/* completed into the CQ once: its
+					 * socket is in the CQ's epoll */
 	uint32_t done_gen;		/* the CQ's wait_gen when it last
 					 * completed (the CQ's lock) */
 	int active_idx;			/* in the CQ's active, or -1 */
@@ -428,6 +430,9 @@ void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
 int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max);
 /* Under the CQ's lock: the hook completed (iwe_cq_push_from), or goes. */
 void iwe_cq_hooks_note_done(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
+/* Not under the CQ's lock: the hook's first completion puts its socket
+ * in the CQ's epoll (iw_cq_hook.c). */
+void iwe_cq_hook_join(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
 void iwe_cq_hooks_forget_locked(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
 void iwe_cq_hooks_init(struct iwe_cq_priv *q);
 void iwe_cq_hooks_fini(struct iwe_cq_priv *q);

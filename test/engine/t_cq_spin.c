@@ -225,6 +225,41 @@ static void test_spun_polls(void)
 		BAIL("read: %s", strerror(errno));
 }
 
+/* A QP's socket joins the CQ's epoll at its first completion: before
+ * it, its input is the progress thread's and a poll does not look at
+ * it (an idle connection among 10,000 costs no epoll_ctl); after it,
+ * the poll does.  Hook 5 has input too, to show the epoll answering. */
+static void test_join(void)
+{
+	struct fake late = { .hook = IWE_CQ_HOOK_INIT(fake_poll, fake_arm, fake_spin) };
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
+	int looks;
+	char c = 'x';
+
+	if (pipe(late.fds))
+		BAIL("pipe: %s", strerror(errno));
+	iwe_cq_add_hook(g_cq, &late.hook);
+	iwe_cq_hook_watch(g_cq, &late.hook, late.fds[0], 1);
+	if (write(late.fds[1], &c, 1) != 1 || write(g_fake[5].fds[1], &c, 1) != 1)
+		BAIL("write: %s", strerror(errno));
+	looks = late.looks;
+	CHECK(one_poll() == 1u << 5 && late.looks == looks,
+	      "a hook that never completed is not looked at for its socket's input, "
+	      "hook 5 beside it is");
+	iwe_cq_push_from(g_cq, &late.hook, &wc, 0);
+	(void)iwe_poll_cq(g_cq, 1, &wc);
+	looks = late.looks;
+	(void)one_poll();
+	CHECK(late.looks == looks + 1,
+	      "after its first completion the poll looks at it (%d looks)", late.looks - looks);
+	iwe_cq_del_hook(g_cq, &late.hook);
+	CHECK(!late.hook.joined && !late.hook.attached, "removed, it is out of the epoll");
+	if (read(g_fake[5].fds[0], &c, 1) != 1)
+		BAIL("read: %s", strerror(errno));
+	close(late.fds[0]);
+	close(late.fds[1]);
+}
+
 int main(void)
 {
 	struct iwe_device *dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
@@ -246,6 +281,7 @@ int main(void)
 	test_too_many();
 	test_removed();
 	test_spun_polls();
+	test_join();
 	for (i = 0; i < NHOOKS; i++) {
 		if (!g_fake[i].gone)
 			iwe_cq_del_hook(g_cq, &g_fake[i].hook);
