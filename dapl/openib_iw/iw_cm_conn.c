@@ -588,13 +588,28 @@ void cm_set_nodelay(int fd)
  * Debian's dtest -W -a 18 s against 9 (doc/performance.md).
  * Where the name is not allowed to this process
  * (net.ipv4.tcp_allowed_congestion_control) or not built, reno, which
- * every process may use; failing that, the system's. */
+ * every process may use; failing that, the system's.  The first socket
+ * tells whether the system gives cubic (one getsockopt); when it does
+ * -- Linux's default -- no socket sets it (a system call of some 30 a
+ * connection).  A process that changes its network namespace afterwards
+ * keeps what its first one said. */
 static void cm_set_congestion(int fd)
 {
 	const char *cc = iw_env_str("IWDAPL_TCP_CONGESTION", "cubic");
+	static atomic_int system_cubic;	/* 0 not known, 1 yes, -1 no */
 	static atomic_int told;
 
 	if (!strcmp(cc, "system"))
+		return;
+	if (!atomic_load(&system_cubic)) {
+		char have[32] = "";
+		socklen_t l = sizeof(have) - 1;
+		int cubic = !getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, have, &l) &&
+			    !strcmp(have, "cubic");
+
+		atomic_store(&system_cubic, cubic ? 1 : -1);
+	}
+	if (atomic_load(&system_cubic) > 0 && !strcmp(cc, "cubic"))
 		return;
 	if (!setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, strlen(cc)))
 		return;
