@@ -351,6 +351,10 @@ struct iwe_cq_priv {
 	int pollfd;			/* -1 until there are many hooks */
 	/* Hooks asking the next poll (want[0]) and the next arm (want[1]) */
 	struct iwe_cq_hook *want[2];
+	/* Hooks that completed into it since they were added or last went
+	 * quiet (joined): in the epoll, and when few, looked at directly */
+	struct iwe_cq_hook *joined_head;
+	uint32_t njoined;
 	atomic_uint tx_blocked;		/* hooks whose sends wait for room */
 	/* Under the channel's lock: */
 	struct iwe_cq_priv *next_fired;
@@ -386,8 +390,10 @@ struct iwe_cq_hook {
 	int readable;			/* input wanted from fd */
 	int blocked;			/* counted in tx_blocked */
 	int wanted;			/* IWE_CQ_WANT_* lists it is on */
-	int joined;			/* completed into the CQ once: its
-					 * socket is in the CQ's epoll */
+	int joined;			/* completed into the CQ since it was
+					 * added or went quiet: its socket
+					 * is in the CQ's epoll */
+	struct iwe_cq_hook *joined_next, **joined_pprev;
 	uint32_t done_gen;		/* the CQ's wait_gen when it last
 					 * completed (the CQ's lock) */
 	int active_idx;			/* in the CQ's active, or -1 */
@@ -431,8 +437,9 @@ int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max);
 /* Under the CQ's lock: the hook completed (iwe_cq_push_from), or goes. */
 void iwe_cq_hooks_note_done(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
 /* Not under the CQ's lock: the hook's first completion puts its socket
- * in the CQ's epoll (iw_cq_hook.c). */
+ * in the CQ's epoll (iw_cq_hook.c); a QP quiet a while takes it out. */
 void iwe_cq_hook_join(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
+void iwe_cq_hook_leave(struct iwe_cq *cq, struct iwe_cq_hook *h);
 void iwe_cq_hooks_forget_locked(struct iwe_cq_priv *q, struct iwe_cq_hook *h);
 void iwe_cq_hooks_init(struct iwe_cq_priv *q);
 void iwe_cq_hooks_fini(struct iwe_cq_priv *q);

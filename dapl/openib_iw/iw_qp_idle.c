@@ -69,6 +69,11 @@ static void idle_timer_cb(struct iwe_prog_timer *t)
 		iwe_prog_timer_arm(q->prog, &q->idle_timer, QP_IDLE_MS);
 	} else {
 		q->idle_watched = 0;
+		/* Out of the CQs' epolls until its next completion: a poll
+		 * looks directly at the few connections that are busy. */
+		iwe_cq_hook_leave(q->pub.send_cq, &q->send_hook);
+		if (q->pub.recv_cq != q->pub.send_cq)
+			iwe_cq_hook_leave(q->pub.recv_cq, &q->recv_hook);
 		/* Nothing posted is outstanding: the owner's per-request
 		 * state may go too. */
 		if (!q->sq && !q->rq)

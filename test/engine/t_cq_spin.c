@@ -260,6 +260,68 @@ static void test_join(void)
 	close(late.fds[1]);
 }
 
+/* With at most 2 hooks joined (a busy connection or two among idle
+ * ones), a poll looks at those directly, input or not, and at no other;
+ * a hook that went quiet (iwe_cq_hook_leave) is looked at no more until
+ * its next completion; past 2 joined, the epoll says which have input. */
+#define FEW 6
+
+/* One poll of cq: which of the n fakes it looked at, as a bit mask. */
+static int poll_looked(struct iwe_cq *cq, const struct fake *f, int n)
+{
+	struct ibv_wc wc;
+	int before[FEW], looked = 0, i;
+
+	for (i = 0; i < n; i++)
+		before[i] = f[i].looks;
+	(void)iwe_poll_cq(cq, 1, &wc);
+	for (i = 0; i < n; i++)
+		looked |= (f[i].looks != before[i]) << i;
+	return looked;
+}
+
+static void test_few_joined(struct iwe_device *dev)
+{
+	struct iwe_cq *cq = iwe_create_cq(dev, 16, NULL, NULL);
+	struct fake f[FEW];
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
+	int looked, i;
+	char c = 'x';
+
+	if (!cq)
+		BAIL("create cq: %s", strerror(errno));
+	for (i = 0; i < FEW; i++) {
+		f[i] = (struct fake){ .hook = IWE_CQ_HOOK_INIT(fake_poll, fake_arm, fake_spin) };
+		if (pipe(f[i].fds))
+			BAIL("pipe: %s", strerror(errno));
+		iwe_cq_add_hook(cq, &f[i].hook);
+		iwe_cq_hook_watch(cq, &f[i].hook, f[i].fds[0], 1);
+	}
+	if (write(f[4].fds[1], &c, 1) != 1)
+		BAIL("write: %s", strerror(errno));
+	iwe_cq_push_from(cq, &f[2].hook, &wc, 0);
+	(void)iwe_poll_cq(cq, 1, &wc);
+	looked = poll_looked(cq, f, FEW);
+	CHECK(looked == 1 << 2, "one hook joined among %d: a poll looks at it alone, "
+	      "its socket empty, not at hook 4 with input (looked 0x%x)", FEW, looked);
+	iwe_cq_hook_leave(cq, &f[2].hook);
+	looked = poll_looked(cq, f, FEW);
+	CHECK(looked == 0, "gone quiet, it is looked at no more (looked 0x%x)", looked);
+	for (i = 1; i <= 4; i++) {
+		iwe_cq_push_from(cq, &f[i].hook, &wc, 0);
+		(void)iwe_poll_cq(cq, 1, &wc);
+	}
+	looked = poll_looked(cq, f, FEW);
+	CHECK(looked == 1 << 4, "4 joined: the epoll names hook 4, with input (looked 0x%x)",
+	      looked);
+	for (i = 0; i < FEW; i++) {
+		iwe_cq_del_hook(cq, &f[i].hook);
+		close(f[i].fds[0]);
+		close(f[i].fds[1]);
+	}
+	CHECK(iwe_destroy_cq(cq) == 0, "destroy the second CQ");
+}
+
 int main(void)
 {
 	struct iwe_device *dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
@@ -282,6 +344,7 @@ int main(void)
 	test_removed();
 	test_spun_polls();
 	test_join();
+	test_few_joined(dev);
 	for (i = 0; i < NHOOKS; i++) {
 		if (!g_fake[i].gone)
 			iwe_cq_del_hook(g_cq, &g_fake[i].hook);
