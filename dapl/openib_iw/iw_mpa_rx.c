@@ -458,8 +458,10 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 		err = parse(q, m, &want);
 		if (err)
 			return err;
-		if (!iwe_rx_may_take(q) && !m->zc)
-			return 0;	/* bytes stay in the socket */
+		if (!iwe_rx_may_take(q) && !m->zc) {
+			q->rx_left = 1;	/* bytes may stay in the socket */
+			return 0;
+		}
 		if (buf_inline(m))
 			iwe_qp_idle_hold(q);
 		if (buf_make_room(m, want, &q->stats.rx_moved))
@@ -475,8 +477,13 @@ int iwe_mpa_rx_progress(struct iwe_qp_priv *q)
 		if ((size_t)n < asked && !atomic_load(&q->rx_hup)) {
 			/* The socket is drained: no recv that could only say
 			 * EAGAIN (epoll, or the next poll, reports more; a
-			 * FIN already there was flagged in rx_hup). */
-			return parse(q, m, &want);
+			 * FIN already there was flagged in rx_hup).  Bytes
+			 * the hold keeps in the buffer are left for its
+			 * release. */
+			err = parse(q, m, &want);
+			if (!iwe_rx_may_take(q) && m->rd != m->wr)
+				q->rx_left = 1;
+			return err;
 		}
 	}
 }

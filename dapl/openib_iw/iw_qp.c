@@ -913,6 +913,11 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 		return err;
 	}
 	q->state = IWE_QPS_RTS;
+	/* A socket an MPA stream took under the watch has its bytes
+	 * reported by that ADD or MOD (edge-triggered, it tells what is
+	 * already there): the hold's release needs to read only what a read
+	 * during the hold left (iw_mpa_rx.c).  Else it reads, to be sure. */
+	q->rx_left = !watched || q->llp != &iwe_llp_mpa;
 	if (o)
 		apply_cm_opts(q, o);
 	if (q->prog && !watched) {
@@ -959,7 +964,14 @@ void iwe_qp_release_hold(struct iwe_qp *qp)
 	iwe_qp_lock(q);
 	if (q->rx_hold != IWE_RX_OPEN) {
 		q->rx_hold = IWE_RX_OPEN;
-		run_io(q);
+		/* Nothing left behind: no recv that could only say EAGAIN
+		 * (two a connection's setup, one on each side). */
+		if (q->rx_left) {
+			run_io(q);
+		} else {
+			run_tx(q);
+			update_watch(q);
+		}
 	}
 	iwe_qp_unlock(q);
 }

@@ -292,6 +292,8 @@ struct iwe_qp_priv {
 	int first_rx;			/* the first segment has arrived */
 	unsigned rtr_expect;		/* responder: the negotiated RTR */
 	int rx_hold;			/* enum iwe_rx_hold */
+	int rx_left;			/* input may wait behind the hold:
+					 * its release reads */
 	/* Attached by the connection manager: the QP watches its socket on
 	 * the device's progress thread and tells the CM (notify) when the
 	 * stream ends or the first segment arrives. */
