@@ -9,11 +9,14 @@
  * each; past that, an epoll of their sockets says which have input, and
  * a want list names the others that asked for a look (a burst of posts),
  * so a poll costs what is ready, never the number of connections.  A
- * QP's socket joins that epoll at its first completion into the CQ: an
- * idle connection (most of 10,000 wired up front) costs no epoll_ctl
- * at setup and none at teardown, and its rare input is the progress
- * thread's, which a poll finds in the ring.  Whether spinning is futile
- * (a QP's sends wait for room in its socket) is one counter.
+ * QP's socket joins that epoll at its first completion into the CQ and
+ * leaves it when the QP's idle give-back finds it quiet: an idle
+ * connection (most of 10,000 wired up front) costs no epoll_ctl at
+ * setup and none at teardown, and its rare input is the progress
+ * thread's, which a poll finds in the ring.  While at most two have
+ * joined, a poll looks at those directly, as if they were alone.
+ * Whether spinning is futile (a QP's sends wait for room in its
+ * socket) is one counter.
  */
 #include <errno.h>
 #include <stdlib.h>
