@@ -415,6 +415,7 @@ static ssize_t fill(struct iwe_qp_priv *q, struct mpa_rx *m, size_t *asked)
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
 	q->rx_reads++;
+	q->rx_data++;
 	/* A connection starts with its inline bytes, then a page: most
 	 * stay idle or exchange a few small messages (a connected idle EP
 	 * cost 76 KiB of heap with 16 KiB here); one that fills the page

@@ -302,6 +302,9 @@ struct iwe_qp_priv {
 					 * under the QP lock, any thread */
 	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
 	uint64_t rx_reads;		/* reads of the socket that got data */
+	uint64_t rx_data;		/* data packets or reads taken, not a
+					 * transport's pure acks (the idle
+					 * give-back's activity) */
 	uint64_t rx_reads_prog;		/* ... when the progress thread last
 					 * looked */
 	void (*notify)(void *arg);

@@ -326,6 +326,7 @@ static int rx_packet(struct trp *t, struct iwe_qp_priv *q, uint8_t *d,
 		trp_on_sack(t, d + IW_TRP_HDR_LEN, len - IW_TRP_HDR_LEN);
 		return 0;
 	}
+	q->rx_data++;
 	if (!in_area)
 		return rx_sequenced(t, q, d, len, f.psn, err);
 	rx_from_area(t, q, d, len, f.psn, err);

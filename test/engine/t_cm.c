@@ -1087,88 +1087,6 @@ static void test_midsize_burst(void)
 	cpair_disconnect_close(&p, "mid-size burst");
 }
 
-/* What a QP's queues hold, looked at under its lock (the progress
- * thread gives them back): bit 0 the send queue, bit 1 the receive
- * queue, bit 2 the list of segments in the transport. */
-static int queues_held(struct iwe_qp *qp)
-{
-	struct iwe_qp_priv *q = iwe_qp_priv(qp);
-	int held;
-
-	iwe_qp_lock(q);
-	held = (q->sq != NULL) | (q->rq != NULL) << 1 |
-	       (q->tx.tok != NULL) << 2;
-	iwe_qp_unlock(q);
-	return held;
-}
-
-static int wait_held(struct iwe_qp *qp, int want, int ms)
-{
-	long end = now_ms() + ms;
-
-	while (queues_held(qp) != want && now_ms() < end)
-		sleep_ms(10);
-	return queues_held(qp);
-}
-
-/* A used connection gives back its queues once quiet (about a second,
- * iw_qp_idle.c), except a receive queue with a receive posted ahead, and
- * takes new ones at its next post: traffic goes on as before.  The side
- * that gave back everything tells its owner (IWE_EVENT_QP_IDLE: the DAT
- * layer then frees its work slots); the one with a receive posted does
- * not. */
-static void test_idle_gives_back(void)
-{
-	struct ibv_wc wc;
-	struct cpair p;
-	int a, b, other;
-
-	/* (Not checked: that the queues are still there right after the
-	 * traffic -- under valgrind the traffic's last step can take the
-	 * whole idle period.) */
-	cpair_open(&p);
-	CHECK(cpair_std_connect(&p, 31196, "idle give-back"),
-	      "idle give-back: connected");
-	cpair_traffic(&p, "idle give-back");
-	a = wait_held(p.a.qp, 0, 10000);
-	b = wait_held(p.b.qp, 2, 10000);
-	CHECK(a == 0 && b == 2,
-	      "idle give-back: quiet, the active side holds no queue (%d), "
-	      "the passive side only its receive queue, a receive posted "
-	      "(%d)", a, b);
-	for (int i = 0; i < 500 && !atomic_load(&p.a.idle_events); i++)
-		sleep_ms(10);
-	CHECK(atomic_load(&p.a.idle_events) == 1 &&
-	      atomic_load(&p.b.idle_events) == 0,
-	      "idle give-back: the owner of the side that gave back all heard "
-	      "it once (%d), the side holding a receive heard nothing (%d)",
-	      atomic_load(&p.a.idle_events), atomic_load(&p.b.idle_events));
-	fill(p.a.buf + 8192, 300, 8);
-	CHECK(post_send1(&p.a, 20, IBV_WR_SEND, 8192, 300, 0, 0,
-			 IBV_SEND_SIGNALED) == 0 &&
-	      wait_cq(p.b.rcq, 1) && poll1(p.b.rcq, &wc) && wc.wr_id == 2 &&
-	      wc.status == IBV_WC_SUCCESS && wc.byte_len == 300 &&
-	      !memcmp(p.b.buf + 4096, p.a.buf + 8192, 300),
-	      "idle give-back: a Send after it lands in the receive posted "
-	      "before it, data intact");
-	fill(p.b.buf + 8192, 65536, 9);
-	post_recv1(&p.a, 21, 0, 4096);
-	CHECK(post_send1(&p.b, 22, IBV_WR_RDMA_WRITE, 8192, 65536,
-			 (uintptr_t)(p.a.buf + 131072), p.a.mr->rkey, 0) == 0 &&
-	      post_send1(&p.b, 23, IBV_WR_SEND, 8192, 64, 0, 0,
-			 IBV_SEND_SIGNALED) == 0 &&
-	      wait_cq(p.a.rcq, 1) && poll1(p.a.rcq, &wc) && wc.wr_id == 21 &&
-	      wc.status == IBV_WC_SUCCESS &&
-	      !memcmp(p.a.buf + 131072, p.b.buf + 8192, 65536) &&
-	      wait_cq(p.a.scq, 1) &&
-	      count_status(p.a.scq, IBV_WC_SUCCESS, &other) == 1 && !other &&
-	      wait_cq(p.b.scq, 1) &&
-	      count_status(p.b.scq, IBV_WC_SUCCESS, &other) == 1 && !other,
-	      "idle give-back: a 64 KiB Write and Sends both ways on new "
-	      "queues, data intact");
-	cpair_disconnect_close(&p, "idle give-back");
-}
-
 /* With CRC on, a QP that streams large Writes grows its staging room
  * until a whole batch fits: 512 KiB Writes then leave in a few system
  * calls each, not one per 64 KiB FPDU as with a fixed 64 KiB stage. */
@@ -1415,7 +1333,7 @@ int main(void)
 	test_burst_then_idle();
 	test_midsize_burst();
 	test_crc_stage_grows();
-	test_idle_gives_back();
+	cpair_idle_case(31196, "idle give-back");
 	test_peer_dies();
 	test_max_requests();
 	test_concurrent();

@@ -946,6 +946,9 @@ int main(void)
 	test_ack_answered_by_consumer();
 	test_mid_message_acks();
 	test_silent_peer();
+	/* TRP's idle probes are no traffic: a quiet connection gives
+	 * back its queues as over tcp (they kept every one busy). */
+	cpair_idle_case(31296, "udp idle give-back");
 	test_ssp();
 	test_many();
 	CHECK(cm_awaited_now() == 0,
