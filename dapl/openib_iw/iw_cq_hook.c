@@ -51,6 +51,37 @@ void iwe_cq_hooks_fini(struct iwe_cq_priv *q)
 	free(q->hooks);
 }
 
+/* ---------------------------------------------------------- the lists */
+
+/* A hook's links l: the want lists (0, 1) and the joined list. */
+#define JOINED_LIST 2
+
+/* watch_lock held: h on top of the list at *head.  Heads are read
+ * without the lock (pop_want's peek). */
+static void list_push(struct iwe_cq_hook **head, struct iwe_cq_hook *h, int l)
+{
+	struct iwe_cq_hook *first = *head;
+
+	h->list_next[l] = first;
+	h->list_pprev[l] = head;
+	if (first)
+		first->list_pprev[l] = &h->list_next[l];
+	__atomic_store_n(head, h, __ATOMIC_RELAXED);
+}
+
+/* watch_lock held: h off its list l, in constant time (a scan of 10,000
+ * hooks per unlink would cost what the lists save). */
+static void list_del(struct iwe_cq_hook *h, int l)
+{
+	struct iwe_cq_hook *next = h->list_next[l];
+
+	if (next)
+		next->list_pprev[l] = h->list_pprev[l];
+	__atomic_store_n(h->list_pprev[l], next, __ATOMIC_RELAXED);
+	h->list_next[l] = NULL;
+	h->list_pprev[l] = NULL;
+}
+
 /* ---------------------------------------------------------- the epoll */
 
 static int hook_readable(const struct iwe_cq_hook *h)
@@ -115,11 +146,7 @@ void iwe_cq_hook_join(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 	pthread_mutex_lock(&q->watch_lock);
 	if (h->attached && !h->joined) {
 		__atomic_store_n(&h->joined, 1, __ATOMIC_RELAXED);
-		h->joined_next = q->joined_head;
-		h->joined_pprev = &q->joined_head;
-		if (q->joined_head)
-			q->joined_head->joined_pprev = &h->joined_next;
-		q->joined_head = h;
+		list_push(&q->joined_head, h, JOINED_LIST);
 		__atomic_store_n(&q->njoined, q->njoined + 1, __ATOMIC_RELAXED);
 		if (hook_registered(h))
 			hook_ctl(q, EPOLL_CTL_ADD, h, h->fd);
@@ -134,11 +161,7 @@ static void unjoin(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 		return;
 	if (hook_registered(h))
 		hook_ctl(q, EPOLL_CTL_DEL, h, h->fd);
-	if (h->joined_next)
-		h->joined_next->joined_pprev = h->joined_pprev;
-	*h->joined_pprev = h->joined_next;
-	h->joined_next = NULL;
-	h->joined_pprev = NULL;
+	list_del(h, JOINED_LIST);
 	__atomic_store_n(&q->njoined, q->njoined - 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->joined, 0, __ATOMIC_RELAXED);
 }
@@ -178,34 +201,21 @@ static int want_list(int which)
 	return which == IWE_CQ_WANT_POLL ? 0 : 1;
 }
 
-/* watch_lock held.  Heads are read without it (pop_want's peek). */
+/* watch_lock held. */
 static void push_want(struct iwe_cq_priv *q, struct iwe_cq_hook *h,
 		      int which)
 {
 	int l = want_list(which);
-	struct iwe_cq_hook *first = q->want[l];
 
-	h->want_next[l] = first;
-	h->want_pprev[l] = &q->want[l];
-	if (first)
-		first->want_pprev[l] = &h->want_next[l];
-	__atomic_store_n(&q->want[l], h, __ATOMIC_RELAXED);
+	list_push(&q->want[l], h, l);
 }
 
-/* watch_lock held: off the list, in constant time (a scan of 10,000
- * hooks per unlink would cost what the lists save). */
+/* watch_lock held: off the list, if on it. */
 static void unlink_want(struct iwe_cq_hook *h, int which)
 {
-	int l = want_list(which);
-	struct iwe_cq_hook *next = h->want_next[l];
-
 	if (!(h->wanted & which))
 		return;
-	if (next)
-		next->want_pprev[l] = h->want_pprev[l];
-	__atomic_store_n(h->want_pprev[l], next, __ATOMIC_RELAXED);
-	h->want_next[l] = NULL;
-	h->want_pprev[l] = NULL;
+	list_del(h, want_list(which));
 	__atomic_store_n(&h->wanted, h->wanted & ~which, __ATOMIC_RELAXED);
 }
 
@@ -454,7 +464,8 @@ static int poll_joined(struct iwe_cq_priv *q)
 		return 0;
 	pthread_mutex_lock(&q->watch_lock);
 	ok = q->njoined <= CQ_HOOKS_DIRECT;
-	for (h = q->joined_head; ok && h && n < CQ_HOOKS_DIRECT; h = h->joined_next)
+	for (h = q->joined_head; ok && h && n < CQ_HOOKS_DIRECT;
+	     h = h->list_next[JOINED_LIST])
 		few[n++] = h;
 	pthread_mutex_unlock(&q->watch_lock);
 	if (!ok)

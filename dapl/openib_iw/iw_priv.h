@@ -393,12 +393,12 @@ struct iwe_cq_hook {
 	int joined;			/* completed into the CQ since it was
 					 * added or went quiet: its socket
 					 * is in the CQ's epoll */
-	struct iwe_cq_hook *joined_next, **joined_pprev;
 	uint32_t done_gen;		/* the CQ's wait_gen when it last
 					 * completed (the CQ's lock) */
 	int active_idx;			/* in the CQ's active, or -1 */
-	/* Its links on them (doubly: a want met elsewhere leaves at once) */
-	struct iwe_cq_hook *want_next[2], **want_pprev[2];
+	/* Its links on the want lists and the joined list (doubly: a want
+	 * met elsewhere leaves at once) */
+	struct iwe_cq_hook *list_next[3], **list_pprev[3];
 	uint32_t idx;			/* in the CQ's table (hooks_lock) */
 };
 #define IWE_CQ_HOOK_INIT(p, a, s) \
