@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -741,7 +740,7 @@ struct adopt_args {
 	struct iwe_device *dev;
 	struct iwe_prog *prog;
 	const struct iwe_sock_facts *facts;	/* or NULL: ask the socket */
-	int fd, saved_fl;
+	int fd;
 	const void *buf;		/* final message, or private data */
 	size_t len;
 	int timeout_ms;
@@ -770,7 +769,6 @@ static struct iwe_conn *adopt_conn(struct adopt_args *a)
 	if (!c)
 		return NULL;
 	c->adopted = 1;
-	c->saved_fl = a->saved_fl;
 	c->handler = a->handler;
 	c->ctx = a->ctx;
 	c->params = *a->params;
@@ -837,15 +835,13 @@ static int adopt_run(struct adopt_args *a, void (*fn)(void *),
 	if (a->fd < 0 || (!a->facts && iwe_socket_transport(a->fd) !=
 					 (int)a->dev->attr.transport))
 		return EINVAL;
-	a->saved_fl = fcntl(a->fd, F_GETFL);
-	if (a->saved_fl < 0 ||
-	    fcntl(a->fd, F_SETFL, a->saved_fl | O_NONBLOCK) < 0)
-		return EBADF;
+	/* The socket's file status flags stay the consumer's: every call
+	 * on it passes MSG_DONTWAIT, so O_NONBLOCK is not needed, and
+	 * setting it, then restoring it at release, were two system calls
+	 * on each side's way to its first MPA frame. */
 	iwe_prog_call(a->prog, fn, a);
-	if (a->err) {
-		fcntl(a->fd, F_SETFL, a->saved_fl);
+	if (a->err)
 		return a->err;
-	}
 	*out = a->out;
 	return 0;
 }

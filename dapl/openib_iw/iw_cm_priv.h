@@ -110,7 +110,6 @@ struct iwe_conn {
 	int fd;
 	int active;			/* MPA initiator */
 	int adopted;			/* SSP: the consumer's socket */
-	int saved_fl;			/* adopted: F_GETFL to restore */
 	int released;			/* fd handed back: never closed */
 	int attached;			/* the QP runs on fd */
 	int orphan;			/* no consumer: freed when done */

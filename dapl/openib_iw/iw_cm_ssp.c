@@ -15,14 +15,14 @@
  * Active: the MPA request goes out at once; then it is the ordinary
  * active side (iw_cm_active.c).
  *
- * Release hands the socket back with its original file status flags
- * (O_NONBLOCK as it was); TCP_NODELAY, once set, stays.
+ * The socket's file status flags are never changed (every call on it
+ * passes MSG_DONTWAIT): release hands it back blocking or not, as it
+ * came; TCP_NODELAY, once set, stays.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -113,7 +113,6 @@ int cm_ssp_release(struct iwe_conn *c)
 	    c->state == CS_REJECTING)
 		return EBUSY;
 	cm_quiesce(c);
-	fcntl(c->fd, F_SETFL, c->saved_fl);
 	c->released = 1;
 	c->final = 1;
 	return 0;

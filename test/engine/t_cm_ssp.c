@@ -14,6 +14,34 @@ static int is_blocking(int fd)
 	return !(fcntl(fd, F_GETFL) & O_NONBLOCK);
 }
 
+static void small_bufs(int fd)
+{
+	int n = 16 << 10;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &n, sizeof(n));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &n, sizeof(n));
+}
+
+/* Four signaled 1 MiB RDMA Writes from a into b, every byte checked. */
+static int writes_cross(struct side *a, struct side *b)
+{
+	struct ibv_wc wc;
+	int k, ok = 1;
+
+	while (poll1(a->scq, &wc))
+		;	/* the Send's before */
+	fill(a->buf, BIG, 5);
+	for (k = 0; k < 4; k++)
+		ok &= post_send1(a, 10 + k, IBV_WR_RDMA_WRITE, 0, BIG,
+				 (uintptr_t)b->buf, b->mr->rkey,
+				 IBV_SEND_SIGNALED) == 0;
+	ok &= wait_cq(a->scq, 4);
+	for (k = 0; k < 4; k++)
+		ok &= poll1(a->scq, &wc) && wc.status == IBV_WC_SUCCESS &&
+		      wc.wr_id == (uint64_t)(10 + k);
+	return ok && !memcmp(a->buf, b->buf, BIG);
+}
+
 /* Both sides adopted: the passive sends the final message, the active
  * reads it and then starts MPA on the same TCP connection. */
 static void test_adopt_both(void)
@@ -33,6 +61,11 @@ static void test_adopt_both(void)
 	side_fresh(&a);
 	side_fresh(&b);
 	tcp_pair(&x, &y);
+	/* Small socket buffers, so that the Writes below find them full:
+	 * the sockets stay blocking (the consumer's flags), and a call on
+	 * them without MSG_DONTWAIT would block the engine's thread. */
+	small_bufs(x);
+	small_bufs(y);
 	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, final_msg, sizeof(final_msg), &pp,
 				   on_event, &ly, &cy) == 0,
 	      "adopt: passive adopts with a final message");
@@ -58,6 +91,9 @@ static void test_adopt_both(void)
 	CHECK(wait_cq(b.rcq, 1) && poll1(b.rcq, &wc) && wc.wr_id == 1 &&
 	      wc.byte_len == 32 && !memcmp(b.buf, a.buf, 32),
 	      "adopt: a Send crosses the adopted connection");
+	CHECK(writes_cross(&a, &b) && is_blocking(x) && is_blocking(y),
+	      "adopt: 4 MiB of Writes cross sockets left blocking, as the "
+	      "consumer made them");
 	CHECK(iwe_cm_disconnect(cy, 1) == 0 &&
 	      wait_type(&lx, 1, IWE_CM_DISCONNECTED) &&
 	      wait_type(&ly2, 1, IWE_CM_DISCONNECTED),
