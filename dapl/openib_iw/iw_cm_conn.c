@@ -467,9 +467,12 @@ int cm_out_flush(struct iwe_conn *c)
 	return 0;
 }
 
-/* Read the rest of an MPA frame into c->in, never a byte past its end
- * (the FPDUs behind it belong to the QP).  1: parsing finished, *st is
- * IW_MPA_OK or an error; 0: would block; -errno from the socket, and
+/* Read the rest of an MPA frame into c->in.  Each read asks for as
+ * much as c->in holds, so a header and its private data come in one
+ * call (two when read exactly); bytes past the frame's end -- FPDUs a
+ * peer sent right behind it -- stay after it (c->in_frame) and are the
+ * QP's first input at attach (iw_cm_est.c).  1: parsing finished, *st
+ * is IW_MPA_OK or an error; 0: would block; -errno from the socket, and
  * -ENODATA for an orderly close. */
 int cm_read_frame(struct iwe_conn *c, enum iw_mpa_expect expect,
 		  struct iw_mpa_frame *f, int *st)
@@ -479,13 +482,16 @@ int cm_read_frame(struct iwe_conn *c, enum iw_mpa_expect expect,
 		ssize_t n;
 
 		*st = iw_mpa_parse(c->in, c->in_len, expect, f, &need);
+		if (*st == IW_MPA_OK)
+			c->in_frame = f->frame_len;
 		if (*st != IW_MPA_NEED_MORE)
 			return 1;
 		if (need > sizeof(c->in) - c->in_len) {
 			*st = IW_MPA_ERR_PD_LEN;	/* parse bounds it */
 			return 1;
 		}
-		n = recv(c->fd, c->in + c->in_len, need, MSG_DONTWAIT);
+		n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len,
+			 MSG_DONTWAIT);
 		if (n == 0)
 			return -ENODATA;
 		if (n < 0 && errno == EINTR)

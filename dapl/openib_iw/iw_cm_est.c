@@ -54,7 +54,18 @@ static int tcp_attach(struct iwe_conn *c, struct iwe_stream_params *sp,
 
 	(void)responder;
 	sp->crc = c->neg.crc;
-	err = iwe_qp_attach_cm(c->qp, c->fd, sp, o);
+	if (c->in_len > c->in_frame) {
+		/* Read with the MPA frame: the QP's first bytes. */
+		struct iwe_mpa_start st = {
+			.early = c->in + c->in_frame,
+			.len = (uint32_t)(c->in_len - c->in_frame),
+		};
+
+		err = iwe_qp_attach_llp(c->qp, c->fd, sp, o, &iwe_llp_mpa,
+					&st);
+	} else {
+		err = iwe_qp_attach_cm(c->qp, c->fd, sp, o);
+	}
 	/* The peer timeout: our connected socket's once the RTR is out
 	 * (four system calls, not in the RTR's way); an accepted socket
 	 * came with it from the listener (port_socket), an adopted (SSP)

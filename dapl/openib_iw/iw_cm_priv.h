@@ -140,6 +140,10 @@ struct iwe_conn {
 	struct iw_mpa_conn neg;		/* the negotiated outcome */
 	uint8_t in[IW_MPA_MAX_RR_LEN];	/* request or reply received */
 	size_t in_len;
+	size_t in_frame;		/* in[0..in_frame): the MPA frame;
+					 * the bytes after it came with it,
+					 * the stream's first (the QP's at
+					 * attach) */
 	uint8_t *out;			/* bytes to write before anything
 					 * else: request, reply, final msg */
 	size_t out_len, out_off;

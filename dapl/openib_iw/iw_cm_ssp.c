@@ -55,7 +55,7 @@ static int on_request(struct iwe_conn *c, const struct iw_mpa_frame *f)
 	} while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)f->frame_len)
 		return down(c, n < 0 ? errno : EIO);	/* cannot happen */
-	c->in_len = f->frame_len;
+	c->in_len = c->in_frame = f->frame_len;
 	c->pend = (struct cm_pend){ IWE_CM_CONNECT_REQUEST, 0, NULL, f->pdata,
 				    f->pdata_len };
 	return CS_REQ_RCVD;

@@ -86,6 +86,12 @@ struct iwe_llp_ops {
 };
 
 extern const struct iwe_llp_ops iwe_llp_mpa;
+/* MPA's start state (attach_with): the stream's first bytes, which the
+ * connection manager read together with the MPA frame before them. */
+struct iwe_mpa_start {
+	const uint8_t *early;
+	uint32_t len;
+};
 struct iwe_device;
 /* Free the spare transmit batches of a closing device (iw_mpa_tx.c). */
 void iwe_mpa_tx_spares_free(struct iwe_device *dev);
@@ -101,6 +107,8 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 
 /* The receive half of MPA (iw_mpa_rx.c), for the table in iw_mpa_tx.c. */
 int iwe_mpa_rx_attach(struct iwe_qp_priv *q);
+/* Input read before the QP had the socket: 0 or ENOMEM. */
+int iwe_mpa_rx_prefill(struct iwe_qp_priv *q, const uint8_t *b, uint32_t n);
 void iwe_mpa_rx_detach(struct iwe_qp_priv *q);
 int iwe_mpa_rx_progress(struct iwe_qp_priv *q);
 int iwe_mpa_rx_trim(struct iwe_qp_priv *q);

@@ -204,6 +204,19 @@ static int buf_make_room(struct mpa_rx *m, uint32_t need, uint64_t *moved)
 	return 0;
 }
 
+int iwe_mpa_rx_prefill(struct iwe_qp_priv *q, const uint8_t *b, uint32_t n)
+{
+	struct mpa_rx *m = mrx(q);
+
+	if (!n)
+		return 0;
+	if (buf_make_room(m, n, &q->stats.rx_moved) || buf_room(m) < n)
+		return ENOMEM;
+	memcpy(m->buf + m->wr, b, n);
+	m->wr += n;
+	return 0;
+}
+
 /* ------------------------------------------------------- delivery */
 
 static uint16_t be16_at(const uint8_t *p)

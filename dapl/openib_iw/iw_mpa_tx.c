@@ -477,9 +477,22 @@ static void mpa_detach(struct iwe_qp_priv *q)
 	iwe_mpa_rx_detach(q);
 }
 
+static int mpa_attach_with(struct iwe_qp_priv *q, const void *start)
+{
+	const struct iwe_mpa_start *s = start;
+	int err = mpa_attach(q);
+
+	if (!err && iwe_mpa_rx_prefill(q, s->early, s->len)) {
+		mpa_detach(q);
+		err = ENOMEM;
+	}
+	return err;
+}
+
 const struct iwe_llp_ops iwe_llp_mpa = {
 	.name = "MPA/TCP",
 	.attach = mpa_attach,
+	.attach_with = mpa_attach_with,
 	.detach = mpa_detach,
 	.max_ulpdu = mpa_max_ulpdu,
 	.max_inflight = mpa_max_inflight,

@@ -916,8 +916,9 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	/* A socket an MPA stream took under the watch has its bytes
 	 * reported by that ADD or MOD (edge-triggered, it tells what is
 	 * already there): the hold's release needs to read only what a read
-	 * during the hold left (iw_mpa_rx.c).  Else it reads, to be sure. */
-	q->rx_left = !watched || q->llp != &iwe_llp_mpa;
+	 * during the hold left (iw_mpa_rx.c), or what came with the MPA
+	 * frame (start).  Else it reads, to be sure. */
+	q->rx_left = !watched || q->llp != &iwe_llp_mpa || start;
 	if (o)
 		apply_cm_opts(q, o);
 	if (q->prog && !watched) {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager against peers that push it where the RFCs leave
  * room to go wrong:
- *  - a Send right behind the MPA reply (active side) or behind the RTR
- *    (passive side), while a consumer thread polls the receive CQ: the
- *    consumer must see ESTABLISHED before that receive completes;
+ *  - a Send right behind the MPA reply (active side), or behind the RTR
+ *    or (with the RTR, before our reply) behind the request (passive
+ *    side), while a consumer thread polls the receive CQ: the consumer
+ *    must see ESTABLISHED before that receive completes;
  *  - an MPA reply whose IRD/ORD or RTR choice cannot be used: the
  *    initiator answers with the RFC 6581 Terminate (layer LLP) and closes;
  *  - a listener out of file descriptors: no spinning, and service resumes
@@ -184,9 +185,10 @@ static int accept_in_handler(struct evlog *l, const struct iwe_cm_event *ev)
 			     &p->w);
 }
 
-static int rtr_and_send(int fd)
+/* The Write RTR and a Send of 16 bytes, framed into b: their length. */
+static size_t put_rtr_and_send(uint8_t *b)
 {
-	uint8_t b[256], u[64];
+	uint8_t u[64];
 	struct iw_tagged_hdr rtr = {
 		.ctrl_be = iw_be16(iw_ctrl_make(1, 1, IW_OP_WRITE)),
 		.stag_be = iw_be32(IW_RTR_WRITE_STAG),
@@ -206,10 +208,34 @@ static int rtr_and_send(int fd)
 	memcpy(b + off + 2, u, ul);
 	memset(b + off + 2 + ul, 0, iw_fpdu_pad((unsigned)ul) + 4);
 	off += iw_fpdu_len((unsigned)ul);
+	return off;
+}
+
+static int rtr_and_send(int fd)
+{
+	uint8_t b[256];
+	size_t off = put_rtr_and_send(b);
+
 	return send(fd, b, off, MSG_NOSIGNAL) == (ssize_t)off ? 0 : -1;
 }
 
-static int passive_round(uint16_t port)
+/* The request, with the RTR and the Send right behind it (early: before
+ * our reply, which a conforming initiator waits for), in one write. */
+static int request_then(int fd, const struct iw_mpa_params *rq, int early)
+{
+	uint8_t b[IW_MPA_MAX_RR_LEN + 256];
+	ssize_t n = iw_mpa_build(b, IW_MPA_MAX_RR_LEN, 0, rq);
+	size_t off;
+
+	if (!early)
+		return raw_send_frame(fd, 0, rq);
+	if (n <= 0)
+		return -1;
+	off = (size_t)n + put_rtr_and_send(b + n);
+	return send(fd, b, off, MSG_NOSIGNAL) == (ssize_t)off ? 0 : -1;
+}
+
+static int passive_round(uint16_t port, int early)
 {
 	struct iwe_cm_params bp = cm_params(2, 0, IWE_RTR_WRITE);
 	struct iw_mpa_params rq = { .rev = 2, .p2p = 1, .rtr = IW_RTR_WRITE,
@@ -234,9 +260,9 @@ static int passive_round(uint16_t port)
 	poller_start(&pl, b.rcq);
 	if (iwe_cm_listen(g_dev, port, &bp, 0, on_event, &pc.w.log, &l) == 0 &&
 	    (fd = raw_connect(port)) >= 0) {
-		if (raw_send_frame(fd, 0, &rq) == 0 &&
+		if (request_then(fd, &rq, early) == 0 &&
 		    raw_read_frame(fd, buf, &f) == 0 && f.is_reply &&
-		    !f.reject && rtr_and_send(fd) == 0 &&
+		    !f.reject && (early || rtr_and_send(fd) == 0) &&
 		    wait_type(&pc.w.log, 1, IWE_CM_ESTABLISHED)) {
 			long end = now_ms() + WAIT_MS;
 
@@ -266,9 +292,25 @@ static void test_passive_send_behind_rtr(void)
 	int i, good = 0;
 
 	for (i = 0; i < ROUNDS; i++)
-		good += passive_round((uint16_t)(31300 + i));
+		good += passive_round((uint16_t)(31300 + i), 0);
 	CHECK(good == ROUNDS, "passive: a Send right behind the RTR "
 	      "completes after ESTABLISHED, with a consumer polling "
+	      "(%d of %d rounds)", good, ROUNDS);
+}
+
+/* An initiator that does not wait for the reply: its RTR and Send came
+ * in the request's segment, and the connection manager read them with
+ * the request.  They are the QP's first input, taken after ESTABLISHED
+ * (the bytes were in the socket, where the QP read them, until the
+ * request was read in one call). */
+static void test_passive_send_behind_request(void)
+{
+	int i, good = 0;
+
+	for (i = 0; i < ROUNDS; i++)
+		good += passive_round((uint16_t)(31400 + i), 1);
+	CHECK(good == ROUNDS, "passive: an RTR and a Send right behind the "
+	      "request (before the reply) are taken after ESTABLISHED "
 	      "(%d of %d rounds)", good, ROUNDS);
 }
 
@@ -449,6 +491,7 @@ int main(void)
 		BAIL("open lo: %s", strerror(errno));
 	test_active_send_behind_reply();
 	test_passive_send_behind_rtr();
+	test_passive_send_behind_request();
 	test_unusable_reply();
 	test_out_of_fds();
 	iwe_device_close(g_dev);
