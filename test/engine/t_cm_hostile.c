@@ -287,31 +287,20 @@ static int passive_round(uint16_t port, int early)
 	return ok;
 }
 
-static void test_passive_send_behind_rtr(void)
+/* early: an initiator that does not wait for our reply, its RTR and
+ * Send in the request's segment; the connection manager reads them with
+ * the request, and they are the QP's first input. */
+static void test_passive_send_behind(int early)
 {
 	int i, good = 0;
 
 	for (i = 0; i < ROUNDS; i++)
-		good += passive_round((uint16_t)(31300 + i), 0);
-	CHECK(good == ROUNDS, "passive: a Send right behind the RTR "
-	      "completes after ESTABLISHED, with a consumer polling "
-	      "(%d of %d rounds)", good, ROUNDS);
-}
-
-/* An initiator that does not wait for the reply: its RTR and Send came
- * in the request's segment, and the connection manager read them with
- * the request.  They are the QP's first input, taken after ESTABLISHED
- * (the bytes were in the socket, where the QP read them, until the
- * request was read in one call). */
-static void test_passive_send_behind_request(void)
-{
-	int i, good = 0;
-
-	for (i = 0; i < ROUNDS; i++)
-		good += passive_round((uint16_t)(31400 + i), 1);
-	CHECK(good == ROUNDS, "passive: an RTR and a Send right behind the "
-	      "request (before the reply) are taken after ESTABLISHED "
-	      "(%d of %d rounds)", good, ROUNDS);
+		good += passive_round((uint16_t)((early ? 31400 : 31300) + i),
+				      early);
+	CHECK(good == ROUNDS, "passive: a Send right behind %s completes "
+	      "after ESTABLISHED, with a consumer polling (%d of %d rounds)",
+	      early ? "the request and its RTR (before our reply)" :
+		      "the RTR", good, ROUNDS);
 }
 
 /* ------------------------------------------------- unusable MPA reply */
@@ -490,8 +479,8 @@ int main(void)
 	if (!g_dev)
 		BAIL("open lo: %s", strerror(errno));
 	test_active_send_behind_reply();
-	test_passive_send_behind_rtr();
-	test_passive_send_behind_request();
+	test_passive_send_behind(0);
+	test_passive_send_behind(1);
 	test_unusable_reply();
 	test_out_of_fds();
 	iwe_device_close(g_dev);
