@@ -50,22 +50,17 @@ struct est_transport {
 static int tcp_attach(struct iwe_conn *c, struct iwe_stream_params *sp,
 		      const struct iwe_qp_cm_opts *o, int responder)
 {
+	/* Bytes read with the MPA frame, behind it: the QP's first. */
+	struct iwe_mpa_start st = {
+		.early = c->in + c->in_frame,
+		.len = (uint32_t)(c->in_len - c->in_frame),
+	};
 	int err;
 
 	(void)responder;
 	sp->crc = c->neg.crc;
-	if (c->in_len > c->in_frame) {
-		/* Read with the MPA frame: the QP's first bytes. */
-		struct iwe_mpa_start st = {
-			.early = c->in + c->in_frame,
-			.len = (uint32_t)(c->in_len - c->in_frame),
-		};
-
-		err = iwe_qp_attach_llp(c->qp, c->fd, sp, o, &iwe_llp_mpa,
-					&st);
-	} else {
-		err = iwe_qp_attach_cm(c->qp, c->fd, sp, o);
-	}
+	err = iwe_qp_attach_llp(c->qp, c->fd, sp, o, &iwe_llp_mpa,
+				st.len ? &st : NULL);
 	/* The peer timeout: our connected socket's once the RTR is out
 	 * (four system calls, not in the RTR's way); an accepted socket
 	 * came with it from the listener (port_socket), an adopted (SSP)
