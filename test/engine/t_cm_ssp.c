@@ -2,8 +2,10 @@
 /* Socket adoption (the engine side of Socket Service Points) over
  * loopback TCP: passive with a final streaming message, the request
  * peeked until whole (even one byte at a time), BAD_REQUEST leaving the
- * bytes in the socket, SOCKET_DOWN, release_socket restoring a blocking
- * socket, and adopt_active's accept, reject and timeout paths.
+ * bytes in the socket, SOCKET_DOWN, release_socket handing back a
+ * socket still blocking (its flags are never changed: 4 MiB of Writes
+ * cross adopted sockets left blocking), and adopt_active's accept,
+ * reject and timeout paths.
  * TAP output. */
 #include "cm_harness.h"
 
