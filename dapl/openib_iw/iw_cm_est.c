@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* The connection manager's established connections.  After the MPA
- * exchange the QP takes the stream (iwe_qp_attach_cm): from then on the
+ * exchange the QP takes the stream (iwe_qp_attach_llp): from then on the
  * QP watches the socket itself and the CM is out of the data path; the QP
  * notifies the CM (a task on the progress thread) when the first segment
  * arrives, when the stream ends, and when its transmit side drains

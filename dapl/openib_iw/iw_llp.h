@@ -97,8 +97,9 @@ struct iwe_device;
 void iwe_mpa_tx_spares_free(struct iwe_device *dev);
 extern const struct iwe_llp_ops iwe_llp_trp;
 
-/* iw_qp.c: iwe_qp_attach_cm with an explicit transport and its start
- * state (NULL: the transport's defaults). */
+/* iw_qp.c: iwe_qp_attach_stream with the connection manager's roles (o;
+ * NULL: the initiator without RTR), a transport (NULL: the device's) and
+ * its start state (NULL: the transport's defaults). */
 struct iwe_qp_cm_opts;
 int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 		      const struct iwe_stream_params *p,

@@ -789,7 +789,7 @@ static int stream_params_valid(const struct iwe_stream_params *p)
 int iwe_qp_attach_stream(struct iwe_qp *qp, int fd,
 			 const struct iwe_stream_params *p)
 {
-	return iwe_qp_attach_cm(qp, fd, p, NULL);
+	return iwe_qp_attach_llp(qp, fd, p, NULL, NULL, NULL);
 }
 
 static void apply_cm_opts(struct iwe_qp_priv *q, const struct iwe_qp_cm_opts *o)
@@ -949,13 +949,6 @@ int iwe_qp_attach_llp(struct iwe_qp *qp, int fd,
 	err = attach_locked(q, fd, p, o, llp, start);
 	iwe_qp_unlock(q);
 	return err;
-}
-
-int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
-		     const struct iwe_stream_params *p,
-		     const struct iwe_qp_cm_opts *o)
-{
-	return iwe_qp_attach_llp(qp, fd, p, o, NULL, NULL);
 }
 
 void iwe_qp_release_hold(struct iwe_qp *qp)

@@ -233,7 +233,7 @@ static inline struct iwe_srq_priv *iwe_srq_priv(struct iwe_srq *srq)
 #define IWE_QP_EV_SRQ_LIMIT 0x2u
 #define IWE_QP_EV_IDLE      0x4u
 
-/* Receive hold (iwe_qp_attach_cm): the CM delivers ESTABLISHED before any
+/* Receive hold (iwe_qp_attach_llp's opts): the CM delivers ESTABLISHED before any
  * completion of the connection can be seen. */
 enum iwe_rx_hold {
 	IWE_RX_OPEN = 0,
@@ -286,7 +286,7 @@ struct iwe_qp_priv {
 	int stream_err;			/* errno the progress calls report */
 	int rx_dead;			/* the receive side gave up */
 	int want_drain;			/* notify when TX goes idle */
-	/* MPA roles (iwe_qp_attach_cm). */
+	/* MPA roles (iwe_qp_attach_llp's opts). */
 	int tx_gate;			/* responder: transmit nothing until
 					 * the first segment has arrived */
 	int first_rx;			/* the first segment has arrived */
@@ -429,11 +429,6 @@ struct iwe_qp_cm_opts {
 	const struct sockaddr_in *local, *remote;
 };
 
-/* iwe_qp_attach_stream with the MPA roles: NULL opts is the initiator
- * without RTR (what iwe_qp_attach_stream does). */
-int iwe_qp_attach_cm(struct iwe_qp *qp, int fd,
-		     const struct iwe_stream_params *p,
-		     const struct iwe_qp_cm_opts *o);
 /* Progress thread: the CM delivered ESTABLISHED; take the stream. */
 void iwe_qp_release_hold(struct iwe_qp *qp);
 /* Progress thread: stop watching the socket and forget notify; after

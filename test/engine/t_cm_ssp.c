@@ -63,9 +63,9 @@ static void test_adopt_both(void)
 	side_fresh(&a);
 	side_fresh(&b);
 	tcp_pair(&x, &y);
-	/* Small socket buffers, so that the Writes below find them full:
-	 * the sockets stay blocking (the consumer's flags), and a call on
-	 * them without MSG_DONTWAIT would block the engine's thread. */
+	/* Small socket buffers, so that the Writes below find them full
+	 * again and again: they must still cross whole while the sockets
+	 * stay blocking (the consumer's flags, which the engine leaves). */
 	small_bufs(x);
 	small_bufs(y);
 	CHECK(iwe_cm_adopt_passive(g_dev, y, NULL, final_msg, sizeof(final_msg), &pp,
