@@ -126,7 +126,13 @@ static int enter_state(struct iwe_conn *c, int prev)
 			 * sends the reply itself, once it watches the
 			 * socket. */
 			iwe_prog_timer_cancel(c->prog, &c->timer);
-			cm_watch(c, EPOLLIN | EPOLLET);
+			/* An SSP's socket keeps the interest it was peeked
+			 * with (EPOLLRDHUP too): an epoll_ctl fewer on the
+			 * upgrade's path.  A close reported meanwhile is
+			 * ignored in this state and reported again by the
+			 * QP's watch, or met by the reject's reply. */
+			cm_watch(c, c->adopted ? CM_SSP_PEEK_EVENTS :
+						 EPOLLIN | EPOLLET);
 			return s;
 		}
 		/* fall through */
@@ -463,8 +469,8 @@ static void do_accept(void *arg)
 		cm_enter(c, c->neg.rtr ? CS_RTR_WAIT : CS_ESTABLISHED);
 		return;
 	}
-	if (c->adopted)
-		cm_set_nodelay(c->fd);	/* it carries FPDUs from now on */
+	/* An adopted socket gets TCP_NODELAY once the reply is written
+	 * (cm_passive_reply_io). */
 	cm_enter(c, CS_ACCEPTING);
 }
 
@@ -819,10 +825,13 @@ static void do_adopt_active(void *arg)
 		cm_conn_drop(c);
 		return;
 	}
-	if (!c->udp)
-		cm_set_nodelay(a->fd);
 	a->out = c;
 	out_now(c);
+	/* After the request's send, not before: it is off the upgrade's
+	 * path then, and enabling it pushes whatever Nagle held (linux
+	 * pushes pending segments when TCP_NODELAY is set). */
+	if (!c->udp)
+		cm_set_nodelay(a->fd);
 	cm_enter(c, CS_MPA_SENT);	/* the loop writes what is left */
 }
 

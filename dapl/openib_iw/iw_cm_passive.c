@@ -305,6 +305,11 @@ int cm_passive_reply_io(struct iwe_conn *c)
 		if (err)
 			return accept_failed(c, err,
 					     "accept reply could not be sent");
+		/* An adopted socket carries FPDUs from now on.  Set after
+		 * the reply's send, off the upgrade's path (setting it
+		 * pushes anything Nagle held). */
+		if (c->adopted)
+			cm_set_nodelay(c->fd);
 		if (c->neg.rtr)
 			return CS_RTR_WAIT;
 		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL,

@@ -880,6 +880,11 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 			 const struct iwe_llp_ops *llp, const void *start)
 {
 	IWE_QP_ASSERT_LOCKED(q);
+	/* An MPA initiator's first FPDU (the RTR) goes before the watch's
+	 * epoll_ctl: the responder's ESTABLISHED waits for it, and nothing
+	 * the responder sends can come before it. */
+	int rtr_first = o && o->prog && !o->responder &&
+			(llp ? llp : device_llp(q)) == &iwe_llp_mpa;
 	int err, watched;
 
 	if ((q->state != IWE_QPS_INIT && q->state != IWE_QPS_RTR) ||
@@ -898,13 +903,14 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	else
 		iw_log_sock_addrs(fd, q->log_addrs, sizeof(q->log_addrs));
 	/* Watched before the transport sends anything (TRP's accept reply
-	 * goes at attach): the peer's answer then makes the socket ready
+	 * goes at attach; an MPA initiator's RTR, above, is the one thing
+	 * sent first): the peer's answer then makes the socket ready
 	 * in arrival order, ahead of what the peer did after it on other
 	 * connections.  Registered later, a socket whose RTR was already
 	 * in was queued behind the end of a connection the peer closed
 	 * after that RTR, and ESTABLISHED came after that DISCONNECTED
 	 * (dtestcm's server counts on the order). */
-	watched = o && o->prog && !watch_socket(q, fd, o);
+	watched = o && o->prog && !rtr_first && !watch_socket(q, fd, o);
 	err = llp_attach(q, llp ? llp : device_llp(q), start);
 	if (err) {
 		if (watched)
@@ -913,13 +919,18 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 		return err;
 	}
 	q->state = IWE_QPS_RTS;
+	if (rtr_first) {
+		apply_cm_opts(q, o);
+		run_tx(q);	/* not watched yet: update_watch waits */
+		watched = !watch_socket(q, fd, o);
+	}
 	/* A socket an MPA stream took under the watch has its bytes
 	 * reported by that ADD or MOD (edge-triggered, it tells what is
 	 * already there): the hold's release needs to read only what a read
 	 * during the hold left (iw_mpa_rx.c), or what came with the MPA
 	 * frame (start).  Else it reads, to be sure. */
 	q->rx_left = !watched || q->llp != &iwe_llp_mpa || start;
-	if (o)
+	if (o && !rtr_first)
 		apply_cm_opts(q, o);
 	if (q->prog && !watched) {
 		q->prog = NULL;
