@@ -424,6 +424,49 @@ static void own_input_locked(struct dapl_evd *evd, int *owned, int on)
 	*owned = on;
 }
 
+/* The device's loop makes connection events: a spin for them looks at
+ * the loop itself (iwe_device_poll, when no other thread runs it).  Once
+ * a look found nothing, the spin also keeps the progress thread asleep
+ * (iwe_device_spin) while no established connection's input is the
+ * thread's to place: every arrival had woken it as well, to find the
+ * spinner's work done or to race it; on 2 CPUs that wake-up took a CPU
+ * from the spinner or its peer, three or four times a side in each
+ * connection's setup (the SSP upgrade's median 97-124 us, 63-68 since;
+ * PSP connect-accept-disconnect cycles 5,700-6,400 a second, 7,400-7,800
+ * since).  Not at the first look: a wait that finds its event at once (a
+ * setup of thousands in flight) turns nothing off and on.  evd->lock
+ * held, dropped meanwhile; 1 when enough events came. */
+static int spin_conn_locked(struct dapl_evd *evd, DAT_COUNT threshold,
+			    uint64_t end)
+{
+	struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
+	int got = 0, quiet = 0;
+
+	for (;;) {
+		dapl_unlock(&evd->lock);
+		if (dev)
+			iwe_device_poll(dev);
+		dapl_lock(&evd->lock);
+		if (dapl_evd_count_locked(evd) >= threshold) {
+			got = 1;
+			break;
+		}
+		if (mono_us() >= end)
+			break;
+		dapl_unlock(&evd->lock);
+		if (dev && !quiet)
+			quiet = iwe_device_spin(dev, 1);
+		sched_yield();
+		dapl_lock(&evd->lock);
+	}
+	if (quiet) {
+		dapl_unlock(&evd->lock);
+		iwe_device_spin(dev, 0);
+		dapl_lock(&evd->lock);
+	}
+	return got;
+}
+
 /* evd->lock held; dropped while spinning, until until_us at the latest
  * (the wait's deadline; 0: none).  1 when enough events came. */
 static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
@@ -437,23 +480,10 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	if (!max)
 		return 0;
 	if (!evd->cq) {
-		/* Connection events: made by whoever runs the device's loop;
-		 * this thread, when it is free. */
-		struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
-
 		end = mono_us() + max;
-		if (until_us && until_us < end)
-			end = until_us;
-		do {
-			dapl_unlock(&evd->lock);
-			if (dev)
-				iwe_device_poll(dev);
-			sched_yield();
-			dapl_lock(&evd->lock);
-			if (dapl_evd_count_locked(evd) >= threshold)
-				return 1;
-		} while (mono_us() < end);
-		return 0;
+		return spin_conn_locked(evd, threshold,
+					until_us && until_us < end ? until_us
+								   : end);
 	}
 	own_input_locked(evd, owned, 1);
 	dapl_unlock(&evd->lock);

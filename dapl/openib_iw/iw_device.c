@@ -316,6 +316,15 @@ void iwe_device_poll(struct iwe_device *dev)
 		iwe_prog_poll(p);
 }
 
+int iwe_device_spin(struct iwe_device *dev, int on)
+{
+	struct iwe_prog *p = dev_prog(dev);
+
+	if (p)
+		iwe_prog_spin(p, on);
+	return p != NULL;
+}
+
 void iwe_device_awaited(struct iwe_device *dev)
 {
 	struct iwe_prog *p = dev_prog(dev);

@@ -20,7 +20,10 @@
  * from the epoll (a poll, a sleep): every taker queues its batch in the
  * same step as it takes it, and batches are dispatched in that order
  * (batch_take); so nobody sleeps in the device's epoll itself, but in an
- * outer one that holds it.
+ * outer one that holds it.  A consumer that spins on the loop's events
+ * (iwe_prog_spin) turns the device's epoll off in the outer one while no
+ * QP's input is the thread's to place, so that an arrival it takes
+ * itself does not wake the thread as well.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -94,6 +97,10 @@ struct iwe_prog {
 	 * cost a system call each, several per connection's setup. */
 	atomic_int evfd_armed;
 	int stop;				/* under lock */
+	/* Under lock: consumers that spin on the loop (iwe_prog_spin);
+	 * QPs whose input the thread places (iwe_prog_note_placing); the
+	 * device's epoll off in wfd (the thread quiet). */
+	int spinners, placing, quiet;
 	pthread_mutex_t run;			/* running the loop's work */
 	pthread_mutex_t lock;			/* calls, tasks, stop */
 	pthread_cond_t done_cv;
@@ -803,11 +810,50 @@ int iwe_prog_poll(struct iwe_prog *p)
 		return 0;
 	prog_borrowed = p;
 	take_rest(p, 0);
+	run_calls(p);	/* the thread may be asleep (iwe_prog_spin) */
 	run_tasks(p);
 	run_timers(p);
 	prog_borrowed = NULL;
 	call_done(p);
 	return 1;
+}
+
+/* lock held: the device's epoll off (quiet) or on in the outer epoll
+ * the thread sleeps in.  EPOLL_CTL_MOD, which cannot fail for want of
+ * memory as an ADD could; turned on, it reports at once -- and so wakes
+ * the thread for -- whatever came since the spinner's last look.  Quiet
+ * only while no QP's input is the thread's to place: a spinner that lost
+ * its CPU to another thread for a time slice must not hold back an
+ * established connection's data (the model's promise); what waits
+ * meanwhile is connection setup, the spinner's own business.  Never
+ * once the thread is to stop. */
+static void update_quiet(struct iwe_prog *p)
+{
+	int quiet = p->spinners > 0 && !p->placing && !p->stop;
+	struct epoll_event e = { .events = quiet ? 0 : EPOLLIN | EPOLLET,
+				 .data.u64 = PROG_KEY_EVENTS };
+
+	if (p->quiet == quiet)
+		return;
+	if (epoll_ctl(p->wfd, EPOLL_CTL_MOD, p->epfd, &e) < 0)
+		abort();	/* on a live registration: cannot */
+	p->quiet = quiet;
+}
+
+void iwe_prog_spin(struct iwe_prog *p, int on)
+{
+	pthread_mutex_lock(&p->lock);
+	p->spinners += on ? 1 : -1;
+	update_quiet(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void iwe_prog_note_placing(struct iwe_prog *p, int on)
+{
+	pthread_mutex_lock(&p->lock);
+	p->placing += on ? 1 : -1;
+	update_quiet(p);
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* run held: the loop's work due now (calls, tasks, timers), on a
@@ -1024,6 +1070,8 @@ void iwe_prog_stop(struct iwe_prog *p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->stop = 1;
+	update_quiet(p);	/* a spinner left behind must not keep the
+				 * thread from its stop */
 	pthread_mutex_unlock(&p->lock);
 	prog_wake(p);
 	pthread_join(p->thread, NULL);

@@ -68,6 +68,18 @@ void iwe_prog_call(struct iwe_prog *p, void (*fn)(void *arg), void *arg);
  * new while another thread takes (iw_progress.c); 0 when the loop is not
  * free (the thread, or another, runs it: they dispatch it). */
 int iwe_prog_poll(struct iwe_prog *p);
+/* A consumer thread begins (on 1) or ends (on 0) a spin of
+ * iwe_prog_poll looks: meanwhile, unless the thread places some QP's
+ * input (iwe_prog_note_placing), the device's events do not wake the
+ * thread -- the spinner takes them, and a wake-up of the thread as
+ * well, for nothing, took a CPU from the spinner or its peer.  Spins
+ * nest and overlap; when the last ends, the thread is woken for what
+ * came since the last look.  Bounded by the spinner: it must keep
+ * looking until it ends the spin. */
+void iwe_prog_spin(struct iwe_prog *p, int on);
+/* A QP watched on p begins (on 1) or ends (on 0) to have its input
+ * placed by the thread: its hold released, until it is unwatched. */
+void iwe_prog_note_placing(struct iwe_prog *p, int on);
 /* A consumer thread about to sleep in a wait: sleep until one of fds
  * (its EVD's or CNO's) is readable, the loop has input, or the
  * CLOCK_MONOTONIC deadline (ns; ~0: none), dispatching on this thread

@@ -600,6 +600,9 @@ static void unwatch(void *arg)
 
 	iwe_qp_lock(q);
 	update_hooks(q, -1, 0);
+	if (q->placing)
+		iwe_prog_note_placing(q->prog, 0);
+	q->placing = 0;
 	iwe_prog_watch_del(q->prog, &q->watch);
 	iwe_prog_unpost(q->prog, &q->defer_task);
 	iwe_prog_unpost(q->prog, &q->rnr_task);
@@ -967,6 +970,11 @@ void iwe_qp_release_hold(struct iwe_qp *qp)
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
 	iwe_qp_lock(q);
+	if (q->prog && q->watch.fd >= 0 && !q->placing) {
+		/* The thread places its input from now on. */
+		q->placing = 1;
+		iwe_prog_note_placing(q->prog, 1);
+	}
 	if (q->rx_hold != IWE_RX_OPEN) {
 		q->rx_hold = IWE_RX_OPEN;
 		/* Nothing left behind: no recv that could only say EAGAIN

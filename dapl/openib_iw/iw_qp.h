@@ -300,6 +300,8 @@ struct iwe_qp_priv {
 	struct iwe_prog *prog;
 	struct iwe_prog_watch watch;	/* EPOLLET; its interest changes
 					 * under the QP lock, any thread */
+	int placing;			/* counted in iwe_prog_note_placing:
+					 * watched, its hold released */
 	atomic_uint_fast64_t input_wakeups;	/* iwe_qp_stats' */
 	uint64_t rx_reads;		/* reads of the socket that got data */
 	uint64_t rx_data;		/* data packets or reads taken, not a
