@@ -99,13 +99,20 @@ static inline int cpair_connect(struct cpair *p, uint64_t service,
 	return ok && wait_type(&p->lb, 0, IWE_CM_ESTABLISHED);
 }
 
-/* The usual pair: MPA revision 2 without CRC, the initiator's RTR a
- * zero-length Write, 4 bytes of private data each way. */
-static inline int cpair_std_connect(struct cpair *p, uint64_t service,
-				    const char *tag)
+/* The usual parameters: MPA revision 2 without CRC, the initiator's RTR
+ * a zero-length Write. */
+static inline void cpair_std_params(struct cpair *p)
 {
 	p->ap = cm_params(2, 0, IW_RTR_WRITE);
 	p->bp = cm_params(2, 0, 0);
+}
+
+/* The usual pair: the usual parameters, 4 bytes of private data each
+ * way. */
+static inline int cpair_std_connect(struct cpair *p, uint64_t service,
+				    const char *tag)
+{
+	cpair_std_params(p);
 	return cpair_connect(p, service, 4, 4, tag);
 }
 

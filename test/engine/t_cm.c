@@ -114,8 +114,7 @@ static void test_reject(void)
 	struct rec *r;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
+	cpair_std_params(&p);
 	p.lp.on_request = reject_in_handler;
 	iwe_cm_listen(g_dev, 31140, &p.bp, 0, on_event, &p.lp, &p.l);
 	CHECK(iwe_cm_connect(p.a.qp, &dst, 31140, "hi", 2, 2000, &p.ap,
@@ -143,8 +142,7 @@ static void test_awaited_count(void)
 	int ok;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
+	cpair_std_params(&p);
 	CHECK(cm_awaited_now() == 0, "awaited: no conn counted before");
 	CHECK(iwe_cm_listen(g_dev, 31150, &p.bp, 0, on_event, &p.lp,
 			    &p.l) == 0 &&

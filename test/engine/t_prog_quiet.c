@@ -49,8 +49,7 @@ static void test_spin_end_dispatches(void)
 	int ok;
 
 	cpair_open(&p);
-	p.ap = cm_params(2, 0, IW_RTR_WRITE);
-	p.bp = cm_params(2, 0, 0);
+	cpair_std_params(&p);
 	ok = iwe_cm_listen(g_dev, 31421, &p.bp, 0, on_event, &p.lp,
 			   &p.l) == 0;
 	ok = ok && iwe_device_spin(g_dev, 1) == 1 &&
