@@ -83,8 +83,9 @@ void iwe_device_query(const struct iwe_device *dev,
  * connection), unless the progress thread is at it already. */
 void iwe_device_poll(struct iwe_device *dev);
 /* A consumer thread begins (on 1) or ends (on 0) a bounded spin of
- * iwe_device_poll looks, which then dispatch what comes: meanwhile
- * nothing wakes the progress thread as well (iw_progress.h).  A begin
+ * iwe_device_poll looks, which then dispatch what comes: meanwhile the
+ * progress thread is not woken as well, unless it places an established
+ * connection's input (iw_progress.h).  A begin
  * returns 1 when it counted (the device has a progress thread), and
  * only such a begin is ended. */
 int iwe_device_spin(struct iwe_device *dev, int on);

@@ -922,8 +922,9 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 		return err;
 	}
 	q->state = IWE_QPS_RTS;
-	if (rtr_first) {
+	if (o)
 		apply_cm_opts(q, o);
+	if (rtr_first) {
 		run_tx(q);	/* not watched yet: update_watch waits */
 		watched = !watch_socket(q, fd, o);
 	}
@@ -933,8 +934,6 @@ static int attach_locked(struct iwe_qp_priv *q, int fd,
 	 * during the hold left (iw_mpa_rx.c), or what came with the MPA
 	 * frame (start).  Else it reads, to be sure. */
 	q->rx_left = !watched || q->llp != &iwe_llp_mpa || start;
-	if (o && !rtr_first)
-		apply_cm_opts(q, o);
 	if (q->prog && !watched) {
 		q->prog = NULL;
 		q->notify = NULL;
