@@ -970,18 +970,10 @@ static int wpp_post(struct wpp *w, uint64_t id, char v)
 static int wpp_write_polled(struct wpp *w, char v)
 {
 	struct ibv_wc wc;
-	long end = now_ms() + WAIT_MS;
-	int n;
 
 	if (wpp_post(w, (uint64_t)(unsigned char)v, v))
 		return 0;
-	while ((n = iwe_poll_cq(w->s->scq, 1, &wc)) == 0) {
-		if (now_ms() > end)
-			return 0;
-		if (under_valgrind())
-			sched_yield();
-	}
-	return n == 1 && wc.status == IBV_WC_SUCCESS &&
+	return poll_one(w->s->scq, &wc) && wc.status == IBV_WC_SUCCESS &&
 	       wc.opcode == IBV_WC_RDMA_WRITE;
 }
 
