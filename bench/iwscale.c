@@ -15,11 +15,14 @@
  *      connection EVD (requests too) for all its EPs, and one registered
  *      region for all their buffers; one connection is made and torn
  *      down (what the provider starts at the first connection and keeps
- *      is then in every snapshot), and each side takes its snapshot;
- *   3. connection 0 alone, "lone" (scale_busy.c): empty polls of the
+ *      is then in every snapshot); each side also opens a second IA
+ *      with the same resources for one connection, "lone", made now
+ *      (scale_lone.c; qualifier or TCP port qual+64); then each side
+ *      takes its snapshot;
+ *   3. connection 0 alone, "first" (scale_busy.c): empty polls of the
  *      receive EVD, the 8 B polling ping-pong (pp_iters round trips, or
  *      busy_secs of them) and busy_secs of 64 KiB RDMA Writes (rows
- *      poll_lone, pingpong_lone, write_lone);
+ *      poll_first, pingpong_first, write_first);
  *   4. connections 1..conns-1, up to `inflight` connects outstanding:
  *      to Public Service Points (qualifiers qual, qual+1, ...), or with
  *      --ssp plain TCP connections upgraded by SSPs (TCP ports qual,
@@ -36,8 +39,11 @@
  *      mem_connected, after the setup, and mem_idle, after the use and
  *      SCALE_REST_MS of quiet; sides
  *      active, passive, kernel);
- *   7. step 3 again with the others connected and idle (rows poll_busy,
- *      pingpong_busy, write_busy);
+ *   7. step 3 again with the others connected and idle, in 3 turns
+ *      with the lone connection (lone, busy, lone, busy...; each turn a
+ *      third of the round trips and seconds), each kind's turns pooled:
+ *      rows poll_lone, pingpong_lone, write_lone and poll_busy,
+ *      pingpong_busy, write_busy;
  *   8. teardown: the active side disconnects all, each side frees an EP
  *      on its DISCONNECTED; timed to the last EP freed (row teardown);
  *   9. leaks: each side's descriptors, threads, heap in use and anonymous
@@ -182,8 +188,9 @@ static void intro(const struct scale_opts *o)
 	if (o->depth)
 		printf("         EP queues: %d DTOs each way, 1 IOV, 1 RDMA Read\n", o->depth);
 	printf("         use: %zu B Write, Read, Send each way; memory: growth since the IA opened;\n"
-	       "         kernel: machine-wide TCP buffers (sockstat) and Slab; lone = connection 0\n"
-	       "         measured before the others connected\n", o->size);
+	       "         kernel: machine-wide TCP buffers (sockstat) and Slab; first = connection 0\n"
+	       "         before the others connected; lone = a connection on an IA of its own,\n"
+	       "         measured in turns with the busy one\n", o->size);
 	print_load("at the start");
 }
 

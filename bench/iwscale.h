@@ -18,6 +18,12 @@
  * listeners of the DAT connections, which take qual + j). */
 #define SCALE_TCP_PORT_OFFSET 32
 #define SCALE_MAX_LISTENERS 32
+/* The lone connection's listener (scale_lone.c): qual + this, above the
+ * TCP baseline's. */
+#define SCALE_LONE_QUAL_OFFSET (SCALE_TCP_PORT_OFFSET + SCALE_MAX_LISTENERS)
+/* Turns of the lone and the busy connection in the busy phase, each
+ * with a share of the ping-pong's round trips and of the seconds. */
+#define SCALE_TURNS 3
 /* The busy connection's buffers, after the per-connection slots. */
 #define SCALE_PP_SIZE 8
 #define SCALE_STREAM_SIZE 65536
@@ -46,7 +52,7 @@ struct scale_opts {
 /* Phases and messages of the control channel (a socketpair). */
 enum scale_step {
 	STEP_TCP_READY = 1, STEP_TCP_DONE, STEP_TCP_CLOSED,
-	STEP_DAT_READY, STEP_PRIMED, STEP_LONE_UP, STEP_BUSY, STEP_BUSY_DONE,
+	STEP_DAT_READY, STEP_LONE_READY, STEP_LONE_UP, STEP_PRIMED, STEP_FIRST_UP, STEP_BUSY, STEP_BUSY_DONE,
 	STEP_SETUP_DONE, STEP_USE, STEP_USE_DONE, STEP_TEARDOWN,
 	STEP_TEARDOWN_DONE, STEP_LEAK, STEP_STOP
 };
@@ -216,8 +222,41 @@ struct busy_result {
 	double stream_secs;
 	long errors;
 };
-int busy_active(struct scale_side *s, struct busy_result *r);
+/* What the active side measures: pp_iters round trips (or secs of
+ * them, whichever ends first), then secs of the stream. */
+struct busy_plan {
+	long pp_iters;
+	double secs;
+};
+int busy_active(struct scale_side *s, const struct busy_plan *p, struct busy_result *r);
 int busy_passive(struct scale_side *s);
+/* Turns of one kind summed up: their round trips pooled (at most cap),
+ * the polls, Writes and seconds added. */
+struct busy_pool {
+	struct busy_result sum;
+	uint64_t *lat;
+	long n, cap;
+};
+int busy_pool_init(struct busy_pool *bp, long cap);
+/* A turn on s, whose round trips are still in s->lat. */
+void busy_pool_add(struct busy_pool *bp, const struct scale_side *s, const struct busy_result *r);
+/* The pooled result; frees the pool. */
+void busy_pool_result(struct busy_pool *bp, struct busy_result *r);
+
+/* scale_lone.c: the lone connection, on an IA of its own beside the
+ * others' (both sides; steps LONE_READY and, from the passive side,
+ * LONE_UP) */
+int lone_open(struct scale_side *lone, struct scale_opts *lo, const struct scale_side *s);
+/* Its teardown (the active side disconnects), before the snapshot of
+ * what the torn-down connections left: it was used in the turns. */
+int lone_teardown(struct scale_side *lone);
+/* Its IA closed (and the passive side's listener). */
+void lone_close(struct scale_side *lone);
+/* Both sides: SCALE_TURNS turns of the lone and the busy connection,
+ * lone first; the active side's results pooled by kind. */
+int turns_active(struct scale_side *lone, struct scale_side *s, struct busy_result *lone_r,
+		 struct busy_result *busy_r);
+int turns_passive(struct scale_side *lone, struct scale_side *s);
 
 /* scale_run.c: each process's whole run; the exit status. */
 int active_run(const struct scale_opts *o, int ctl);

@@ -77,7 +77,9 @@ function scale_tables(    c, line, n) {
 	scale_line("  never used, passive: resident", "mem_connected_passive", 0, "rss_per_ep", 1024)
 	scale_line("  kernel, both sockets: TCP buffers", "mem_idle_kernel", 0, "rss_per_ep", 1024)
 	scale_line("  kernel, both sockets: Slab", "mem_idle_kernel", 0, "heap_per_ep", 1024)
-	print "connection 0 alone, then busy among the idle others"
+	print "connection 0 alone first; then, in turns, a lone connection (an IA of its own) and connection 0 busy among the idle others"
+	scale_line("  8 B ping-pong polling, first, median us", "pingpong_first", 8, "lat_median_us", 1)
+	scale_line("  64 KiB RDMA Write, first, MB/s", "write_first", 65536, "MBps", 1)
 	scale_line("  empty poll of the receive EVD, lone, us", "poll_lone", 0, "lat_mean_us", 1)
 	scale_line("  empty poll, among the idle, us", "poll_busy", 0, "lat_mean_us", 1)
 	scale_line("  8 B ping-pong polling, lone, median us", "pingpong_lone", 8, "lat_median_us", 1)
@@ -91,7 +93,7 @@ function scale_tables(    c, line, n) {
 	scale_flat_line("  ... and after the IA closed", "leak_closed")
 	scale_line("resident left after teardown, active, B/conn", "leak_freed_active", 0, "rss_per_ep", 1)
 	scale_line("  passive, B/conn", "leak_freed_passive", 0, "rss_per_ep", 1)
-	printf "(a cell n/a: not measured -- see results.csv and the iwscale logs; lone: connection 0 before the others connected)\n"
+	printf "(a cell n/a: not measured -- see results.csv and the iwscale logs; first: connection 0 before the others connected; lone: a connection on a second IA, measured in turns with the busy one)\n"
 }
 
 # 1 when every scale row of column c validated (and the run got to its

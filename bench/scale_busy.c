@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /* iwscale: one busy connection (index 0).  Measured once alone, before
- * the others connect, and again among all the others, connected and idle:
- * a cost per message that grows with the connections an IA holds shows
- * as the difference.
+ * the others connect ("first"), and among all the others, connected and
+ * idle, in turns with a lone connection on an IA of its own
+ * (scale_lone.c): a cost per message that grows with the connections an
+ * IA holds shows as the difference.
  *   empty polls: dat_evd_dequeue on the receive EVD with nothing to come
  *     (the active side alone, before the ping-pong; as many unmeasured first);
  *   ping-pong: 8 B Sends back and forth, both sides spinning on
@@ -15,6 +16,7 @@
  *     time runs to the answer.
  * Both EVDs are the ones every connection shares. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "iwscale.h"
@@ -100,9 +102,10 @@ static int send_word(struct scale_side *s, uint64_t seed, long i)
  * pp_iters or busy_s seconds of them, whichever ends first (so that a
  * slow provider does not stretch the run); their times go to s->lat.
  * A STOP word instead of a ping ends the passive side's loop. */
-static int ping_active(struct scale_side *s, long *kept, long *errors)
+static int ping_active(struct scale_side *s, const struct busy_plan *p, long *kept,
+		       long *errors)
 {
-	long warm = s->o->pp_iters / 10, n = warm + s->o->pp_iters, i;
+	long warm = p->pp_iters / 10, n = warm + p->pp_iters, i;
 	uint64_t end = UINT64_MAX;
 	int more = 1;
 
@@ -114,7 +117,7 @@ static int ping_active(struct scale_side *s, long *kept, long *errors)
 		uint64_t t0 = lat_now_ns(), rtt;
 
 		if (i == warm)
-			end = t0 + (uint64_t)(s->o->busy_s * 1e9);
+			end = t0 + (uint64_t)(p->secs * 1e9);
 		pat_fill(side_busy_ptr(s, BB_PP_TX), SCALE_PP_SIZE, SEED_PING, (uint64_t)i);
 		if (post(s, 1, BB_PP_TX, SCALE_PP_SIZE, OP_PP_SEND) ||
 		    spin(s, s->recv_evd, OP_PP_RECV))
@@ -151,19 +154,19 @@ static int ping_passive(struct scale_side *s, long *errors)
 	}
 }
 
-/* Active: Writes for busy_s seconds, then the count in a Send; the
+/* Active: Writes for p->secs seconds, then the count in a Send; the
  * answer carries the passive side's errors. */
-static int stream_active(struct scale_side *s, struct busy_result *r)
+static int stream_active(struct scale_side *s, const struct busy_plan *p, struct busy_result *r)
 {
 	long w = side_stream_window(s->o), i = 0, out = 0;
 	uint64_t t0, end, count, errs;
 
-	side_log(s, "stream: %.1f s of 64 KiB Writes", s->o->busy_s);
+	side_log(s, "stream: %.2f s of 64 KiB Writes", p->secs);
 	pat_fill(side_stream_ptr(s), SCALE_STREAM_SIZE + PAT_SLACK, SEED_STREAM, 0);
 	if (post(s, 0, BB_CTL_RX, 8, OP_CTL_RECV))
 		return -1;
 	t0 = lat_now_ns();
-	end = t0 + (uint64_t)(s->o->busy_s * 1e9);
+	end = t0 + (uint64_t)(p->secs * 1e9);
 	while (lat_now_ns() < end || out > 0) {
 		while (out < w && lat_now_ns() < end) {
 			DAT_LMR_TRIPLET src = side_stream_src(s, pat_woff((uint64_t)i) * 8);
@@ -240,15 +243,15 @@ static long poll_empty(struct scale_side *s, long n, double secs)
 	return k;
 }
 
-static int empty_polls(struct scale_side *s, struct busy_result *r)
+static int empty_polls(struct scale_side *s, double secs, struct busy_result *r)
 {
 	uint64_t t0;
 	long k;
 
-	if (poll_empty(s, EMPTY_POLLS, s->o->busy_s) < 0)
+	if (poll_empty(s, EMPTY_POLLS, secs) < 0)
 		return -1;
 	t0 = lat_now_ns();
-	k = poll_empty(s, EMPTY_POLLS, s->o->busy_s);
+	k = poll_empty(s, EMPTY_POLLS, secs);
 	if (k < 0)
 		return -1;
 	r->poll_secs = (double)(lat_now_ns() - t0) / 1e9;
@@ -258,22 +261,32 @@ static int empty_polls(struct scale_side *s, struct busy_result *r)
 
 /* The steps are paced over the control channel, so that each side's
  * receives are posted before the peer sends. */
-int busy_active(struct scale_side *s, struct busy_result *r)
+/* The round trips' times kept in lat[0, n): their sum and summary. */
+static void rtts_summarize(struct busy_result *r, uint64_t *lat, long n)
 {
-	struct scale_msg peer;
 	uint64_t sum = 0;
 
-	memset(r, 0, sizeof *r);
-	if (empty_polls(s, r) || ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_BUSY }) ||
-	    ping_active(s, &r->rtts, &r->errors))
-		return -1;
-	for (long k = 0; k < r->rtts; k++)
-		sum += s->lat[k];
+	for (long k = 0; k < n; k++)
+		sum += lat[k];
+	r->rtts = n;
 	r->rtt_secs = (double)sum / 1e9;
-	r->lat_mean_us = r->rtts ? (double)sum / (double)r->rtts / 2e3 : 0;
-	lat_summarize(s->lat, r->rtts, 0.5, &r->lat);
+	r->lat_mean_us = n ? (double)sum / (double)n / 2e3 : 0;
+	lat_summarize(lat, n, 0.5, &r->lat);
+}
+
+int busy_active(struct scale_side *s, const struct busy_plan *p, struct busy_result *r)
+{
+	struct scale_msg peer;
+	long kept;
+
+	memset(r, 0, sizeof *r);
+	if (empty_polls(s, p->secs, r) ||
+	    ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_BUSY }) ||
+	    ping_active(s, p, &kept, &r->errors))
+		return -1;
+	rtts_summarize(r, s->lat, kept);
 	/* The passive side's receive for the stream's count is posted. */
-	if (ctl_recv(s->ctl, STEP_BUSY, s->o->wait_s, &peer) || stream_active(s, r) ||
+	if (ctl_recv(s->ctl, STEP_BUSY, s->o->wait_s, &peer) || stream_active(s, p, r) ||
 	    ctl_recv(s->ctl, STEP_BUSY_DONE, s->o->wait_s, &peer))
 		return -1;
 	r->errors += peer.errors;
@@ -290,4 +303,33 @@ int busy_passive(struct scale_side *s)
 	    ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_BUSY }) || stream_passive(s, &errors))
 		return -1;
 	return ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_BUSY_DONE, .errors = errors });
+}
+
+int busy_pool_init(struct busy_pool *bp, long cap)
+{
+	*bp = (struct busy_pool){ .cap = cap, .lat = calloc((size_t)cap, sizeof *bp->lat) };
+	if (!bp->lat)
+		fprintf(stderr, "iwscale: out of memory for %ld round trips\n", cap);
+	return bp->lat ? 0 : -1;
+}
+
+void busy_pool_add(struct busy_pool *bp, const struct scale_side *s, const struct busy_result *r)
+{
+	long n = r->rtts < bp->cap - bp->n ? r->rtts : bp->cap - bp->n;
+
+	memcpy(bp->lat + bp->n, s->lat, (size_t)n * sizeof *bp->lat);
+	bp->n += n;
+	bp->sum.polls += r->polls;
+	bp->sum.poll_secs += r->poll_secs;
+	bp->sum.writes += r->writes;
+	bp->sum.stream_secs += r->stream_secs;
+	bp->sum.errors += r->errors;
+}
+
+void busy_pool_result(struct busy_pool *bp, struct busy_result *r)
+{
+	*r = bp->sum;
+	rtts_summarize(r, bp->lat, bp->n);
+	free(bp->lat);
+	bp->lat = NULL;
 }

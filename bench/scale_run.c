@@ -127,7 +127,8 @@ static uint64_t later(uint64_t a, uint64_t b)
 
 /* The figures of the active side's run, gathered as it goes. */
 struct active_run {
-	struct scale_side s;
+	struct scale_side s, lone;
+	struct scale_opts lone_o;
 	struct proc_usage u0, u1;
 	long sockets0, sockets1;	/* held at u0, u1 */
 	struct kernel_usage k1;
@@ -244,14 +245,16 @@ static void report_leak(struct active_run *a, const char *what, const struct pro
 	scale_row_out(a->s.o, &r);
 }
 
-/* The lone connection, measured before the others connect. */
-static int lone_phase(struct active_run *a, struct busy_result *lone)
+/* Connection 0, measured before the others connect. */
+static int first_phase(struct active_run *a, struct busy_result *first)
 {
 	struct scale_msg m = { 0 }, peer;
+	struct busy_plan p = { .pp_iters = a->s.o->pp_iters, .secs = a->s.o->busy_s };
 
-	side_log(&a->s, "the lone connection");
+	side_log(&a->s, "connection 0 before the others");
 	return connect_range(&a->s, 0, 1, &m) ||
-	       ctl_recv(a->s.ctl, STEP_LONE_UP, a->s.o->wait_s, &peer) || busy_active(&a->s, lone);
+	       ctl_recv(a->s.ctl, STEP_FIRST_UP, a->s.o->wait_s, &peer) ||
+	       busy_active(&a->s, &p, first);
 }
 
 /* peer: the passive side's SETUP_DONE (its usage when connected). */
@@ -321,7 +324,7 @@ int active_run(const struct scale_opts *o, int ctl)
 {
 	static struct active_run a;
 	struct scale_msg m = { 0 }, peer = { 0 };
-	struct busy_result lone, busy;
+	struct busy_result first, lone, busy;
 	struct proc_usage u2, u3;
 	long held;
 	int rc;
@@ -342,29 +345,32 @@ int active_run(const struct scale_opts *o, int ctl)
 		goto fail;
 	a.s.peer.rmr_context = (DAT_RMR_CONTEXT)peer.rmr;
 	a.s.peer.virtual_address = (DAT_VADDR)peer.addr;
-	if (prime(&a.s))
+	if (lone_open(&a.lone, &a.lone_o, &a.s) || prime(&a.s))
 		goto fail;
 	a.u1 = usage_trimmed(LONG_MAX, &a.sockets1);
 	a.k1 = kernel_usage_now();
-	if (lone_phase(&a, &lone))
+	if (first_phase(&a, &first))
 		goto fail;
 	memset(&peer, 0, sizeof peer);
 	if (o->n > 1 && setup_phase(&a, &peer))
 		goto fail;
 	if (use_phase(&a, &peer))
 		goto fail;
-	side_log(&a.s, "one busy connection among %ld idle", o->n - 1);
-	if (busy_active(&a.s, &busy))
+	side_log(&a.s, "one busy connection among %ld idle, in turns with the lone one", o->n - 1);
+	if (turns_active(&a.lone, &a.s, &lone, &busy))
 		goto fail;
+	report_busy(&a, "poll_first", "pingpong_first", "write_first", &first, 1);
 	report_busy(&a, "poll_lone", "pingpong_lone", "write_lone", &lone, 1);
 	report_busy(&a, "poll_busy", "pingpong_busy", "write_busy", &busy, 1);
 	scale_row_ratio(o, "8 B ping-pong mean, busy among idle vs lone", "us", busy.lat_mean_us,
 			lone.lat_mean_us);
-	if (teardown_phase(&a))
+	if (teardown_phase(&a) || lone_teardown(&a.lone))
 		goto fail;
-	u2 = proc_usage_diff(usage_trimmed(a.sockets1, &held), a.u1);
-	if (side_async_errors(&a.s))
+	/* The lone connection's socket was held at the snapshot. */
+	u2 = proc_usage_diff(usage_trimmed(a.sockets1 - 1, &held), a.u1);
+	if (side_async_errors(&a.s) || side_async_errors(&a.lone))
 		a.ok = 0;
+	lone_close(&a.lone);
 	side_close(&a.s);
 	u3 = proc_usage_diff(usage_trimmed(a.sockets0, &held), a.u0);
 	if (ctl_recv(ctl, STEP_LEAK, o->wait_s, &peer))
@@ -383,13 +389,13 @@ fail:
 
 /* ----------------------------------------------------------- passive */
 
-static int passive_phases(struct scale_side *s, struct proc_usage u1)
+static int passive_phases(struct scale_side *s, struct scale_side *lone, struct proc_usage u1)
 {
 	struct scale_msg m = { .step = STEP_SETUP_DONE }, go;
 	long n = s->o->n;
 
 	if (accept_range(s, 0, 1, &(struct scale_msg){ 0 }) ||
-	    ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_LONE_UP }) || busy_passive(s))
+	    ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_FIRST_UP }) || busy_passive(s))
 		return -1;
 	if (n > 1 && accept_range(s, 1, n, &m))
 		return -1;
@@ -406,19 +412,20 @@ static int passive_phases(struct scale_side *s, struct proc_usage u1)
 	m.step = STEP_USE_DONE;
 	malloc_trim(0);		/* the freed pages back, as for the leak rows */
 	m.use[1] = proc_usage_diff(proc_usage_now(), u1);
-	if (ctl_send(s->ctl, &m) || busy_passive(s) ||
+	if (ctl_send(s->ctl, &m) || turns_passive(lone, s) ||
 	    ctl_recv(s->ctl, STEP_TEARDOWN, s->o->wait_s, &go))
 		return -1;
 	memset(&m, 0, sizeof m);
 	if (teardown(s, &m))
 		return -1;
 	m.step = STEP_TEARDOWN_DONE;
-	return ctl_send(s->ctl, &m);
+	return ctl_send(s->ctl, &m) || lone_teardown(lone);
 }
 
 int passive_run(const struct scale_opts *o, int ctl)
 {
-	static struct scale_side s;
+	static struct scale_side s, lone;
+	static struct scale_opts lone_o;
 	struct scale_msg m = { 0 };
 	struct proc_usage u0, u1;
 	long sockets0, sockets1, held;
@@ -432,15 +439,16 @@ int passive_run(const struct scale_opts *o, int ctl)
 		goto fail;
 	m = (struct scale_msg){ .step = STEP_DAT_READY, .rmr = s.reg.rctx,
 				.addr = (uint64_t)(uintptr_t)s.reg.buf };
-	if (ctl_send(ctl, &m) || prime(&s))
+	if (ctl_send(ctl, &m) || lone_open(&lone, &lone_o, &s) || prime(&s))
 		goto fail;
 	u1 = usage_trimmed(LONG_MAX, &sockets1);
-	if (passive_phases(&s, u1))
+	if (passive_phases(&s, &lone, u1))
 		goto fail;
 	m = (struct scale_msg){ .step = STEP_LEAK };
-	m.use[0] = proc_usage_diff(usage_trimmed(sockets1, &held), u1);
-	if (side_async_errors(&s))
+	m.use[0] = proc_usage_diff(usage_trimmed(sockets1 - 1, &held), u1);
+	if (side_async_errors(&s) || side_async_errors(&lone))
 		m.errors++;
+	lone_close(&lone);
 	unlisten_all(&s);
 	side_close(&s);
 	m.use[1] = proc_usage_diff(usage_trimmed(sockets0, &held), u0);

@@ -57,7 +57,8 @@ rows_wrong() {
 	}
 	END {
 		m = split("tcp_setup/both setup/both use/both mem_connected/active mem_connected/passive " \
-			  "mem_connected/kernel mem_idle/active mem_idle/passive poll_lone/active " \
+			  "mem_connected/kernel mem_idle/active mem_idle/passive poll_first/active " \
+			  "pingpong_first/active write_first/active poll_lone/active " \
 			  "pingpong_lone/active write_lone/active poll_busy/active pingpong_busy/active " \
 			  "write_busy/active teardown/both leak_freed/active leak_freed/passive " \
 			  "leak_closed/active leak_closed/passive", want, " ")
