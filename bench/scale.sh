@@ -11,7 +11,7 @@
 # Each run: plain TCP connect/accept of as many (the baseline), the
 # pipelined setup (BENCH_SCALE_INFLIGHT connects in flight, 256), every
 # connection used and checked, memory per connected EP (user and
-# kernel), one busy connection among the idle ones next to it alone,
+# kernel), one busy connection among the idle ones in turns with a lone one,
 # teardown, leak checks (bench/iwscale.c).  Each run within
 # BENCH_SCALE_TIMEOUT seconds (3600), on qualifiers and TCP ports from
 # BENCH_SCALE_QUAL (64500) up; BENCH_SCALE_ARGS adds iwscale
