@@ -99,7 +99,8 @@ test/dapltest/t_mem test/dapltest/t_ep test/dapltest/t_share test/dapltest/t_sp
 test/dapltest/t_srq test/dapltest/t_ext_dispatch test/engine/t_engine_local
 test/engine/t_mpa_parse test/engine/t_qp_loop test/engine/t_qp_term
 test/engine/t_cm test/engine/t_cm_ssp test/engine/t_srq test/engine/t_mw
-test/engine/t_trp_wire test/engine/t_cm_trp test/engine/t_prog_quiet"
+test/engine/t_trp_wire test/engine/t_cm_trp test/engine/t_prog_quiet
+test/engine/t_qp_hold"
 # The plain tree's programs are the ones valgrind wants (same configure
 # options): no tree of its own to build.  The plain results of these
 # programs are set aside while valgrind runs them, its results then move
