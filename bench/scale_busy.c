@@ -259,8 +259,6 @@ static int empty_polls(struct scale_side *s, double secs, struct busy_result *r)
 	return 0;
 }
 
-/* The steps are paced over the control channel, so that each side's
- * receives are posted before the peer sends. */
 /* The round trips' times kept in lat[0, n): their sum and summary. */
 static void rtts_summarize(struct busy_result *r, uint64_t *lat, long n)
 {
@@ -274,6 +272,8 @@ static void rtts_summarize(struct busy_result *r, uint64_t *lat, long n)
 	lat_summarize(lat, n, 0.5, &r->lat);
 }
 
+/* The steps are paced over the control channel, so that each side's
+ * receives are posted before the peer sends. */
 int busy_active(struct scale_side *s, const struct busy_plan *p, struct busy_result *r)
 {
 	struct scale_msg peer;
