@@ -15,8 +15,10 @@
 #   bibw       iwdtest -m bibw (RDMA Writes both ways), blocking
 #              (BENCH_BW_POLL=1: polling too), window BENCH_WINDOW;
 #   plain TCP for these: tcp_baseline -m pingpong, blocking and -p, at the
-#              sizes of wpp and rdv (op pingpong_sweep), -m stream at the
-#              rendezvous sizes (op stream_sweep), -m bidir,bidir1;
+#              sizes of wpp and rdv (op pingpong_sweep), -m handoff at
+#              wpp's (op wpp_handoff: read by a helper thread while the
+#              consumer spins on memory, wpp's arrangement), -m stream at
+#              the rendezvous sizes (op stream_sweep), -m bidir,bidir1;
 #   twopair    two iwdtest pairs at once (CRC off), then two tcp_baseline
 #              pairs at once: 8 B ping-pong, blocking and polling; rows
 #              twopair_a and twopair_b per pair and twopair, their mean;
@@ -204,12 +206,15 @@ tcp_patterns() {
 	want wpp && pp=$pat_bytes
 	want rdv && pp=$pp${pp:+,}$rdv_bytes
 	pp=$(echo "$pp" | tr ',' '\n' | awk 'NF' | sort -n -u | paste -s -d,)
-	op_renames="pingpong:pingpong_sweep stream:stream_sweep"
+	op_renames="pingpong:pingpong_sweep stream:stream_sweep handoff:wpp_handoff"
 	log_tag=-sweep
 	if [ -n "$pp" ]; then
 		tcp block "-m pingpong -S $pp -t $pat_secs"
 		tcp poll "-m pingpong -S $pp -t $pat_secs"
 	fi
+	# wpp's floor: plain TCP read by a helper thread while the consumer
+	# spins on memory (tcp_baseline's handoff mode).
+	want wpp && tcp block "-m handoff -S $pat_bytes -t $pat_secs"
 	if want rdvstream && [ -n "$rdv_bytes" ]; then
 		tcp block "-m stream -S $rdv_sizes -t $pat_secs --window $window"
 	fi

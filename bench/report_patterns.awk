@@ -154,10 +154,11 @@ function pattern_tables(    pp, tb, m, modes, rv, bw) {
 	pp = "iwdapl CRC off|iwdapl|0|%s|%s;iwdapl CRC on|iwdapl|1|%s|%s;"
 	tb = "TCP blocking|tcp|-|block|pingpong_sweep;TCP polling|tcp|-|poll|pingpong_sweep"
 	rv = "off/TCPb|1|3;on/TCPb|2|3;off/TCPp|1|4"
-	pat_table("RDMA Write ping-pong polling memory (wpp), each 10th Write's completion reaped polling (dat_evd_dequeue); iwdapl's CQ-polling Send ping-pong; one way, us",
+	pat_table("RDMA Write ping-pong polling memory (wpp), each 10th Write's completion reaped polling (dat_evd_dequeue); iwdapl's CQ-polling Send ping-pong; TCP hand-off: plain TCP read by a helper thread while the consumer spins on memory (tcp_baseline -m handoff); one way, us",
 		pat_sizes, sprintf(pp, "poll", "wpp", "poll", "wpp") \
-		"Send pp CRC off|iwdapl|0|poll|pingpong_sweep;Send pp CRC on|iwdapl|1|poll|pingpong_sweep;" tb,
-		"off/pp|1|3;on/pp|2|4;off/TCPb|1|5;on/TCPb|2|5", "mean:lat_mean_us;p99:lat_p99_us")
+		"Send pp CRC off|iwdapl|0|poll|pingpong_sweep;Send pp CRC on|iwdapl|1|poll|pingpong_sweep;" tb \
+		";TCP hand-off|tcp|-|block|wpp_handoff",
+		"off/pp|1|3;on/pp|2|4;off/TCPb|1|5;on/TCPb|2|5;off/hand|1|7", "mean:lat_mean_us;p99:lat_p99_us")
 	pat_table("wpp, the completion reaped blocking (dat_evd_wait); one way, us", pat_sizes,
 		sprintf(pp, "block", "wpp", "block", "wpp") tb, rv, "mean:lat_mean_us;p99:lat_p99_us")
 	split("block poll", modes, " ")

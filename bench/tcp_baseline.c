@@ -24,6 +24,11 @@
  *             blocking, in poll() when neither moved (as a QP's
  *             connection is driven), TCP's own window the only limit;
  *             counted as bidir;
+ *   handoff:  pingpong, but each side's messages are read by a helper
+ *             thread, asleep in epoll, while the consumer spins on memory
+ *             (tcp_handoff.c): an RDMA Write ping-pong polling memory
+ *             with plain TCP, the floor under iwdtest -m wpp (not in
+ *             "all");
  * all with TCP_NODELAY and the provider's congestion control.  Blocking
  * by default: send()/recv() sleep in the kernel, as dat_evd_wait does.
  * With -p both sides busy-poll instead (MSG_DONTWAIT in a loop), as a
@@ -32,7 +37,7 @@
  * checked on receipt: every message by default, only the last one with
  * --no-verify, exactly as iwdtest does.
  *
- *   tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] [-n iters | -t secs]
+ *   tcp_baseline [-m stream,pingpong,bidir,bidir1,handoff|all] [-S sizes] [-n iters | -t secs]
  *                [-p] [--window W] [--gap US] [--csv] [--no-verify]
  * Output rows (--csv), as iwdtest's: mode,size,iters,seconds,MBps,lat_us,
  * valid,window,msgs_per_s,lat_median_us,lat_p99_us,lat_max_us */
@@ -55,13 +60,16 @@
 #include "dtest/pattern.h"
 #include "dtest/result_row.h"
 #include "dtest/window.h"
+#include "tcp_handoff.h"
 
 #define MAX_SIZES 32
 #define MAX_ITERS (1L << 26)
 #define WARMUP_MAX 1000
 #define PONG_SEED 0x5a5a5a5a00000000ull
 
-enum { T_STREAM, T_PINGPONG, T_BIDIR, T_BIDIR1, T_QUIT };
+enum { T_STREAM, T_PINGPONG, T_BIDIR, T_BIDIR1, T_HANDOFF, T_QUIT };
+#define T_ALL ((1 << T_HANDOFF) - 1)	/* "all" and the default */
+#define T_IS_PINGPONG(m) ((m) == T_PINGPONG || (m) == T_HANDOFF)
 
 struct hdr {			/* client -> server, before each test */
 	uint64_t mode, size, iters, seed, verify_all, window;
@@ -144,6 +152,27 @@ static long serve_test(int fd, const struct hdr *h)
 		}
 	}
 	return errs;
+}
+
+/* handoff, the server: each ping answered once the helper has it. */
+static long serve_handoff(int fd, const struct hdr *h)
+{
+	long i, errs = 0, n = (long)h->iters;
+	struct handoff ho;
+
+	pat_fill(src, h->size + PAT_SLACK, h->seed ^ PONG_SEED, 0);
+	if (handoff_start(&ho, fd, buf, h->size, n))
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (handoff_wait(&ho, i))
+			break;
+		errs += check(h, h->seed, i);
+		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
+			break;
+	}
+	if (i < n)
+		shutdown(fd, SHUT_RDWR);	/* the helper sees the end */
+	return handoff_stop(&ho) || i < n ? -1 : errs;
 }
 
 /* stream: message i as soon as fewer than w are unacknowledged. */
@@ -265,6 +294,8 @@ static int server(int lfd)
 			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
 			errs = h.mode == T_BIDIR ? both_ways(fd[1], fd[0], &h, h.seed)
 						 : one_connection(fd[0], &h, h.seed);
+		} else if (h.mode == T_HANDOFF) {
+			errs = serve_handoff(fd[0], &h);
 		} else {
 			errs = serve_test(fd[0], &h);
 		}
@@ -296,6 +327,28 @@ static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap
 	return errs;
 }
 
+/* handoff: as pingpong, the answers read by the helper. */
+static long client_handoff(int fd, const struct hdr *h, uint64_t *lat, long cap)
+{
+	long n = (long)h->iters, i, errs = 0;
+	struct handoff ho;
+
+	if (handoff_start(&ho, fd, buf, h->size, n))
+		return -1;
+	for (i = 0; i < n; i++) {
+		uint64_t t0 = lat_now_ns();
+		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1) ||
+		    handoff_wait(&ho, i))
+			break;
+		if (i < cap)
+			lat[i] = lat_now_ns() - t0;
+		errs += check(h, h->seed ^ PONG_SEED, i);
+	}
+	if (i < n)
+		shutdown(fd, SHUT_RDWR);
+	return handoff_stop(&ho) || i < n ? -1 : errs;
+}
+
 /* One test of n iterations, timed from the first byte to the server's
  * verdict.  Returns 0, or -1 on a transport error. */
 static int run_test(const int *fd, const struct opts *o, int mode, size_t size, long n,
@@ -304,7 +357,7 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 	static uint64_t tests;
 	struct hdr h = { (uint64_t)mode, size, (uint64_t)n, pat_word(7, ++tests),
 			 (uint64_t)o->verify_all, 1 };
-	long cap = mode == T_PINGPONG ? (n < LAT_MAX_SAMPLES ? n : LAT_MAX_SAMPLES) : 0;
+	long cap = T_IS_PINGPONG(mode) ? (n < LAT_MAX_SAMPLES ? n : LAT_MAX_SAMPLES) : 0;
 	uint64_t *lat = cap ? malloc((size_t)cap * sizeof *lat) : NULL, t0;
 	int64_t perrs = 0;
 	long errs = 0;
@@ -313,7 +366,7 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 		return -1;
 	memset(r, 0, sizeof *r);
 	/* bidir1 has no window of its own: TCP's is the limit. */
-	if (mode != T_PINGPONG)
+	if (!T_IS_PINGPONG(mode))
 		h.window = mode == T_BIDIR1 ? 0 : (uint64_t)win_for_size(size, o->window);
 	pat_fill(src, size + PAT_SLACK, h.seed, 0);
 	t0 = lat_now_ns();
@@ -325,6 +378,8 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 		errs = both_ways(fd[0], fd[1], &h, h.seed ^ PONG_SEED);
 	else if (mode == T_BIDIR1)
 		errs = one_connection(fd[0], &h, h.seed ^ PONG_SEED);
+	else if (mode == T_HANDOFF)
+		errs = client_handoff(fd[0], &h, lat, cap);
 	else
 		errs = client_pingpong(fd[0], &h, lat, cap, o->gap_us);
 	if (errs < 0 || io_all(fd[0], &perrs, sizeof perrs, 0)) {
@@ -366,11 +421,12 @@ static int run_budget(const int *fd, const struct opts *o, int mode, size_t size
 	return 0;
 }
 
-static const char *const mode_names[T_QUIT] = { "stream", "pingpong", "bidir", "bidir1" };
+static const char *const mode_names[T_QUIT] = { "stream", "pingpong", "bidir", "bidir1",
+						 "handoff" };
 
 static void print_row(const struct opts *o, int mode, size_t size, const struct result *r)
 {
-	int pp = mode == T_PINGPONG;
+	int pp = T_IS_PINGPONG(mode);
 	struct result_row row = {
 		.mode = mode_names[mode], .size = size, .iters = r->n,
 		.window = r->window, .secs = r->secs,
@@ -441,7 +497,7 @@ static int parse_modes(struct opts *o, char *list)
 			;
 		if (m == T_QUIT && strcmp(tok, "all"))
 			return -1;
-		o->modes |= m == T_QUIT ? (1 << T_QUIT) - 1 : 1 << m;
+		o->modes |= m == T_QUIT ? T_ALL : 1 << m;
 	}
 	return o->modes ? 0 : -1;
 }
@@ -474,7 +530,7 @@ static int parse(struct opts *o, int argc, char **argv)
 	int c;
 
 	memset(o, 0, sizeof *o);
-	o->modes = (1 << T_QUIT) - 1;
+	o->modes = T_ALL;
 	o->verify_all = 1;
 	o->budget = 0.25;
 	memcpy(o->sizes, def, sizeof def);
@@ -514,7 +570,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	if (parse(&o, argc, argv)) {
-		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir,bidir1|all] [-S sizes] "
+		fprintf(stderr, "usage: tcp_baseline [-m stream,pingpong,bidir,bidir1,handoff|all] [-S sizes] "
 				"[-n iters | -t secs] [-p] [--window W] [--gap US] [--csv] [--no-verify]\n");
 		return 2;
 	}

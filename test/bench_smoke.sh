@@ -94,6 +94,7 @@ expected() {
 	done
 	for s in 4096 1048576; do echo "tcp,-,block,stream_sweep,$s"; done
 	for s in 8 1048576; do echo "tcp,-,block,bidir,$s"; echo "tcp,-,block,bidir1,$s"; done
+	for s in 8 1048576; do echo "tcp,-,block,wpp_handoff,$s"; done
 	for t in iwdapl,0 tcp,-; do
 		for m in block poll; do
 			for op in twopair twopair_a twopair_b; do echo "$t,$m,$op,8"; done
