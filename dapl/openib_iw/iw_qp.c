@@ -34,18 +34,19 @@
  * QP, or when the progress thread, woken by the first post held, gets
  * to them, whichever comes first.  No timer: the burst waits for nothing
  * but a thread that is already on its way.  A post after a pause goes
- * out at once (a ping-pong never waits), and so does a bulk message (it
- * fills a sendmsg alone) and a small post right after a bulk one.  One
+ * out at once (a ping-pong never waits), and so does a bulk message (half
+ * a held burst or more) and a small post right after a bulk one.  One
  * sendmsg per 64-byte Write cost a stream of them three quarters of its
  * rate on 2 CPUs (bench/run.sh, "64 B Write rate").  Only a post smaller
  * than QP_HOLD_BELOW is held: two of them fit in a held burst, which
  * then goes with the post that overflows it, so it saves at least two
  * sendmsg calls for the wake-up of the progress thread its first held
- * post may cost.  A stream of 32 KiB Writes, held one at a time, ran
- * 2.5 GB/s, sent at once 2.9-4.6 (40 KiB: 2.8 and 3.4); of 24 KiB ones,
- * held two at a time, it lost a tenth sent at once.  The first posts go
- * at once because the commonest pair -- an RDMA Write and the Send that
- * announces it (a rendezvous' FIN) -- is not a stream: holding the Send
+ * post may cost.  A stream of 32 KiB Writes, each held until the next,
+ * ran 2.0-2.8 GB/s, sent at once 2.9-4.6 (40 KiB: 2.7-3.4 and 2.8-3.8);
+ * of 24 KiB ones, held two at a time, it lost a tenth sent at once.  The
+ * first posts go at once because the commonest pair -- an RDMA Write and
+ * the Send that announces it (a rendezvous' FIN) -- is not a stream:
+ * holding the Send
  * cost it a wake-up of the progress thread, which on 2 CPUs took the
  * CPU of the peer about to read it (the Write rendezvous at 64 B-4 KiB:
  * 104-133 us one way with the Send held, 40-46 without). */
