@@ -131,48 +131,64 @@ static long check(const struct hdr *h, uint64_t seed, long i)
 	return pat_check(buf, h->size, seed, pat_woff((uint64_t)i)) >= 0;
 }
 
+/* A test's receiver: this thread's recv() (*ho NULL), or with handoff
+ * the helper in hs, started for the test's messages.  0 or -1. */
+static int receiver_start(int fd, const struct hdr *h, struct handoff *hs, struct handoff **ho)
+{
+	*ho = NULL;
+	if (h->mode != T_HANDOFF)
+		return 0;
+	if (handoff_start(hs, fd, buf, h->size, (long)h->iters))
+		return -1;
+	*ho = hs;
+	return 0;
+}
+
+/* Message i whole in buf. */
+static int receive(int fd, const struct hdr *h, struct handoff *ho, long i)
+{
+	return ho ? handoff_wait(ho, i) : io_all(fd, buf, h->size, 0);
+}
+
+/* The end of a test that stopped after `done` of its messages: errs, or
+ * -1 when it stopped early or the helper failed (an early stop shuts the
+ * socket down, so that the helper sees the end). */
+static long receiver_stop(int fd, const struct hdr *h, struct handoff *ho, long done,
+			  long errs)
+{
+	int early = done < (long)h->iters;
+
+	if (ho && early)
+		shutdown(fd, SHUT_RDWR);
+	if (ho && handoff_stop(ho))
+		return -1;
+	return early ? -1 : errs;
+}
+
 /* The server side of one test; returns its error count or -1. */
 static long serve_test(int fd, const struct hdr *h)
 {
 	long i, errs = 0, n = (long)h->iters, every = win_ack_every((long)h->window);
+	struct handoff hs, *ho;
 
-	if (h->mode == T_PINGPONG)
+	if (receiver_start(fd, h, &hs, &ho))
+		return -1;
+	if (T_IS_PINGPONG(h->mode))
 		pat_fill(src, h->size + PAT_SLACK, h->seed ^ PONG_SEED, 0);
 	for (i = 0; i < n; i++) {
-		if (io_all(fd, buf, h->size, 0))
-			return -1;
+		if (receive(fd, h, ho, i))
+			break;
 		errs += check(h, h->seed, i);
-		if (h->mode == T_PINGPONG) {
+		if (T_IS_PINGPONG(h->mode)) {
 			if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
-				return -1;
+				break;
 		} else if ((i + 1) % every == 0 || i == n - 1) {
 			uint64_t acked = (uint64_t)(i + 1);
 			if (io_all(fd, &acked, sizeof acked, 1))
-				return -1;
+				break;
 		}
 	}
-	return errs;
-}
-
-/* handoff, the server: each ping answered once the helper has it. */
-static long serve_handoff(int fd, const struct hdr *h)
-{
-	long i, errs = 0, n = (long)h->iters;
-	struct handoff ho;
-
-	pat_fill(src, h->size + PAT_SLACK, h->seed ^ PONG_SEED, 0);
-	if (handoff_start(&ho, fd, buf, h->size, n))
-		return -1;
-	for (i = 0; i < n; i++) {
-		if (handoff_wait(&ho, i))
-			break;
-		errs += check(h, h->seed, i);
-		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1))
-			break;
-	}
-	if (i < n)
-		shutdown(fd, SHUT_RDWR);	/* the helper sees the end */
-	return handoff_stop(&ho) || i < n ? -1 : errs;
+	return receiver_stop(fd, h, ho, i, errs);
 }
 
 /* stream: message i as soon as fewer than w are unacknowledged. */
@@ -294,8 +310,6 @@ static int server(int lfd)
 			pat_fill(src, h.size + PAT_SLACK, h.seed ^ PONG_SEED, 0);
 			errs = h.mode == T_BIDIR ? both_ways(fd[1], fd[0], &h, h.seed)
 						 : one_connection(fd[0], &h, h.seed);
-		} else if (h.mode == T_HANDOFF) {
-			errs = serve_handoff(fd[0], &h);
 		} else {
 			errs = serve_test(fd[0], &h);
 		}
@@ -307,46 +321,28 @@ static int server(int lfd)
 	return 0;
 }
 
-/* pingpong: every round trip timed into lat (cap samples); errors or -1. */
+/* pingpong and handoff: every round trip timed into lat (cap samples);
+ * errors or -1. */
 static long client_pingpong(int fd, const struct hdr *h, uint64_t *lat, long cap,
 			    long gap_us)
 {
 	long n = (long)h->iters, i, errs = 0;
+	struct handoff hs, *ho;
 
+	if (receiver_start(fd, h, &hs, &ho))
+		return -1;
 	for (i = 0; i < n; i++) {
 		uint64_t t0 = lat_now_ns();
 		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1) ||
-		    io_all(fd, buf, h->size, 0))
-			return -1;
+		    receive(fd, h, ho, i))
+			break;
 		if (i < cap)
 			lat[i] = lat_now_ns() - t0;
 		errs += check(h, h->seed ^ PONG_SEED, i);
 		if (gap_us)
 			usleep((useconds_t)gap_us);
 	}
-	return errs;
-}
-
-/* handoff: as pingpong, the answers read by the helper. */
-static long client_handoff(int fd, const struct hdr *h, uint64_t *lat, long cap)
-{
-	long n = (long)h->iters, i, errs = 0;
-	struct handoff ho;
-
-	if (handoff_start(&ho, fd, buf, h->size, n))
-		return -1;
-	for (i = 0; i < n; i++) {
-		uint64_t t0 = lat_now_ns();
-		if (io_all(fd, src + pat_woff((uint64_t)i) * 8, h->size, 1) ||
-		    handoff_wait(&ho, i))
-			break;
-		if (i < cap)
-			lat[i] = lat_now_ns() - t0;
-		errs += check(h, h->seed ^ PONG_SEED, i);
-	}
-	if (i < n)
-		shutdown(fd, SHUT_RDWR);
-	return handoff_stop(&ho) || i < n ? -1 : errs;
+	return receiver_stop(fd, h, ho, i, errs);
 }
 
 /* One test of n iterations, timed from the first byte to the server's
@@ -378,8 +374,6 @@ static int run_test(const int *fd, const struct opts *o, int mode, size_t size, 
 		errs = both_ways(fd[0], fd[1], &h, h.seed ^ PONG_SEED);
 	else if (mode == T_BIDIR1)
 		errs = one_connection(fd[0], &h, h.seed ^ PONG_SEED);
-	else if (mode == T_HANDOFF)
-		errs = client_handoff(fd[0], &h, lat, cap);
 	else
 		errs = client_pingpong(fd[0], &h, lat, cap, o->gap_us);
 	if (errs < 0 || io_all(fd[0], &perrs, sizeof perrs, 0)) {
