@@ -187,6 +187,9 @@ int tcp_baseline_passive(struct scale_side *s, long count, struct scale_msg *m);
 /* scale_conn.c: connections [from, to) pipelined over PSPs (or, with
  * --ssp, scale_ssp.c's), and the teardown of all; m: times and count. */
 int listen_all(struct scale_side *s);
+/* The side's IA opened (side_open); the passive side listens and tells
+ * the active one where its region is, in a message of `step`. */
+int side_ready(struct scale_side *s, int64_t step);
 void unlisten_all(struct scale_side *s);
 int connect_range(struct scale_side *s, long from, long to, struct scale_msg *m);
 int accept_range(struct scale_side *s, long from, long to, struct scale_msg *m);

@@ -32,6 +32,24 @@ int listen_all(struct scale_side *s)
 	return 0;
 }
 
+int side_ready(struct scale_side *s, int64_t step)
+{
+	struct scale_msg m;
+
+	if (side_open(s))
+		return -1;
+	if (s->active) {
+		if (ctl_recv(s->ctl, step, s->o->wait_s, &m))
+			return -1;
+		s->peer.rmr_context = (DAT_RMR_CONTEXT)m.rmr;
+		s->peer.virtual_address = (DAT_VADDR)m.addr;
+		return 0;
+	}
+	m = (struct scale_msg){ .step = step, .rmr = s->reg.rctx,
+				.addr = (uint64_t)(uintptr_t)s->reg.buf };
+	return listen_all(s) || ctl_send(s->ctl, &m);
+}
+
 void unlisten_all(struct scale_side *s)
 {
 	for (int j = 0; j < SCALE_MAX_LISTENERS; j++) {

@@ -18,7 +18,7 @@
 
 int lone_open(struct scale_side *lone, struct scale_opts *lo, const struct scale_side *s)
 {
-	struct scale_msg m = { 0 }, peer;
+	struct scale_msg m = { 0 };
 
 	*lo = *s->o;
 	lo->n = 1;
@@ -26,21 +26,13 @@ int lone_open(struct scale_side *lone, struct scale_opts *lo, const struct scale
 	lo->qual = s->o->qual + SCALE_LONE_QUAL_OFFSET;
 	*lone = (struct scale_side){ .o = lo, .active = s->active, .ctl = s->ctl };
 	side_log(s, "the lone connection's IA");
-	if (side_open(lone))
+	if (side_ready(lone, STEP_LONE_READY))
 		return -1;
-	if (!s->active) {
-		m = (struct scale_msg){ .step = STEP_LONE_READY, .rmr = lone->reg.rctx,
-					.addr = (uint64_t)(uintptr_t)lone->reg.buf };
-		return listen_all(lone) || ctl_send(s->ctl, &m) ||
-		       accept_range(lone, 0, 1, &(struct scale_msg){ 0 }) ||
+	if (!s->active)
+		return accept_range(lone, 0, 1, &m) ||
 		       ctl_send(s->ctl, &(struct scale_msg){ .step = STEP_LONE_UP });
-	}
-	if (ctl_recv(s->ctl, STEP_LONE_READY, s->o->wait_s, &peer))
-		return -1;
-	lone->peer.rmr_context = (DAT_RMR_CONTEXT)peer.rmr;
-	lone->peer.virtual_address = (DAT_VADDR)peer.addr;
 	return connect_range(lone, 0, 1, &m) ||
-	       ctl_recv(s->ctl, STEP_LONE_UP, s->o->wait_s, &peer);
+	       ctl_recv(s->ctl, STEP_LONE_UP, s->o->wait_s, &(struct scale_msg){ 0 });
 }
 
 int lone_teardown(struct scale_side *lone)
@@ -68,14 +60,12 @@ int turns_active(struct scale_side *lone, struct scale_side *s, struct busy_resu
 	struct busy_plan p = { .pp_iters = o->pp_iters / SCALE_TURNS > 0 ?
 						   o->pp_iters / SCALE_TURNS : 1,
 			       .secs = o->busy_s / SCALE_TURNS };
-	struct busy_pool lp, bp;
+	struct busy_pool lp = { 0 }, bp = { 0 };
 	struct busy_result r;
 	int rc = -1;
 
-	if (busy_pool_init(&lp, o->pp_iters) || busy_pool_init(&bp, o->pp_iters)) {
-		busy_pool_result(&lp, lone_r);
-		return -1;
-	}
+	if (busy_pool_init(&lp, o->pp_iters) || busy_pool_init(&bp, o->pp_iters))
+		goto out;
 	for (int t = 0; t < SCALE_TURNS; t++) {
 		side_log(s, "turn %d of %d: lone, then busy", t + 1, SCALE_TURNS);
 		if (busy_active(lone, &p, &r))

@@ -341,11 +341,8 @@ int active_run(const struct scale_opts *o, int ctl)
 			goto fail;
 	}
 	side_log(&a.s, "the IA");
-	if (side_open(&a.s) || ctl_recv(ctl, STEP_DAT_READY, o->wait_s, &peer))
-		goto fail;
-	a.s.peer.rmr_context = (DAT_RMR_CONTEXT)peer.rmr;
-	a.s.peer.virtual_address = (DAT_VADDR)peer.addr;
-	if (lone_open(&a.lone, &a.lone_o, &a.s) || prime(&a.s))
+	if (side_ready(&a.s, STEP_DAT_READY) || lone_open(&a.lone, &a.lone_o, &a.s) ||
+	    prime(&a.s))
 		goto fail;
 	a.u1 = usage_trimmed(LONG_MAX, &a.sockets1);
 	a.k1 = kernel_usage_now();
@@ -435,11 +432,7 @@ int passive_run(const struct scale_opts *o, int ctl)
 	u0 = usage_trimmed(LONG_MAX, &sockets0);
 	if (!o->no_tcp && o->n > 1 && tcp_baseline_passive(&s, o->n - 1, &m))
 		goto fail;
-	if (side_open(&s) || listen_all(&s))
-		goto fail;
-	m = (struct scale_msg){ .step = STEP_DAT_READY, .rmr = s.reg.rctx,
-				.addr = (uint64_t)(uintptr_t)s.reg.buf };
-	if (ctl_send(ctl, &m) || lone_open(&lone, &lone_o, &s) || prime(&s))
+	if (side_ready(&s, STEP_DAT_READY) || lone_open(&lone, &lone_o, &s) || prime(&s))
 		goto fail;
 	u1 = usage_trimmed(LONG_MAX, &sockets1);
 	if (passive_phases(&s, &lone, u1))
