@@ -46,10 +46,9 @@
  * of 24 KiB ones, held two at a time, it lost a tenth sent at once.  The
  * first posts go at once because the commonest pair -- an RDMA Write and
  * the Send that announces it (a rendezvous' FIN) -- is not a stream:
- * holding the Send
- * cost it a wake-up of the progress thread, which on 2 CPUs took the
- * CPU of the peer about to read it (the Write rendezvous at 64 B-4 KiB:
- * 104-133 us one way with the Send held, 40-46 without). */
+ * holding the Send cost it a wake-up of the progress thread, which on 2
+ * CPUs took the CPU of the peer about to read it (the Write rendezvous
+ * at 64 B-4 KiB: 104-133 us one way with the Send held, 40-46 without). */
 #define QP_BURST_NS  (5u * 1000u)
 #define QP_BURST_INLINE 2
 #define QP_DEFER_MAX 16
