@@ -50,7 +50,12 @@
  * pairs on 2 CPUs took 2-4 times as long) and while the consumer sleeps
  * in a wait, leaving its CPU free (a stream's receiver: 64 KiB Writes
  * lost a fifth of their bandwidth when its thread kept off a sleeper's
- * CPU).  Changed at most once a millisecond when consumers move.
+ * CPU).  Changed at most once a millisecond when consumers move, and
+ * never by the thread while it runs on the CPU it leaves: that migrates
+ * it at once, runnable, and a migration is no wake-up -- the thread
+ * then waited on the other CPU, holding the loop, for the tick of the
+ * consumer spinning there (3 ms, perf sched).  The consumer's next post
+ * or poll makes that move instead, while the thread sleeps.
  * IWDAPL_PROGRESS_AFFINITY=0 leaves the affinity alone (for a job that
  * places its threads itself).
  *
@@ -96,8 +101,9 @@ static int prog_may_move(void)
 void iwe_prog_cpu_init(struct iwe_prog_cpu *c)
 {
 	pthread_mutex_init(&c->lock, NULL);
-	c->avoided = -1;
+	atomic_init(&c->avoided, -1);
 	atomic_init(&c->consumer_cpu, -1);
+	atomic_init(&c->move_off, -1);
 }
 
 void iwe_prog_cpu_destroy(struct iwe_prog_cpu *c)
@@ -117,9 +123,10 @@ void iwe_prog_cpu_claim(struct iwe_prog_cpu *c)
 	/* Going polite and back needs the right to lower nice again. */
 	c->may_renice = nice < PROG_NICE_POLITE &&
 			setpriority(PRIO_PROCESS, (id_t)c->tid, nice) == 0;
-	c->may_move = prog_may_move() &&
-		      sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0 &&
-		      CPU_COUNT(&c->allowed) > 1;
+	atomic_store(&c->may_move,
+		     prog_may_move() &&
+		     sched_getaffinity(0, sizeof(c->allowed), &c->allowed) == 0 &&
+		     CPU_COUNT(&c->allowed) > 1);
 }
 
 /* The thread polite (1) or urgent (0). */
@@ -170,6 +177,26 @@ void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
 	atomic_store_explicit(&c->consumer_cpu, -1, memory_order_relaxed);
 }
 
+/* The thread's affinity: the CPUs it started with less `cpu` (-1:
+ * none), set by the thread itself or by a consumer (who passes the
+ * thread's id).  Under c->lock. */
+static void set_avoided(struct iwe_prog_cpu *c, pid_t who, int cpu,
+			uint64_t now)
+{
+	cpu_set_t set = c->allowed;
+
+	if (cpu >= 0)
+		CPU_CLR(cpu, &set);
+	if (sched_setaffinity(who, sizeof(set), &set)) {
+		/* The process's CPUs shrank under us (a cpuset): stay put
+		 * rather than try at every turn of the loop. */
+		atomic_store(&c->may_move, 0);
+		return;
+	}
+	atomic_store(&c->avoided, cpu);
+	c->moved_at = now;
+}
+
 void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 {
 	int cpu = sched_getcpu();	/* the kernel's rseq word: no call */
@@ -178,31 +205,53 @@ void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 	    atomic_load_explicit(&c->consumer_cpu, memory_order_relaxed) != cpu)
 		atomic_store_explicit(&c->consumer_cpu, cpu,
 				      memory_order_relaxed);
+	/* A move the thread left to us (iwe_prog_cpu_follow): the thread
+	 * sleeps or runs on another CPU now, so the kernel only notes the
+	 * new mask. */
+	if (atomic_load_explicit(&c->move_off, memory_order_relaxed) >= 0 &&
+	    pthread_mutex_trylock(&c->lock) == 0) {
+		cpu = atomic_exchange(&c->move_off, -1);
+		if (cpu >= 0 && cpu != atomic_load(&c->avoided) &&
+		    atomic_load(&c->may_move))
+			set_avoided(c, c->tid, cpu, iwe_now_ns());
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
+/* Under c->lock: the CPU to leave out changed to `cpu`. */
+static void follow_locked(struct iwe_prog_cpu *c, int cpu)
+{
+	uint64_t now = iwe_now_ns();
+
+	if (atomic_load(&c->avoided) >= 0 && now - c->moved_at < PROG_MOVE_NS)
+		return;
+	if (cpu >= CPU_SETSIZE || (cpu >= 0 && !CPU_ISSET(cpu, &c->allowed)))
+		return;		/* a consumer the job placed elsewhere */
+	if (cpu >= 0 && sched_getcpu() == cpu) {
+		/* Leaving the CPU we run on migrates us now, runnable, and a
+		 * migration is no wake-up: our short slice does not preempt
+		 * what runs there -- often the peer's consumer spinning on
+		 * memory for the answer we then place only after its tick
+		 * (perf sched: 3 ms, the loop held).  The consumer's next
+		 * post or poll moves us while we sleep. */
+		atomic_store(&c->move_off, cpu);
+		return;
+	}
+	atomic_store(&c->move_off, -1);
+	set_avoided(c, 0, cpu, now);
 }
 
 void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
 {
 	int cpu = c->keep_off ? atomic_load_explicit(&c->consumer_cpu,
 						     memory_order_relaxed) : -1;
-	cpu_set_t set;
-	uint64_t now;
 
-	if (!c->may_move || cpu == c->avoided)
-		return;
-	now = iwe_now_ns();
-	if (c->avoided >= 0 && now - c->moved_at < PROG_MOVE_NS)
-		return;
-	if (cpu >= CPU_SETSIZE || (cpu >= 0 && !CPU_ISSET(cpu, &c->allowed)))
-		return;		/* a consumer the job placed elsewhere */
-	set = c->allowed;
-	if (cpu >= 0)
-		CPU_CLR(cpu, &set);
-	if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set)) {
-		/* The process's CPUs shrank under us (a cpuset): stay put
-		 * rather than try at every turn of the loop. */
-		c->may_move = 0;
+	if (!atomic_load(&c->may_move) || cpu == atomic_load(&c->avoided)) {
+		if (atomic_load_explicit(&c->move_off, memory_order_relaxed) >= 0)
+			atomic_store(&c->move_off, -1);
 		return;
 	}
-	c->avoided = cpu;
-	c->moved_at = now;
+	pthread_mutex_lock(&c->lock);
+	follow_locked(c, cpu);
+	pthread_mutex_unlock(&c->lock);
 }

@@ -26,12 +26,15 @@ struct iwe_prog_cpu {
 	/* Where it runs: the CPUs it started with, less the one its
 	 * consumers last called from (iwe_prog_cpu_follow). */
 	cpu_set_t allowed;
-	int may_move;
+	atomic_int may_move;
 	int keep_off;			/* the thread's: input nobody read
 					 * came since polls last took it */
-	int avoided;			/* the CPU left out now, or -1 */
-	uint64_t moved_at;
+	atomic_int avoided;		/* the CPU left out now, or -1;
+					 * changed under lock */
+	uint64_t moved_at;		/* under lock */
 	atomic_int consumer_cpu;	/* -1: none seen */
+	atomic_int move_off;		/* a CPU the thread asks a consumer
+					 * to move it off, or -1 */
 };
 
 void iwe_prog_cpu_init(struct iwe_prog_cpu *c);
