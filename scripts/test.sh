@@ -78,7 +78,7 @@ all_tests() {
 run_suite "unit and conformance tests" "$top/build" "" ""
 # The ThreadSanitizer tree builds only the programs it runs (the
 # progress loop's hand-overs between threads among them).
-TSAN_PROGRAMS="test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call test/engine/t_prog_watch test/engine/t_slab"
+TSAN_PROGRAMS="test/dapltest/t_mpi test/dapltest/t_ssp_stress test/engine/t_prog_call test/engine/t_prog_watch test/engine/t_slab test/engine/t_prog_cpu"
 # While valgrind runs (one thread at a time, a CPU mostly free), the two
 # sanitizer trees compile in the background at SCHED_IDLE, which takes
 # no CPU time any test's thread wants; their stages below then find them

@@ -124,6 +124,8 @@ static pthread_t a_thread;
 static int a_first, a_second;		/* two CPUs the process may use */
 static int a_pipe[2];			/* the thread sleeps on it */
 static int a_woke_on = -1;
+static int a_stayed;			/* the thread's finding, */
+static atomic_int a_ready;		/* ... once this is set */
 
 static int pin_self(int cpu)
 {
@@ -158,11 +160,10 @@ static void *affinity_thread(void *arg)
 	iwe_prog_cpu_note_consumer(&a_cpu);	/* the consumer's CPU: ours */
 	iwe_prog_cpu_input(&a_cpu, 1);
 	iwe_prog_cpu_follow(&a_cpu);
-	CHECK(atomic_load(&a_cpu.avoided) == -1 &&
-	      atomic_load(&a_cpu.move_off) == a_first &&
-	      sched_getcpu() == a_first,
-	      "on the consumer's CPU the thread does not move itself off it: "
-	      "it leaves the move to the consumer");
+	a_stayed = atomic_load(&a_cpu.avoided) == -1 &&
+		   atomic_load(&a_cpu.move_off) == a_first &&
+		   sched_getcpu() == a_first;
+	atomic_store(&a_ready, 1);
 	if (read(a_pipe[0], &c, 1) != 1)
 		BAIL("read");
 	a_woke_on = sched_getcpu();
@@ -190,9 +191,11 @@ static void affinity_rule(void)
 					   NULL))
 		BAIL("pipe, pthread_create");
 	/* Let it run its part and go to sleep in read(). */
-	while (atomic_load(&a_cpu.move_off) < 0)
+	while (!atomic_load(&a_ready))
 		nanosleep(&nap, NULL);
 	nanosleep(&nap, NULL);
+	CHECK(a_stayed, "on the consumer's CPU the thread does not move "
+	      "itself off it: it leaves the move to the consumer");
 	if (pin_self(a_first))		/* the consumer, on its CPU */
 		BAIL("cannot run on CPU %d", a_first);
 	iwe_prog_cpu_note_consumer(&a_cpu);	/* its next post */
