@@ -207,13 +207,16 @@ void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 				      memory_order_relaxed);
 	/* A move the thread left to us (iwe_prog_cpu_follow): the thread
 	 * sleeps or runs on another CPU now, so the kernel only notes the
-	 * new mask. */
+	 * new mask.  A move off a CPU we have left since is dropped: the
+	 * thread decides again at its next turn. */
 	if (atomic_load_explicit(&c->move_off, memory_order_relaxed) >= 0 &&
 	    pthread_mutex_trylock(&c->lock) == 0) {
-		cpu = atomic_exchange(&c->move_off, -1);
-		if (cpu >= 0 && cpu != atomic_load(&c->avoided) &&
+		int off = atomic_exchange(&c->move_off, -1);
+
+		if (off >= 0 && off == cpu &&
+		    off != atomic_load(&c->avoided) &&
 		    atomic_load(&c->may_move))
-			set_avoided(c, c->tid, cpu, iwe_now_ns());
+			set_avoided(c, c->tid, off, iwe_now_ns());
 		pthread_mutex_unlock(&c->lock);
 	}
 }
