@@ -10,7 +10,9 @@
 -- frame (I packets), selective-ack blocks (A packets) or nothing (F).
 -- TRP has no port of its own: a UDP conversation is recognised by its
 -- first I packet (an MPA request or reply frame after the header) and
--- remembered; the preference trp.ports adds fixed ports.
+-- remembered; the preference trp.ports adds fixed ports.  On a port
+-- Wireshark gives another protocol (41170 is Manolito's), that one wins
+-- unless heuristics are asked first: add -o udp.try_heuristic_first:TRUE.
 
 local trp = Proto("trp", "Trivial Reliability Protocol (iWARP over UDP)")
 
