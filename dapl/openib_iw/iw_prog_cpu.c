@@ -178,16 +178,14 @@ void iwe_prog_cpu_urgent(struct iwe_prog_cpu *c)
 }
 
 /* The thread's affinity: the CPUs it started with less `cpu` (-1:
- * none), set by the thread itself or by a consumer (who passes the
- * thread's id).  Under c->lock. */
-static void set_avoided(struct iwe_prog_cpu *c, pid_t who, int cpu,
-			uint64_t now)
+ * none), set by the thread itself or by a consumer.  Under c->lock. */
+static void set_avoided(struct iwe_prog_cpu *c, int cpu, uint64_t now)
 {
 	cpu_set_t set = c->allowed;
 
 	if (cpu >= 0)
 		CPU_CLR(cpu, &set);
-	if (sched_setaffinity(who, sizeof(set), &set)) {
+	if (sched_setaffinity(c->tid, sizeof(set), &set)) {
 		/* The process's CPUs shrank under us (a cpuset): stay put
 		 * rather than try at every turn of the loop. */
 		atomic_store(&c->may_move, 0);
@@ -216,7 +214,7 @@ void iwe_prog_cpu_note_consumer(struct iwe_prog_cpu *c)
 		if (off >= 0 && off == cpu &&
 		    off != atomic_load(&c->avoided) &&
 		    atomic_load(&c->may_move))
-			set_avoided(c, c->tid, off, iwe_now_ns());
+			set_avoided(c, off, iwe_now_ns());
 		pthread_mutex_unlock(&c->lock);
 	}
 }
@@ -241,7 +239,7 @@ static void follow_locked(struct iwe_prog_cpu *c, int cpu)
 		return;
 	}
 	atomic_store(&c->move_off, -1);
-	set_avoided(c, 0, cpu, now);
+	set_avoided(c, cpu, now);
 }
 
 void iwe_prog_cpu_follow(struct iwe_prog_cpu *c)
