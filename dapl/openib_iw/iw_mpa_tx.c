@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/socket.h>
 
 #include "iw_crc32c.h"
@@ -79,6 +80,7 @@ struct mpa_tx {
 	struct mpa_batch *b;		/* the batch under way, or NULL */
 	int fault;			/* EFAULT: a payload was not mapped;
 					 * ENOMEM: no batch or staging buffer */
+	int full;			/* the socket said EAGAIN last */
 };
 
 static struct mpa_tx *mtx(const struct iwe_qp_priv *q)
@@ -335,6 +337,26 @@ static uint32_t count_done(struct mpa_batch *b)
 	return n;
 }
 
+/* After an EAGAIN, write again only once the socket has room by the
+ * kernel's measure -- what makes it writable for poll() and wakes the
+ * progress thread's watch (TCP: a third of its buffer free).  Every
+ * drive runs the QP's transmit, and a consumer polling while the socket
+ * was full wrote into the few KiB the peer had just read: Debian's dtest
+ * -w -p (both sides streaming 4 MiB Writes) made up to 330,000 sendmsg a
+ * side where 11,000 carry it, at half the rate.  An error shows as room:
+ * the write that follows reports it. */
+static int mpa_socket_room(struct iwe_qp_priv *q, struct mpa_tx *t)
+{
+	struct pollfd p = { .fd = q->fd, .events = POLLOUT };
+
+	if (!t->full)
+		return 1;
+	if (poll(&p, 1, 0) == 0)
+		return 0;
+	t->full = 0;
+	return 1;
+}
+
 static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 {
 	struct mpa_tx *t = mtx(q);
@@ -344,6 +366,8 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 	*done = 0;
 	if (!b)
 		goto out;
+	if (!mpa_socket_room(q, t))
+		return EAGAIN;
 	/* More segments of this message follow at once: let TCP fill its
 	 * segments across the calls. */
 	flags = MSG_DONTWAIT | MSG_NOSIGNAL | (b->more ? MSG_MORE : 0);
@@ -367,6 +391,7 @@ static int mpa_tx_write(struct iwe_qp_priv *q, uint32_t *done)
 		if (n < 0) {
 			err = errno == EWOULDBLOCK ? EAGAIN : errno;
 			q->stats.tx_blocked += err == EAGAIN;
+			t->full = err == EAGAIN;
 			break;
 		}
 		iov_advance(b, (size_t)n);
