@@ -210,6 +210,12 @@ dtest_pair dtest-write-pingpong-check -W -D
 # dtest accepts -a (all sizes) only together with -W
 dtest_pair dtest-all-sizes -W -a
 dtest_pair dtest-unidirectional -u
+# RDMA Writes streaming both ways (-w: 1000 of 4 MiB a side), waiting and
+# polling: a wait or poll whose connection the progress thread is
+# sending on leaves it that thread's CPU (on a busy 2-CPU machine these
+# took 3-46 s, once over 300, spinning through poll(); doc/performance.md)
+dtest_pair dtest-write-stream -w
+dtest_pair dtest-write-stream-poll -w -p
 pair dtestcm dtestcm 'DAPL Connection Test Complete' "-P $ia -s" "-P $ia -h $host"
 # its waiting mode: both sides sleep in dat_evd_wait, and run the loop
 pair dtestcm-wait dtestcm 'DAPL Connection Test Complete' "-P $ia -s -w" "-P $ia -h $host -w"

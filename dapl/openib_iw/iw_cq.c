@@ -339,6 +339,22 @@ int iwe_cq_drive(struct iwe_cq *cq)
 	return cq ? iwe_cq_hooks_poll(iwe_cq_priv(cq)) : 0;
 }
 
+int iwe_cq_waits_elsewhere(struct iwe_cq *cq)
+{
+	struct iwe_cq_priv *q;
+
+	if (!cq)
+		return 0;
+	q = iwe_cq_priv(cq);
+	return __atomic_load_n(&q->found_busy, __ATOMIC_RELAXED) ||
+	       atomic_load(&q->tx_blocked);
+}
+
+int iwe_cq_drive_wait(struct iwe_cq *cq)
+{
+	return cq ? iwe_cq_hooks_wait(iwe_cq_priv(cq)) : 0;
+}
+
 void iwe_cq_spin(struct iwe_cq *cq, int on)
 {
 	if (cq)

@@ -368,6 +368,14 @@ int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max)
 
 /* -------------------------------------------------------- poll, arm */
 
+static void note_poll(struct iwe_cq_priv *q, int flags)
+{
+	if (flags & IWE_CQ_HOOK_READ)
+		q->read_input = 1;
+	if (flags & IWE_CQ_HOOK_BUSY)
+		__atomic_store_n(&q->found_busy, 1, __ATOMIC_RELAXED);
+}
+
 /* Every hook, from where the last poll stopped; it stops at the first
  * QP that completed something, so the completion goes back at once (and
  * that QP is the hot one, which a wait spins and sleeps on). */
@@ -376,7 +384,7 @@ static void poll_each(struct iwe_cq_priv *q)
 	for (uint32_t k = 0, n = q->nhooks; k < n; k++) {
 		uint32_t i = (q->hook_next + k) % n;
 
-		q->read_input |= q->hooks[i]->poll(q->hooks[i]);
+		note_poll(q, q->hooks[i]->poll(q->hooks[i], 0));
 		if (__atomic_load_n(&q->count, __ATOMIC_RELAXED)) {
 			q->hook_next = (i + 1) % n;
 			q->hot = q->hooks[i];
@@ -389,7 +397,7 @@ static void poll_each(struct iwe_cq_priv *q)
  * is then the hot hook. */
 static int look(struct iwe_cq_priv *q, struct iwe_cq_hook *h)
 {
-	q->read_input |= h->poll(h);
+	note_poll(q, h->poll(h, 0));
 	if (!__atomic_load_n(&q->count, __ATOMIC_RELAXED))
 		return 0;
 	q->hot = h;
@@ -487,6 +495,7 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 
 	if (!pthread_mutex_trylock(&q->hooks_lock)) {
 		q->read_input = 0;
+		__atomic_store_n(&q->found_busy, 0, __ATOMIC_RELAXED);
 		if (q->pollfd < 0)
 			poll_each(q);
 		else if (q->nspun && q->nspun <= CQ_HOOKS_DIRECT)
@@ -495,8 +504,27 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 			poll_ready(q);
 		if (q->read_input)
 			r |= IWE_CQ_DRIVE_READ;
+		if (q->found_busy)
+			r |= IWE_CQ_DRIVE_BUSY;
 		pthread_mutex_unlock(&q->hooks_lock);
 	}
+	if (atomic_load(&q->tx_blocked))
+		r |= IWE_CQ_DRIVE_BLOCKED;
+	return r;
+}
+
+/* The hooks a waiter spins on, each driven once its QP is free: it
+ * holds hooks_lock meanwhile, so none of them goes (the hooks_lock ->
+ * QP lock order of iwe_cq_hooks_spin and _arm). */
+int iwe_cq_hooks_wait(struct iwe_cq_priv *q)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&q->hooks_lock);
+	for (uint32_t i = 0; i < q->nspun; i++)
+		if (q->spun[i]->poll(q->spun[i], 1) & IWE_CQ_HOOK_READ)
+			r |= IWE_CQ_DRIVE_READ;
+	pthread_mutex_unlock(&q->hooks_lock);
 	if (atomic_load(&q->tx_blocked))
 		r |= IWE_CQ_DRIVE_BLOCKED;
 	return r;

@@ -236,9 +236,23 @@ int iwe_cq_count(const struct iwe_cq *cq);
  * message may be arriving), IWE_CQ_DRIVE_BLOCKED when one of those QPs
  * has data waiting for room in its socket: what completes next waits
  * for the peer, and a spinning waiter would only take CPU time the
- * transfer needs. */
-enum { IWE_CQ_DRIVE_BLOCKED = 1, IWE_CQ_DRIVE_READ = 2 };
+ * transfer needs; IWE_CQ_DRIVE_BUSY when it left a QP to another thread
+ * running it (the progress thread sending, say). */
+enum { IWE_CQ_DRIVE_BLOCKED = 1, IWE_CQ_DRIVE_READ = 2,
+       IWE_CQ_DRIVE_BUSY = 4 };
 int iwe_cq_drive(struct iwe_cq *cq);
+/* iwe_cq_drive for a waiter that would sleep on the sockets of the
+ * connections it spins on (iwe_cq_sleep_fds) after a drive found one
+ * busy: their input is there, but the thread running that QP reads it,
+ * and poll() would return at once, again and again, while it does.
+ * This waits for that thread to let go of each of them, in turn, and
+ * drives them.  Not under the consumer's locks. */
+int iwe_cq_drive_wait(struct iwe_cq *cq);
+/* What an empty poll of cq waits for is another's to do: its last drive
+ * (iwe_cq_drive, or an empty iwe_poll_cq's) left a QP to another thread
+ * running it, or a QP's sends wait for room in its socket (for the peer
+ * to read). */
+int iwe_cq_waits_elsewhere(struct iwe_cq *cq);
 /* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
  * on cq: while it spins, the progress thread is not woken for input of
  * the connections it spins on, which the spin reads itself -- those that

@@ -344,6 +344,7 @@ struct iwe_cq_priv {
 	uint32_t over_gen;		/* too many active during that wait */
 	int over;			/* over_gen is set */
 	int read_input;			/* a hook's poll read some */
+	int found_busy;			/* and one found its QP busy */
 	/* Past a few hooks, an epoll of their sockets says which to look
 	 * at (iw_cq_hook.c).  watch_lock is a leaf lock: it covers pollfd
 	 * and each hook's fd and readable, and the want lists. */
@@ -379,7 +380,10 @@ void iwe_cq_put(struct iwe_cq *cq);
  * look -- a burst of posts, an acknowledgement -- goes now).  The CQ
  * knows no QP. */
 struct iwe_cq_hook {
-	int (*poll)(struct iwe_cq_hook *h);	/* 1: it read input */
+	/* Drive the hook's QP from this thread; IWE_CQ_HOOK_* flags.  A
+	 * QP busy on another thread is left to it, or with wait, driven
+	 * once that thread lets go of it. */
+	int (*poll)(struct iwe_cq_hook *h, int wait);
 	void (*arm)(struct iwe_cq_hook *h);
 	/* A consumer spins on the CQ for this hook's QP (on 1) or stopped
 	 * (on 0); hooks_lock held. */
@@ -405,6 +409,7 @@ struct iwe_cq_hook {
 	((struct iwe_cq_hook){ .poll = (p), .arm = (a), .spin = (s), .fd = -1, \
 			       .active_idx = -1 })
 enum { IWE_CQ_WANT_POLL = 1, IWE_CQ_WANT_ARM = 2 };
+enum { IWE_CQ_HOOK_READ = 1, IWE_CQ_HOOK_BUSY = 2 };
 /* Add / remove a hook; removing waits for a poller running it. */
 void iwe_cq_add_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
 void iwe_cq_del_hook(struct iwe_cq *cq, struct iwe_cq_hook *h);
@@ -431,6 +436,7 @@ void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 			 int blocked);
 /* iw_cq.c's side: an empty poll, an arm, a destroy. */
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
+int iwe_cq_hooks_wait(struct iwe_cq_priv *q);
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
 void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
 int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max);

@@ -332,23 +332,26 @@ static void watch_cb(struct iwe_prog_watch *w, uint32_t revents)
 /* A consumer polled a CQ of this QP empty, or spins in a blocking wait:
  * drive the QP from its thread.  A QP busy on another thread is left to
  * it (the poll looks again; what the progress thread reads completes
- * into the CQ).  1 when it read input. */
-static int poll_hook(struct iwe_qp_priv *q)
+ * into the CQ), unless the consumer would rather wait for it (wait: a
+ * waiter that would sleep on this socket).  IWE_CQ_HOOK_* flags. */
+static int poll_hook(struct iwe_qp_priv *q, int wait)
 {
 	uint64_t reads;
 
 	if (!q->prog)
 		return 0;
 	iwe_prog_note_consumer(q->prog);
-	if (!iwe_qp_trylock(q))
-		return 0;
+	if (wait)
+		iwe_qp_lock(q);
+	else if (!iwe_qp_trylock(q))
+		return IWE_CQ_HOOK_BUSY;
 	atomic_store(&q->kick, 0);
 	reads = q->rx_reads;
 	if (q->watch.fd >= 0)
 		run_io(q);
 	reads = q->rx_reads - reads;
 	iwe_qp_release(q, 1);
-	return reads != 0;
+	return reads ? IWE_CQ_HOOK_READ : 0;
 }
 
 /* A consumer armed a CQ of this QP and may sleep: what waited for its
@@ -416,14 +419,16 @@ static void defer_task(struct iwe_prog_task *t)
 	iwe_qp_release(q, 0);
 }
 
-static int send_poll_hook(struct iwe_cq_hook *h)
+static int send_poll_hook(struct iwe_cq_hook *h, int wait)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook));
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, send_hook),
+			 wait);
 }
 
-static int recv_poll_hook(struct iwe_cq_hook *h)
+static int recv_poll_hook(struct iwe_cq_hook *h, int wait)
 {
-	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook));
+	return poll_hook(IWE_CONTAINER_OF(h, struct iwe_qp_priv, recv_hook),
+			 wait);
 }
 
 /* A consumer spins on a CQ of this QP (iwe_cq_spin): the progress

@@ -22,14 +22,21 @@ struct fake {
 	int spinning, spins;
 	int looks;		/* polls that looked at it */
 	int gone;		/* removed from the CQ */
+	int busy;		/* its QP runs on another thread */
+	int waited;		/* looks that waited for that thread */
 };
 
 static struct fake g_fake[NHOOKS];
 static struct iwe_cq *g_cq;
 
-static int fake_poll(struct iwe_cq_hook *h)
+static int fake_poll(struct iwe_cq_hook *h, int wait)
 {
-	IWE_CONTAINER_OF(h, struct fake, hook)->looks++;
+	struct fake *f = IWE_CONTAINER_OF(h, struct fake, hook);
+
+	if (f->busy && !wait)
+		return IWE_CQ_HOOK_BUSY;
+	f->looks++;
+	f->waited += wait;
 	return 0;
 }
 
@@ -225,6 +232,46 @@ static void test_spun_polls(void)
 		BAIL("read: %s", strerror(errno));
 }
 
+/* A look that finds its QP running on another thread says so: the drive
+ * returns IWE_CQ_DRIVE_BUSY and the CQ waits elsewhere, which makes an
+ * empty poll yield.  iwe_cq_drive_wait, for a waiter that would sleep on
+ * that QP's socket, waits for each QP the wait spins on and drives it --
+ * those alone.  A QP whose sends wait for room makes the CQ wait
+ * elsewhere too. */
+static void test_busy(void)
+{
+	int socks_ok, back, w, r, others = 0, before[NHOOKS], i;
+
+	for (w = 0; w <= IWE_CQ_ACTIVE_WAITS; w++)
+		(void)one_wait(&socks_ok, &back);
+	complete(4);
+	iwe_cq_spin(g_cq, 1);
+	g_fake[4].busy = 1;
+	r = iwe_cq_drive(g_cq);
+	CHECK((r & IWE_CQ_DRIVE_BUSY) && iwe_cq_waits_elsewhere(g_cq),
+	      "busy: a drive that found hook 4's QP on another thread says so "
+	      "(flags 0x%x)", r);
+	for (i = 0; i < NHOOKS; i++)
+		before[i] = g_fake[i].waited;
+	(void)iwe_cq_drive_wait(g_cq);
+	for (i = 0; i < NHOOKS; i++)
+		others += i != 4 && g_fake[i].waited != before[i];
+	CHECK(g_fake[4].waited == before[4] + 1 && !others,
+	      "busy: the waiter's drive waited for hook 4, the one it spins on, "
+	      "and for no other (%d others)", others);
+	g_fake[4].busy = 0;
+	r = iwe_cq_drive(g_cq);
+	CHECK(!(r & IWE_CQ_DRIVE_BUSY) && !iwe_cq_waits_elsewhere(g_cq),
+	      "busy: free again, the next drive says nothing of it (flags 0x%x)", r);
+	iwe_cq_spin(g_cq, 0);
+	iwe_cq_hook_blocked(g_cq, &g_fake[7].hook, 1);
+	w = iwe_cq_waits_elsewhere(g_cq);
+	iwe_cq_hook_blocked(g_cq, &g_fake[7].hook, 0);
+	CHECK(w && !iwe_cq_waits_elsewhere(g_cq),
+	      "busy: while hook 7's sends wait for room the CQ waits elsewhere, "
+	      "and not after");
+}
+
 /* A QP's socket joins the CQ's epoll at its first completion: before
  * it, its input is the progress thread's and a poll does not look at
  * it (an idle connection among 10,000 costs no epoll_ctl); after it,
@@ -343,6 +390,7 @@ int main(void)
 	test_too_many();
 	test_removed();
 	test_spun_polls();
+	test_busy();
 	test_join();
 	test_few_joined(dev);
 	for (i = 0; i < NHOOKS; i++) {

@@ -21,8 +21,9 @@ struct fake {
 
 static struct fake g_fake[NHOOKS];
 
-static int fake_poll(struct iwe_cq_hook *h)
+static int fake_poll(struct iwe_cq_hook *h, int wait)
 {
+	(void)wait;
 	IWE_CONTAINER_OF(h, struct fake, hook)->polls++;
 	return 0;
 }
