@@ -40,6 +40,14 @@
 #              (op dtest_wa_total, size 0: seconds = wall time, iterations
 #              = sizes done).  Not in --quick (BENCH_DTEST=1: there too);
 #              BENCH_DTEST_WA_MAX (bytes) passes dtest -b, the largest size.
+#   dtestws    in the first round only: Debian's dtest -w (RDMA Writes
+#              streaming both ways, 1000 of 4 MiB a side), waiting and
+#              polling (-p), over iw-lo and iw-lo-udp, on the quiet
+#              machine (mode block, poll) and beside a busy loop per CPU
+#              at nice 19 (block_busy, poll_busy: a busy build machine),
+#              with the provider's default CRC (on), as a user of dtest
+#              runs it; op dtest_ws, size 4 MiB, MB/s of both ways as
+#              dtest says, seconds = wall time.  Not in --quick.
 # Sizes: --pattern-sizes (default a dense sweep 8 B..4 MiB; --quick 8,1M)
 # for wpp and bibw, --rdv-sizes (default those of 4 KiB and up; --quick
 # 4K,1M) for the rendezvous.  Every (mode, size) point runs for
@@ -67,7 +75,7 @@ if want wpp && echo "$pat_bytes" | tr ',' '\n' | awk '$1 % 8 { bad = 1 } END { e
 	exit 2
 fi
 pat_parts=
-for p in wpp rdv rdvstream bibw twopair a2a dtestwa; do
+for p in wpp rdv rdvstream bibw twopair a2a dtestwa dtestws; do
 	want $p && pat_parts=$pat_parts${pat_parts:+,}$p
 done
 
@@ -182,6 +190,55 @@ a2a_part() {
 	done
 }
 
+# busy_loops on|off: one busy loop per CPU at nice 19, or none.
+busy_pids=
+busy_loops() {
+	if [ "$1" = on ]; then
+		case $at_exit in *busy_loops*) ;; *) at_exit="${at_exit:+$at_exit; }busy_loops off" ;; esac
+		for _ in $(seq "$(nproc)"); do
+			nice -n 19 sh -c 'while :; do :; done' &
+			busy_pids="$busy_pids $!"
+		done
+	else
+		# shellcheck disable=SC2086 # a list of pids
+		[ -z "$busy_pids" ] || kill $busy_pids 2>/dev/null
+		# shellcheck disable=SC2086
+		[ -z "$busy_pids" ] || wait $busy_pids 2>/dev/null
+		busy_pids=
+	fi
+}
+
+# dtest_ws: Debian's dtest -w over the tcp and the udp IA, quiet and busy.
+dtest_ws() {
+	[ -n "$dtestw" ] || return 0
+	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
+	for t in iw-lo:iwdapl:1 iw-lo-udp:udp:-; do
+		ia=${t%%:*} tag=${t#*:} c=${t##*:} tag=${tag%%:*}
+		[ "$ia" = iw-lo ] || [ -n "$udp_conf" ] || continue
+		for m in block poll block_busy poll_busy; do
+			pf=
+			case $m in poll*) pf=-p ;; esac
+			l=$(log "dtest_ws-$tag-$m")
+			case $m in *_busy) busy_loops on ;; esac
+			dtest_crc=1
+			# shellcheck disable=SC2086 # no flag, or -p
+			dtest_run "$ia" "$l" "$limit" "" -w $pf
+			dtest_crc=
+			busy_loops off
+			[ $dtest_ok = 1 ] || failed "dtest -w $pf over $ia ($m)" "$l"
+			awk -v r="$round" -v t="$tag" -v c="$c" -v m="$m" -v s="$dtest_secs" -v ok="$dtest_ok" '
+			/RDMA write \(bi-direction\)/ {
+				for (i = 1; i <= NF; i++) {
+					if ($i == "x") { n = $(i - 1) + 0; sz = $(i + 1) + 0 }
+					if ($i ~ /^MB\/sec/) mb = $(i - 1) + 0
+				}
+				printf "%s,%s,%s,%s,dtest_ws,%d,1,%d,%s,%.2f,,,,,,,,%d\n",
+					r, t, c, m, sz, n, s, mb, ok
+			}' "$l" >>"$raw"
+		done
+	done
+}
+
 # dtest_wa: Debian's dtest -W -a over the tcp and the udp IA.
 dtest_wa() {
 	[ -n "$dtestw" ] || return 0
@@ -253,5 +310,8 @@ patterns_round() {
 	want a2a && a2a_part
 	if want dtestwa && [ "$round" = 1 ]; then
 		dtest_wa
+	fi
+	if want dtestws && [ "$round" = 1 ]; then
+		dtest_ws
 	fi
 }

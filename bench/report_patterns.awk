@@ -144,6 +144,38 @@ function dtest_wa_table(    n, s, i, Z, list, kt, ku, runs) {
 	printf "%-10s %-22s %-22s\n", "verdict", wa_verdict(kt), wa_verdict(ku)
 }
 
+# Debian's dtest -w (RDMA Writes streaming both ways, 4 MiB), waiting
+# and polling, on the quiet machine and beside a busy loop per CPU:
+# MB/s of both ways, and the busy run's share of the quiet one's.
+function dtest_ws_table(    t, tags, labels, m, modes, k, any, line, sz) {
+	split("iwdapl udp", tags, " ")
+	split("tcp (iw-lo)|udp (iw-lo-udp)", labels, "|")
+	split("block poll block_busy poll_busy", modes, " ")
+	sz = 4194304
+	for (t = 1; t <= 2; t++)
+		for (m = 1; m <= 4; m++)
+			if (key(tags[t], t == 1 ? 1 : "-", modes[m], "dtest_ws", sz) in have)
+				any = 1
+	if (!any)
+		return
+	printf "\nDebian dtest -w (RDMA Writes streaming both ways, 1000 x 4 MiB a side, CRC on: dtest's default), MB/s of both ways; busy: beside a busy loop per CPU at nice 19\n"
+	printf "%-16s %-14s %-14s %-14s %-14s %8s %8s\n", "transport", "waiting", "polling",
+		"waiting, busy", "polling, busy", "busy/q w", "busy/q p"
+	for (t = 1; t <= 2; t++) {
+		line = sprintf("%-16s", labels[t])
+		for (m = 1; m <= 4; m++) {
+			k = key(tags[t], t == 1 ? 1 : "-", modes[m], "dtest_ws", sz)
+			line = line sprintf(" %-14s", !(k in have) ? "n/a" :
+				S[k, "valid"] == 1 ? fmt(med(k, "MBps")) : "FAILED")
+		}
+		for (m = 1; m <= 2; m++)
+			line = line sprintf(" %8s",
+				ratio(med(key(tags[t], t == 1 ? 1 : "-", modes[m] "_busy", "dtest_ws", sz), "MBps"),
+				      med(key(tags[t], t == 1 ? 1 : "-", modes[m], "dtest_ws", sz), "MBps")))
+		print line
+	}
+}
+
 function wa_verdict(k) {
 	if (!(k in have))
 		return "n/a"
@@ -182,6 +214,7 @@ function pattern_tables(    pp, tb, m, modes, rv, bw) {
 	twopair_table()
 	a2a_table()
 	dtest_wa_table()
+	dtest_ws_table()
 }
 
 # bench/alltoall's 4 ranks: the all-to-all's round and the pair's one

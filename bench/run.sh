@@ -72,7 +72,7 @@
 # --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
 # (sections: base -- all of the above but the patterns, the costs and the
 # scale --, patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair,
-# a2a, dtestwa; cost; scale; default base,patterns,cost), --pattern-sizes
+# a2a, dtestwa, dtestws; cost; scale; default base,patterns,cost), --pattern-sizes
 # LIST, --rdv-sizes LIST
 # (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
@@ -140,7 +140,7 @@ fi
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
 	case $s in
-	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | scale | cost) ;;
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | dtestws | scale | cost) ;;
 	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
 	esac
 done
@@ -299,7 +299,8 @@ acks_raw() {
 # server and client with DTEST_ARGS (in NETNS, if not empty), each
 # within LIMIT seconds; the client's output in LOG, the server's in
 # LOG.server.  Sets dtest_ok (1: PASSED on both sides) and dtest_secs
-# (the wall time of the last attempt, server start to both ended).
+# (the wall time of the last attempt, server start to both ended).  The
+# CRC off unless dtest_crc says (1: on, the provider's default).
 dtestw=${DTEST:-$(command -v dtest)}
 # Line-buffered, so that a run cut short by the time limit keeps the
 # lines of the sizes it finished.
@@ -320,7 +321,7 @@ dtest_run() {
 			'( sport = :45248 or sport = :15828 )' >/dev/null 2>&1
 		t0=$(date +%s.%N)
 		# shellcheck disable=SC2086
-		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=0 timeout -k 5 "$dlimit" $pre \
+		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=${dtest_crc:-0} timeout -k 5 "$dlimit" $pre \
 			$linebuf "$dtestw" -P "$ia" -s "$@" >"$l.server" 2>&1 &
 		spid=$!
 		# The client connects first to dtest's side channel (TCP
@@ -329,7 +330,7 @@ dtest_run() {
 		# shellcheck disable=SC2086
 		wait_listen 15828 $pre
 		# shellcheck disable=SC2086
-		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=0 timeout -k 5 "$dlimit" $pre \
+		DAT_OVERRIDE=${udp_conf:-$DAT_OVERRIDE} IWDAPL_CRC=${dtest_crc:-0} timeout -k 5 "$dlimit" $pre \
 			$linebuf "$dtestw" -P "$ia" -h 127.0.0.1 "$@" >"$l" 2>&1 ||
 			kill "$spid" 2>/dev/null
 		# dtest's server writes its address on the side channel before
