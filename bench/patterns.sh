@@ -208,13 +208,25 @@ busy_loops() {
 	fi
 }
 
+# dtest_ias CRC: the IAs dtest runs over, as IA:TRANSPORT:CRC (CRC the
+# tcp row's; udp's is "-"), the udp IA only where the run has one;
+# dtest_ia ONE sets ia, tag and c from one of them.
+dtest_ias() {
+	echo "iw-lo:iwdapl:$1"
+	[ -z "$udp_conf" ] || echo "iw-lo-udp:udp:-"
+}
+
+dtest_ia() {
+	ia=${1%%:*} tag=${1#*:} c=${1##*:}
+	tag=${tag%%:*}
+}
+
 # dtest_ws: Debian's dtest -w over the tcp and the udp IA, quiet and busy.
 dtest_ws() {
 	[ -n "$dtestw" ] || return 0
 	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
-	for t in iw-lo:iwdapl:1 iw-lo-udp:udp:-; do
-		ia=${t%%:*} tag=${t#*:} c=${t##*:} tag=${tag%%:*}
-		[ "$ia" = iw-lo ] || [ -n "$udp_conf" ] || continue
+	for t in $(dtest_ias 1); do
+		dtest_ia "$t"
 		for m in block poll block_busy poll_busy; do
 			pf=
 			case $m in poll*) pf=-p ;; esac
@@ -244,9 +256,8 @@ dtest_wa() {
 	[ -n "$dtestw" ] || return 0
 	# Not in --quick: as dtest_w.
 	[ $quick -eq 0 ] || [ "${BENCH_DTEST:-0}" = 1 ] || return 0
-	for t in iw-lo:iwdapl:0 iw-lo-udp:udp:-; do
-		ia=${t%%:*} tag=${t#*:} c=${t##*:} tag=${tag%%:*}
-		[ "$ia" = iw-lo ] || [ -n "$udp_conf" ] || continue
+	for t in $(dtest_ias 0); do
+		dtest_ia "$t"
 		l=$(log "dtest_wa-$tag")
 		# shellcheck disable=SC2086 # no -b, or -b and its value
 		dtest_run "$ia" "$l" "$wa_limit" "" -W -a ${BENCH_DTEST_WA_MAX:+-b $BENCH_DTEST_WA_MAX}
