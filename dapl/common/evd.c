@@ -290,7 +290,7 @@ static uint64_t mono_us(void);
  * one whose socket is full until the peer reads) yields at once: on
  * fewer CPUs than threads the poller's spin takes the CPU that thread
  * or the peer needs (Debian's dtest -w -p, both sides streaming 4 MiB
- * Writes, moved 0.2-0.4 GB/s on a busy machine). */
+ * Writes, moved 0.2-0.4 GB/s on a busy machine).  0 turns both off. */
 #define POLL_YIELD_DEFAULT_US 200
 
 static uint32_t poll_yield_us(void)
@@ -367,7 +367,8 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 		t = take_locked(evd, event, &wc);
 		ret = t == TAKE_NONE ? DAT_QUEUE_EMPTY : DAT_SUCCESS;
 		yield = poll_yield_due_locked(evd, t == TAKE_NONE) ||
-			(t == TAKE_NONE && iwe_cq_waits_elsewhere(evd->cq));
+			(t == TAKE_NONE && poll_yield_us() &&
+			 iwe_cq_waits_elsewhere(evd->cq));
 	}
 	news = dapl_evd_cq_overflow_news_locked(evd);
 	dapl_unlock(&evd->lock);
@@ -721,7 +722,7 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		 * stretch of empty polls too. */
 		yield = poll_yield_due_locked(evd, timeout == 0 &&
 					      t == TAKE_NONE) ||
-			(timeout == 0 && t == TAKE_NONE &&
+			(timeout == 0 && t == TAKE_NONE && poll_yield_us() &&
 			 iwe_cq_waits_elsewhere(evd->cq));
 		left = dapl_evd_count_locked(evd);
 		news = ret != DAT_ABORT && dapl_evd_cq_overflow_news_locked(evd);
