@@ -343,8 +343,8 @@ static uint32_t count_done(struct mpa_batch *b)
  * drive runs the QP's transmit, and a consumer polling while the socket
  * was full wrote into the few KiB the peer had just read: Debian's dtest
  * -w -p (both sides streaming 4 MiB Writes) made up to 330,000 sendmsg a
- * side where 11,000 carry it, at half the rate.  An error shows as room:
- * the write that follows reports it. */
+ * side where about 5,000 carry it, at half the rate.  An error shows as
+ * room: the write that follows reports it. */
 static int mpa_socket_room(struct iwe_qp_priv *q, struct mpa_tx *t)
 {
 	struct pollfd p = { .fd = q->fd, .events = POLLOUT };
