@@ -302,7 +302,8 @@ static uint32_t poll_yield_us(void)
 }
 
 /* A poll of evd found it empty (or not; any event taken ends the
- * stretch): 1 when the caller is to yield after unlocking. */
+ * stretch): 1 when the caller is to yield after unlocking -- at the end
+ * of a stretch, or at once when what it waits for is another's to do. */
 static int poll_yield_due_locked(struct dapl_evd *evd, int empty)
 {
 	uint32_t every = poll_yield_us();
@@ -317,7 +318,7 @@ static int poll_yield_due_locked(struct dapl_evd *evd, int empty)
 	if (!evd->empty_since_us)
 		evd->empty_since_us = now;
 	if (now - evd->empty_since_us < every)
-		return 0;
+		return iwe_cq_waits_elsewhere(evd->cq);
 	evd->empty_since_us = now;
 	return 1;
 }
@@ -366,9 +367,7 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	else {
 		t = take_locked(evd, event, &wc);
 		ret = t == TAKE_NONE ? DAT_QUEUE_EMPTY : DAT_SUCCESS;
-		yield = poll_yield_due_locked(evd, t == TAKE_NONE) ||
-			(t == TAKE_NONE && poll_yield_us() &&
-			 iwe_cq_waits_elsewhere(evd->cq));
+		yield = poll_yield_due_locked(evd, t == TAKE_NONE);
 	}
 	news = dapl_evd_cq_overflow_news_locked(evd);
 	dapl_unlock(&evd->lock);
@@ -721,9 +720,7 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 		/* Only a wait of 0 polls; any other's event ends a
 		 * stretch of empty polls too. */
 		yield = poll_yield_due_locked(evd, timeout == 0 &&
-					      t == TAKE_NONE) ||
-			(timeout == 0 && t == TAKE_NONE && poll_yield_us() &&
-			 iwe_cq_waits_elsewhere(evd->cq));
+					      t == TAKE_NONE);
 		left = dapl_evd_count_locked(evd);
 		news = ret != DAT_ABORT && dapl_evd_cq_overflow_news_locked(evd);
 		wait_leave_locked(evd);

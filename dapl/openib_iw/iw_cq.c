@@ -350,9 +350,10 @@ int iwe_cq_waits_elsewhere(struct iwe_cq *cq)
 	       atomic_load(&q->tx_blocked);
 }
 
-int iwe_cq_drive_wait(struct iwe_cq *cq)
+void iwe_cq_drive_wait(struct iwe_cq *cq)
 {
-	return cq ? iwe_cq_hooks_wait(iwe_cq_priv(cq)) : 0;
+	if (cq)
+		iwe_cq_hooks_wait(iwe_cq_priv(cq));
 }
 
 void iwe_cq_spin(struct iwe_cq *cq, int on)

@@ -516,18 +516,12 @@ int iwe_cq_hooks_poll(struct iwe_cq_priv *q)
 /* The hooks a waiter spins on, each driven once its QP is free: it
  * holds hooks_lock meanwhile, so none of them goes (the hooks_lock ->
  * QP lock order of iwe_cq_hooks_spin and _arm). */
-int iwe_cq_hooks_wait(struct iwe_cq_priv *q)
+void iwe_cq_hooks_wait(struct iwe_cq_priv *q)
 {
-	int r = 0;
-
 	pthread_mutex_lock(&q->hooks_lock);
 	for (uint32_t i = 0; i < q->nspun; i++)
-		if (q->spun[i]->poll(q->spun[i], 1) & IWE_CQ_HOOK_READ)
-			r |= IWE_CQ_DRIVE_READ;
+		(void)q->spun[i]->poll(q->spun[i], 1);
 	pthread_mutex_unlock(&q->hooks_lock);
-	if (atomic_load(&q->tx_blocked))
-		r |= IWE_CQ_DRIVE_BLOCKED;
-	return r;
 }
 
 /* ------------------------------------------- the waiter's connections */

@@ -247,7 +247,7 @@ int iwe_cq_drive(struct iwe_cq *cq);
  * and poll() would return at once, again and again, while it does.
  * This waits for that thread to let go of each of them, in turn, and
  * drives them.  Not under the consumer's locks. */
-int iwe_cq_drive_wait(struct iwe_cq *cq);
+void iwe_cq_drive_wait(struct iwe_cq *cq);
 /* What an empty poll of cq waits for is another's to do: its last drive
  * (iwe_cq_drive, or an empty iwe_poll_cq's) left a QP to another thread
  * running it, or a QP's sends wait for room in its socket (for the peer

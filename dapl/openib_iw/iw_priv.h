@@ -436,7 +436,7 @@ void iwe_cq_hook_blocked(struct iwe_cq *cq, struct iwe_cq_hook *h,
 			 int blocked);
 /* iw_cq.c's side: an empty poll, an arm, a destroy. */
 int iwe_cq_hooks_poll(struct iwe_cq_priv *q);
-int iwe_cq_hooks_wait(struct iwe_cq_priv *q);
+void iwe_cq_hooks_wait(struct iwe_cq_priv *q);
 void iwe_cq_hooks_arm(struct iwe_cq_priv *q);
 void iwe_cq_hooks_spin(struct iwe_cq_priv *q, int on);
 int iwe_cq_hooks_sleep_fds(struct iwe_cq_priv *q, int *fds, int max);

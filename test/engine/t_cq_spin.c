@@ -253,7 +253,7 @@ static void test_busy(void)
 	      "(flags 0x%x)", r);
 	for (i = 0; i < NHOOKS; i++)
 		before[i] = g_fake[i].waited;
-	(void)iwe_cq_drive_wait(g_cq);
+	iwe_cq_drive_wait(g_cq);
 	for (i = 0; i < NHOOKS; i++)
 		others += i != 4 && g_fake[i].waited != before[i];
 	CHECK(g_fake[4].waited == before[4] + 1 && !others,
