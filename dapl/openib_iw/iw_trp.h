@@ -198,6 +198,9 @@ struct trp {
 	uint64_t srtt_us, rttvar_us, rto_us;
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
+	int pto_armed;			/* deadline_ns is a probe timeout */
+	int tlp_pending;		/* a tail loss probe is unanswered */
+	uint32_t tlp_high;		/* snd_sent when it went */
 	uint64_t idle_ns;		/* next idle probe, 0: off */
 	uint64_t heard_ns;		/* when the peer was last heard */
 	uint64_t dead_ns;		/* idle and silent this long: lost,
@@ -253,7 +256,8 @@ struct trp {
 			 sack_blocks_max, /* most blocks in one ack sent */
 			 tx_bufs,	/* packet buffers allocated */
 			 bufs_trimmed,	/* spares freed while idle */
-			 spares;	/* spare buffers held (a snapshot) */
+			 spares,	/* spare buffers held (a snapshot) */
+			 tlp;		/* tail loss probes sent */
 	} st;
 };
 

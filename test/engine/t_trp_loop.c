@@ -817,6 +817,35 @@ static int ping_pong_sends(struct pair *p, int n)
 	return ok;
 }
 
+/* A lost packet that ends a flight -- each Send of a ping-pong is one
+ * -- leaves no later packet whose selective ack would show the hole:
+ * the probe timeout sends it again (RFC 8985's tail loss probe) before
+ * the retransmission timeout would.  The PTO always comes first, so
+ * counting probes holds on a busy machine too; how many losses still
+ * needed the RTO (a probe lost as well, or late) is only printed. */
+static void tail_loss(void)
+{
+	struct iwe_trp_stats sa, sb;
+	struct pair p;
+	int ok;
+
+	iwe_device_set_trp_test(dev, "drop:20,seed:17");
+	pair_open(&p, 0xfffffff0u, 5);
+	ok = ping_pong_sends(&p, 100);
+	iwe_trp_stats(p.a.qp, &sa);
+	iwe_trp_stats(p.b.qp, &sb);
+	printf("# tail loss: dropped %llu, probes %llu, timeouts %llu\n",
+	       (unsigned long long)(sa.hook_drop + sb.hook_drop),
+	       (unsigned long long)(sa.tlp + sb.tlp),
+	       (unsigned long long)(sa.rto + sb.rto));
+	CHECK(ok, "100 Send ping-pongs with 20%% of the packets dropped");
+	CHECK(sa.hook_drop + sb.hook_drop > 0 && sa.tlp + sb.tlp > 0,
+	      "lost tails were probed again before the timeout (%llu probes)",
+	      (unsigned long long)(sa.tlp + sb.tlp));
+	pair_close(&p);
+	iwe_device_set_trp_test(dev, "");
+}
+
 /* Completions and delayed acks (doc/trp.md, "Acknowledging" and
  * "Sending"), with the longest hold (5 ms) so that a scheduler delay
  * hardly ever ends one: a Send or Write completes once acknowledged; a
@@ -1054,6 +1083,7 @@ int main(void)
 	fin_and_lost_peer();
 	slow_receiver();
 	lost_for_good();
+	tail_loss();
 	delayed_ack();
 	iwe_device_close(dev);
 	return tap_done();
