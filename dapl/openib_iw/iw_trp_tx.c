@@ -275,7 +275,6 @@ static void ack_sent(struct trp *t)
 	t->ack_hold_mid = 0;
 }
 
-/* One batch of due packets: retransmissions first, then new ones. */
 /* The retransmission timer.  While no loss is known, it first runs
  * as a probe timeout (RFC 8985, 7.2): PTO = 2 SRTT plus the ack delay
  * (the peer may hold its ack that long for an answer to carry), which
@@ -283,7 +282,7 @@ static void ack_sent(struct trp *t)
  * lost packet that ends a flight -- a ping-pong's request or answer --
  * has nothing behind it whose selective ack would show the hole, and
  * used to wait for the RTO: at 1 % loss the 8 B ping-pong's mean was
- * 12 times its median. */
+ * 10-14 times its median. */
 static int pto_allowed(const struct trp *t)
 {
 	return t->have_rtt && !t->tlp_pending && !t->recover_ns &&
@@ -309,6 +308,7 @@ static void timer_arm(struct trp *t, uint64_t now)
 	}
 }
 
+/* One batch of due packets: retransmissions first, then new ones. */
 static int flush_batch(struct trp *t, struct iwe_qp_priv *q, int *any)
 {
 	struct txvec v;		/* not zeroed: 1.7 KiB, each poll round */
