@@ -1047,11 +1047,13 @@ static void stats_dump(const struct trp *t, const struct iwe_qp_priv *q)
 	if (!iw_env_bool("IWDAPL_TRP_STATS", 0))
 		return;
 	iw_log(IW_LOG_ERROR, "TRP qp %u: sent %llu retx %llu fast %llu "
-		"rto %llu acks %llu dup %llu ooo %llu srtt %llu us rto %llu us",
+		"rto %llu probes %llu acks %llu dup %llu ooo %llu srtt %llu us "
+		"rto %llu us",
 		q->pub.qp_num, (unsigned long long)t->st.sent,
 		(unsigned long long)t->st.retx,
 		(unsigned long long)t->st.fast_retx,
 		(unsigned long long)t->st.rto,
+		(unsigned long long)t->st.tlp,
 		(unsigned long long)t->st.acks_sent,
 		(unsigned long long)t->st.dup_rcvd,
 		(unsigned long long)t->st.ooo_rcvd,
