@@ -187,6 +187,19 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 	return 0;
 }
 
+/* n unmeasured iterations (none when n <= 0); their errors go to *errs. */
+static int warm_up(struct iwd_sess *s, int mode, size_t size, long n,
+		   struct iwd_result *r, long *errs)
+{
+	*errs = 0;
+	if (n <= 0)
+		return 0;
+	if (iwd_run(s, mode, size, n, r))
+		return -1;
+	*errs = r->errors;
+	return 0;
+}
+
 /* A fixed count: first a tenth of it (at most WARMUP_MAX), and at least
  * a turn of the receive ring, unmeasured, so that page faults, first
  * touches and cold caches do not land in the figures.  The ring: on a VM
@@ -196,17 +209,12 @@ static int parse_args(struct iwd_opts *o, int argc, char **argv)
 static int run_fixed(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 		     size_t size, struct iwd_result *r)
 {
-	long warm = o->iters / 10 < WARMUP_MAX ? o->iters / 10 : WARMUP_MAX, errs = 0;
+	long warm = o->iters / 10 < WARMUP_MAX ? o->iters / 10 : WARMUP_MAX, errs;
 
 	if (warm < iwd_ring_slots(s))
 		warm = iwd_ring_slots(s);
-
-	if (warm > 0) {
-		if (iwd_run(s, mode, size, warm, r))
-			return -1;
-		errs = r->errors;
-	}
-	if (iwd_run(s, mode, size, o->iters, r))
+	if (warm_up(s, mode, size, warm, r, &errs) ||
+	    iwd_run(s, mode, size, o->iters, r))
 		return -1;
 	r->errors += errs;
 	return 0;
@@ -229,9 +237,8 @@ static int run_budget(struct iwd_sess *s, const struct iwd_opts *o, int mode,
 	 * slots: 0.6 GB/s where a warm ring moves 3.6 (the bench's Send row
 	 * at 1 MiB with the CRC off, whose receives are placed straight into
 	 * the ring by the kernel). */
-	if (iwd_run(s, mode, size, iwd_ring_slots(s), r))
+	if (warm_up(s, mode, size, iwd_ring_slots(s), r, &errs))
 		return -1;
-	errs = r->errors;
 	for (;;) {
 		if (iwd_run(s, mode, size, n, r))
 			return -1;
