@@ -104,8 +104,10 @@ function handoff_lines(    w, ways, p, k, v) {
 	printf "The same exchange without the provider (bench/wake_probe: threads of one process, each side's socket also\n"
 	printf "watched by a parked thread), one way, us: median [min-max] of the rounds; woken: the parked thread, per message (median)\n"
 	printf "%-8s %-24s %-10s %-24s %-10s\n", "way", "one pair", "woken", "two pairs", "woken"
-	split("block excl own spin", ways, " ")
-	for (w = 1; w <= 4; w++) {
+	split("block excl own spin bare lowat", ways, " ")
+	for (w = 1; w <= 6; w++) {
+		if (!(key("machine", "-", ways[w], "handoff", 1) in have))
+			continue
 		printf "%-8s", ways[w]
 		for (p = 1; p <= 2; p++) {
 			k = key("machine", "-", ways[w], "handoff", p)
@@ -115,7 +117,8 @@ function handoff_lines(    w, ways, p, k, v) {
 		printf "\n"
 	}
 	printf "(block: a recv that sleeps, plain TCP's; excl: epoll_wait served before the parked thread (EPOLLEXCLUSIVE order);\n"
-	printf " own: the provider's sleeping wait, two epoll_ctl around a ppoll; spin: its spin, the same two around recv and yield)\n"
+	printf " own: the provider's sleeping wait, two epoll_ctl around a ppoll; spin: its spin, the same two around recv and yield;\n"
+	printf " bare: that spin with no parked watch, no epoll_ctl; lowat: the parked watch kept quiet by SO_RCVLOWAT instead)\n"
 }
 
 # Debian's dtest -W -a: each size's one-way mean over tcp and udp, and

@@ -20,6 +20,12 @@
  *          MOD gives the interest back.
  *   spin   the provider's spinning wait: the same two MODs around
  *          recv(MSG_DONTWAIT) and sched_yield() until a message.
+ *   bare   that spin with no parked watch and no MOD: the floor of a
+ *          spin that needs no hand-over.
+ *   lowat  that spin with the parked watch left as it is, its wake-ups
+ *          kept off by SO_RCVLOWAT instead (set above any message for
+ *          the spin, back to 1 after: the kernel signals no input below
+ *          the mark; doc/performance.md says why the provider does not).
  * Each way runs with one pair of threads, then with two pairs at once
  * (four waiters: more than this machine's CPUs, as two ping-pong pairs
  * of processes on 2 CPUs).
@@ -50,9 +56,10 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 
-enum way { WAY_BLOCK, WAY_EXCL, WAY_OWN, WAY_SPIN, WAY_COUNT };
+enum way { WAY_BLOCK, WAY_EXCL, WAY_OWN, WAY_SPIN, WAY_BARE, WAY_LOWAT, WAY_COUNT };
 
-static const char *const way_names[WAY_COUNT] = { "block", "excl", "own", "spin" };
+static const char *const way_names[WAY_COUNT] = { "block", "excl", "own", "spin", "bare",
+							   "lowat" };
 
 #define MSG_LEN 32
 #define MAX_RUNS 64
@@ -155,7 +162,7 @@ static void side_open(struct side *s, int fd, enum way way)
 	if (way == WAY_EXCL) {
 		epoll_add(s->mine, fd, EPOLLIN | EPOLLEXCLUSIVE);
 		epoll_add(s->parked_ep, fd, EPOLLIN | EPOLLET | EPOLLEXCLUSIVE);
-	} else if (way != WAY_BLOCK) {
+	} else if (way != WAY_BLOCK && way != WAY_BARE) {
 		epoll_add(s->parked_ep, fd, EPOLLIN | EPOLLET);
 	}
 	if (epoll_ctl(s->parked_ep, EPOLL_CTL_ADD, s->evfd, &stop))
@@ -198,6 +205,18 @@ static void drain(struct side *s)
 	while (n == (ssize_t)sizeof(buf));
 }
 
+static void spin_recv(struct side *s, char *buf, size_t len)
+{
+	while (recv(s->fd, buf, len, MSG_DONTWAIT) < 1)
+		sched_yield();
+}
+
+static void lowat(struct side *s, int bytes)
+{
+	if (setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &bytes, sizeof(bytes)))
+		die("setsockopt SO_RCVLOWAT");
+}
+
 static void wait_msg(struct side *s, enum way way)
 {
 	char buf[MSG_LEN];
@@ -226,9 +245,16 @@ static void wait_msg(struct side *s, enum way way)
 	}
 	case WAY_SPIN:
 		watch_input(s, 0);
-		while (recv(s->fd, buf, sizeof(buf), MSG_DONTWAIT) < 1)
-			sched_yield();
+		spin_recv(s, buf, sizeof(buf));
 		watch_input(s, 1);
+		return;
+	case WAY_BARE:
+		spin_recv(s, buf, sizeof(buf));
+		return;
+	case WAY_LOWAT:
+		lowat(s, 1 << 20);
+		spin_recv(s, buf, sizeof(buf));
+		lowat(s, 1);
 		return;
 	default:
 		return;

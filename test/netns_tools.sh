@@ -18,10 +18,13 @@
 # iterations.  IW_NETNS_LONG=1 runs both as on loopback (dtest's
 # defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS
 # and IW_DAPLTEST_ITER override each.
-# IW_NETNS_TRANSPORTS overrides the transport list.  Needs root, ip and
+# IW_NETNS_TRANSPORTS overrides the transport list.  Then debian_tools.sh
+# runs once more over udp with IW_NETNS_LOSS % (1; 0: not at all) of the
+# UDP packets each namespace receives dropped.  Needs root, ip and
 # nft: skipped otherwise, and skipped where Debian's tools are
 # (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
-# and BUILDDIR/test/*-iw-ns-TRANSPORT.d/.
+# and BUILDDIR/test/*-iw-ns-TRANSPORT.d/ (*-iw-ns-udp-loss.d/ for the
+# lossy run).
 
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$(dirname "${DAT_OVERRIDE:-./dat.conf}")}
@@ -74,19 +77,44 @@ run_sub() {
 	fi
 }
 
-for tr in ${IW_NETNS_TRANSPORTS:-udp tcp}; do
-	ia=iw-ns-$tr
-	netns_conf "$out/$tr.a.conf" "$lib" "$ia" "$ADDR_A" "$tr"
-	netns_conf "$out/$tr.b.conf" "$lib" "$ia" "$ADDR_B" "$tr"
+# use_transport TR [IA]: the tools' IA (iw-ns-TR), host and namespace
+# prefixes for TR; the IA's name also names the tools' log directories.
+use_transport() {
+	ia=${2:-iw-ns-$1}
+	netns_conf "$out/$ia.a.conf" "$lib" "$ia" "$ADDR_A" "$1"
+	netns_conf "$out/$ia.b.conf" "$lib" "$ia" "$ADDR_B" "$1"
 	IW_TOOL_IA=$ia IW_TOOL_HOST=$ADDR_B
-	IW_TOOL_SERVER_PRE="ip netns exec $NS_B env DAT_OVERRIDE=$out/$tr.b.conf"
-	IW_TOOL_CLIENT_PRE="ip netns exec $NS_A env DAT_OVERRIDE=$out/$tr.a.conf"
+	IW_TOOL_SERVER_PRE="ip netns exec $NS_B env DAT_OVERRIDE=$out/$ia.b.conf"
+	IW_TOOL_CLIENT_PRE="ip netns exec $NS_A env DAT_OVERRIDE=$out/$ia.a.conf"
 	export IW_TOOL_IA IW_TOOL_HOST IW_TOOL_SERVER_PRE IW_TOOL_CLIENT_PRE
+}
+
+for tr in ${IW_NETNS_TRANSPORTS:-udp tcp}; do
+	use_transport "$tr"
 	echo "# $tr: servers in $NS_B ($ADDR_B), clients in $NS_A ($ADDR_A)"
 	start=$(date +%s)
 	run_sub "$tr" "$here/debian_tools.sh"
 	run_sub "$tr" "$here/dapltest_suite.sh"
 	echo "# $tr: $(($(date +%s) - start)) s"
 done
+
+# Debian's tools again over udp with IW_NETNS_LOSS % (default 1; 0: not
+# run) of the UDP packets each namespace receives dropped by nftables:
+# real clients on a lossy link, which TRP recovers from (doc/trp.md; a
+# lost request or answer, a tail, by its probe timeout).
+loss=${IW_NETNS_LOSS:-1}
+case " ${IW_NETNS_TRANSPORTS:-udp tcp} " in
+*" udp "*) ;;
+*) loss=0 ;;
+esac
+if [ "$loss" -gt 0 ]; then
+	use_transport udp iw-ns-udp-loss
+	netns_loss "$NS_A" "$loss" && netns_loss "$NS_B" "$loss" || exit 99
+	start=$(date +%s)
+	run_sub "udp, $loss % loss" "$here/debian_tools.sh"
+	echo "# udp, $loss % loss: $(($(date +%s) - start)) s, $(netns_loss_drops "$NS_A") and $(netns_loss_drops "$NS_B") packets dropped"
+	netns_loss "$NS_A" 0
+	netns_loss "$NS_B" 0
+fi
 echo "1..$n"
 [ "$failed" -eq 0 ]

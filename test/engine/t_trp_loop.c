@@ -840,7 +840,7 @@ static void tail_loss(void)
 	       (unsigned long long)(sa.rto + sb.rto));
 	CHECK(ok, "100 Send ping-pongs with 20%% of the packets dropped");
 	CHECK(sa.hook_drop + sb.hook_drop > 0 && sa.tlp + sb.tlp > 0,
-	      "lost tails were probed again before the timeout (%llu probes)",
+	      "lost tails drew tail loss probes (%llu), the PTO coming first",
 	      (unsigned long long)(sa.tlp + sb.tlp));
 	pair_close(&p);
 	iwe_device_set_trp_test(dev, "");
