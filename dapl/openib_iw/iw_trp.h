@@ -32,6 +32,8 @@
 #define TRP_RTO_INIT_US    200000u	/* before the first RTT sample */
 #define TRP_RTO_MIN_US     20000u
 #define TRP_RTO_MAX_US     2000000u
+#define TRP_PTO_MIN_US     1000u	/* the probe timeout's floor: a
+					 * loaded host's timers run late */
 #define TRP_MAX_RETX       10		/* then the connection is lost */
 #define TRP_FAST_RETX_GAP  3		/* sacked packets above a hole */
 #define TRP_DONE_GATES     8		/* held completion batches */

@@ -276,9 +276,12 @@ static void ack_sent(struct trp *t)
 }
 
 /* The retransmission timer.  While no loss is known, it first runs
- * as a probe timeout (RFC 8985, 7.2): PTO = 2 SRTT plus the ack delay
- * (the peer may hold its ack that long for an answer to carry), which
- * on a LAN is about a millisecond where the RTO is at least 20 ms.  A
+ * as a probe timeout (RFC 8985, 7.2): PTO = 2 SRTT plus twice the ack
+ * delay, 1 ms at least.  The peer may hold its ack that long for an
+ * answer to carry, on a timer that may fire late: a probe that came
+ * just before the held ack would cut every hold short with a duplicate
+ * (a 5 ms hold's ack came after 5.3 ms in a test, past a PTO of one
+ * delay).  On a LAN that is about 2 ms, where the RTO is 20 ms.  A
  * lost packet that ends a flight -- a ping-pong's request or answer --
  * has nothing behind it whose selective ack would show the hole, and
  * used to wait for the RTO: at 1 % loss the 8 B ping-pong's mean was
@@ -301,7 +304,9 @@ static void timer_arm(struct trp *t, uint64_t now)
 	t->deadline_ns = now + rto;
 	if (!pto_allowed(t))
 		return;
-	pto = 2 * t->srtt_us * 1000u + t->ack_delay_ns;
+	pto = 2 * (t->srtt_us * 1000u + t->ack_delay_ns);
+	if (pto < (uint64_t)TRP_PTO_MIN_US * 1000u)
+		pto = (uint64_t)TRP_PTO_MIN_US * 1000u;
 	if (pto < rto) {
 		t->deadline_ns = now + pto;
 		t->pto_armed = 1;

@@ -968,9 +968,13 @@ static void delayed_ack(void)
 	}
 	dt = now_s() - t0;
 	iwe_trp_stats(p.b.qp, &st);
-	CHECK(st.acks_sent == b0 + 1 && st.dup_rcvd == dup0 && dt >= 0.0045,
+	/* The sender's tail loss probe waits twice the delay: a duplicate
+	 * before the ack means it did not, unless the hold itself ran that
+	 * late (a loaded machine's timers). */
+	CHECK(st.acks_sent == b0 + 1 && dt >= 0.0045 &&
+	      (st.dup_rcvd == dup0 || dt >= 0.010),
 	      "an unanswered Send is acknowledged after the delay (%.1f ms), "
-	      "before the sender's retransmission", dt * 1000);
+	      "before the sender's probe", dt * 1000);
 
 	/* An abrupt close while an ack is held: the ack goes on its own,
 	 * then the best-effort F carries it again.  (b answers again first:
