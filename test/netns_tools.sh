@@ -19,7 +19,7 @@
 # defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS
 # and IW_DAPLTEST_ITER override each.
 # IW_NETNS_TRANSPORTS overrides the transport list.  Then debian_tools.sh
-# runs once more over udp with IW_NETNS_LOSS % (1; 0: not at all) of the
+# runs once more over udp with IW_NETNS_TOOLS_LOSS % (1; 0: not at all) of the
 # UDP packets each namespace receives dropped.  Needs root, ip and
 # nft: skipped otherwise, and skipped where Debian's tools are
 # (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
@@ -98,11 +98,14 @@ for tr in ${IW_NETNS_TRANSPORTS:-udp tcp}; do
 	echo "# $tr: $(($(date +%s) - start)) s"
 done
 
-# Debian's tools again over udp with IW_NETNS_LOSS % (default 1; 0: not
+# Debian's tools again over udp with IW_NETNS_TOOLS_LOSS % (default 1; 0: not
 # run) of the UDP packets each namespace receives dropped by nftables:
 # real clients on a lossy link, which TRP recovers from (doc/trp.md; a
 # lost request or answer, a tail, by its probe timeout).
-loss=${IW_NETNS_LOSS:-1}
+loss=${IW_NETNS_TOOLS_LOSS:-1}
+case $loss in
+'' | *[!0-9]*) echo "Bail out! IW_NETNS_TOOLS_LOSS: a whole per cent, not '$loss'"; exit 99 ;;
+esac
 case " ${IW_NETNS_TRANSPORTS:-udp tcp} " in
 *" udp "*) ;;
 *) loss=0 ;;
