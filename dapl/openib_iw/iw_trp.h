@@ -200,7 +200,8 @@ struct trp {
 	uint64_t srtt_us, rttvar_us, rto_us;
 	int have_rtt;
 	uint64_t deadline_ns;		/* retransmission timer, 0: off */
-	int pto_armed;			/* deadline_ns is a probe timeout */
+	int pto_armed;			/* a set deadline_ns is a probe
+					 * timeout (timer_arm) */
 	int tlp_pending;		/* a tail loss probe is unanswered */
 	uint32_t tlp_high;		/* snd_sent when it went */
 	uint64_t idle_ns;		/* next idle probe, 0: off */

@@ -707,8 +707,7 @@ static void tail_loss_probe(struct trp *t, uint64_t now)
 	t->tlp_high = t->snd_sent;
 	t->st.tlp++;
 	t->st.retx++;
-	t->pto_armed = 0;
-	t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
+	timer_arm(t, now);	/* the RTO: a probe is pending */
 }
 
 int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
@@ -719,7 +718,6 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 		return 0;
 	if (t->ending || t->quiet || t->snd_una == t->snd_sent) {
 		t->deadline_ns = 0;
-		t->pto_armed = 0;
 		return 0;
 	}
 	if (t->pto_armed) {
@@ -744,7 +742,7 @@ int trp_check_rto(struct trp *t, struct iwe_qp_priv *q, uint64_t now)
 	t->st.retx += n;
 	t->rto_us = t->rto_us * 2 > TRP_RTO_MAX_US ? TRP_RTO_MAX_US
 						   : t->rto_us * 2;
-	t->deadline_ns = now + (uint64_t)t->rto_us * 1000u;
+	timer_arm(t, now);	/* the RTO, doubled: recovery runs */
 	return 0;
 }
 
@@ -1204,7 +1202,6 @@ static uint32_t trp_tx_detach(struct iwe_qp_priv *q)
 	t->nretx = 0;
 	t->ending = 1;
 	t->deadline_ns = 0;
-	t->pto_armed = 0;
 	return keep;
 }
 
