@@ -121,13 +121,15 @@ while [ $r -lt "$rounds" ]; do
 done
 netns_loss "$NS_A" 0
 netns_loss "$NS_B" 0
+# What both tables' awk programs format with.
+table_awk='
+	function human(s) { return s >= 1048576 ? s / 1048576 " MiB" : s >= 1024 ? s / 1024 " KiB" : s " B" }
+	function ratio(a, b) { return a == "" || b == "" || b == 0 ? "n/a" : sprintf("%.2f", a / b) }'
 # Medians per transport, loss and size; the lossy / clean ratio.
-sort -t, -k1,1 -k2,2n -k3,3n -k4,4n "$work/raw.csv" | awk -F, -v pct="$pct" '
+sort -t, -k1,1 -k2,2n -k3,3n -k4,4n "$work/raw.csv" | awk -F, -v pct="$pct" "$table_awk"'
 	{ k = $1 "," $2 "," $3; v[k, ++n[k]] = $4; if (!($3 in seen)) { seen[$3] = 1; sz[++ns] = $3 } }
 	function med(k,   c) { c = n[k]; if (!c) return ""
 		return c % 2 ? v[k, (c + 1) / 2] : (v[k, c / 2] + v[k, c / 2 + 1]) / 2 }
-	function human(s) { return s >= 1048576 ? s / 1048576 " MiB" : s >= 1024 ? s / 1024 " KiB" : s " B" }
-	function ratio(a, b) { return a == "" || b == "" || b == 0 ? "n/a" : sprintf("%.2f", a / b) }
 	END {
 		printf "%-8s %-9s %12s %12s %12s\n", "size", "transport", "MB/s clean", "MB/s " pct "%", "lossy/clean"
 		for (i = 1; i <= ns; i++)
@@ -150,14 +152,13 @@ sort -t, -k1,1 -k2,2n -k3,3n -k4,4n "$work/raw.csv" | awk -F, -v pct="$pct" '
 	}'
 echo
 echo "== Send ping-pong across the same link, one way, us; $pct % of each transport's own packets lost (tcp: TCP segments)"
-sort -t, -k1,1 -k2,2n -k3,3n "$work/pp.csv" | awk -F, -v pct="$pct" '
+sort -t, -k1,1 -k2,2n -k3,3n "$work/pp.csv" | awk -F, -v pct="$pct" "$table_awk"'
 	{ k = $1 "," $2 "," $3; n[k]++; for (f = 4; f <= 6; f++) v[k, f, n[k]] = $f
 	  if (!($3 in seen)) { seen[$3] = 1; sz[++ns] = $3 } }
 	function med(k, f,   c, i, j, t, a) { c = n[k]; if (!c) return ""
 		for (i = 1; i <= c; i++) a[i] = v[k, f, i]
 		for (i = 2; i <= c; i++) for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
 		return c % 2 ? a[(c + 1) / 2] : (a[c / 2] + a[c / 2 + 1]) / 2 }
-	function human(s) { return s >= 1048576 ? s / 1048576 " MiB" : s >= 1024 ? s / 1024 " KiB" : s " B" }
 	function fmt(x) { return x == "" ? "n/a" : sprintf("%.1f", x) }
 	END {
 		printf "%-8s %-9s %10s %10s %10s %10s %10s %10s %12s\n", "size", "transport", "mean", "median",
@@ -167,8 +168,7 @@ sort -t, -k1,1 -k2,2n -k3,3n "$work/pp.csv" | awk -F, -v pct="$pct" '
 				tr = t == 1 ? "udp" : "tcp"; c = tr ",0," sz[i]; l = tr "," pct "," sz[i]
 				m0 = med(c, 4); m1 = med(l, 4)
 				printf "%-8s %-9s %10s %10s %10s %10s %10s %10s %12s\n", human(sz[i]), tr, fmt(m0), fmt(med(c, 5)),
-					fmt(med(c, 6)), fmt(m1), fmt(med(l, 5)), fmt(med(l, 6)),
-					m0 == "" || m1 == "" || m0 == 0 ? "n/a" : sprintf("%.2f", m1 / m0)
+					fmt(med(c, 6)), fmt(m1), fmt(med(l, 5)), fmt(med(l, 6)), ratio(m1, m0)
 			}
 	}'
 exit $status
