@@ -216,9 +216,18 @@ dtest_pair dtest-unidirectional -u
 # took 3-46 s, once over 300, spinning through poll(); doc/performance.md)
 dtest_pair dtest-write-stream -w
 dtest_pair dtest-write-stream-poll -w -p
-pair dtestcm dtestcm 'DAPL Connection Test Complete' "-P $ia -s" "-P $ia -h $host"
-# its waiting mode: both sides sleep in dat_evd_wait, and run the loop
-pair dtestcm-wait dtestcm 'DAPL Connection Test Complete' "-P $ia -s -w" "-P $ia -h $host -w"
+# IW_TOOL_NO_DTESTCM=REASON skips both dtestcm pairs (netns_tools.sh's
+# lossy run: the comment in pair says why).
+if [ -n "$IW_TOOL_NO_DTESTCM" ]; then
+	for name in dtestcm dtestcm-wait; do
+		n=$((n + 1))
+		echo "ok $n - $name # SKIP $IW_TOOL_NO_DTESTCM"
+	done
+else
+	pair dtestcm dtestcm 'DAPL Connection Test Complete' "-P $ia -s" "-P $ia -h $host"
+	# its waiting mode: both sides sleep in dat_evd_wait, and run the loop
+	pair dtestcm-wait dtestcm 'DAPL Connection Test Complete' "-P $ia -s -w" "-P $ia -h $host -w"
+fi
 pair dtestsrq dtestsrq 'DAPL RC SRQ Test Complete' "-P $ia -s" "-P $ia -h $host"
 tshark_case
 
