@@ -89,6 +89,10 @@ pair() {
 		# batch of events passed one the thread held: 6 in 40 over
 		# tcp, 4 hangs in 15 over udp; batches are now dispatched in
 		# the order taken, 0 in 40 and 0 in 50 (iw_progress.c).
+		# With loss over udp, a lost RTR sent again let the client's
+		# first close overtake it (4 of 4 runs at 1 %): an initiator
+		# over udp is now ESTABLISHED once its RTR is acknowledged
+		# (iw_cm_trp.c): 14 of 14 at 1 %, 4 of 4 at 5 %.
 		# DAT does not promise the order, so the
 		# pair still runs up to twice more, only for these signatures.
 		attempt=$((attempt + 1))
@@ -216,18 +220,9 @@ dtest_pair dtest-unidirectional -u
 # took 3-46 s, once over 300, spinning through poll(); doc/performance.md)
 dtest_pair dtest-write-stream -w
 dtest_pair dtest-write-stream-poll -w -p
-# IW_TOOL_NO_DTESTCM=REASON skips both dtestcm pairs (netns_tools.sh's
-# lossy run: the comment in pair says why).
-if [ -n "$IW_TOOL_NO_DTESTCM" ]; then
-	for name in dtestcm dtestcm-wait; do
-		n=$((n + 1))
-		echo "ok $n - $name # SKIP $IW_TOOL_NO_DTESTCM"
-	done
-else
-	pair dtestcm dtestcm 'DAPL Connection Test Complete' "-P $ia -s" "-P $ia -h $host"
-	# its waiting mode: both sides sleep in dat_evd_wait, and run the loop
-	pair dtestcm-wait dtestcm 'DAPL Connection Test Complete' "-P $ia -s -w" "-P $ia -h $host -w"
-fi
+pair dtestcm dtestcm 'DAPL Connection Test Complete' "-P $ia -s" "-P $ia -h $host"
+# its waiting mode: both sides sleep in dat_evd_wait, and run the loop
+pair dtestcm-wait dtestcm 'DAPL Connection Test Complete' "-P $ia -s -w" "-P $ia -h $host -w"
 pair dtestsrq dtestsrq 'DAPL RC SRQ Test Complete' "-P $ia -s" "-P $ia -h $host"
 tshark_case
 

@@ -19,8 +19,8 @@
 # defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS
 # and IW_DAPLTEST_ITER override each.
 # IW_NETNS_TRANSPORTS overrides the transport list.  Then debian_tools.sh
-# runs once more over udp with IW_NETNS_TOOLS_LOSS % (1; 0: not at all) of
-# the UDP packets each namespace receives dropped (dtestcm skipped).  Needs root, ip and
+# runs once more over udp with IW_NETNS_TOOLS_LOSS % (1; 0: not at all) of the
+# UDP packets each namespace receives dropped.  Needs root, ip and
 # nft: skipped otherwise, and skipped where Debian's tools are
 # (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
 # and BUILDDIR/test/*-iw-ns-TRANSPORT.d/ (*-iw-ns-udp-loss.d/ for the
@@ -114,13 +114,7 @@ if [ "$loss" -gt 0 ]; then
 	use_transport udp iw-ns-udp-loss
 	netns_loss "$NS_A" "$loss" && netns_loss "$NS_B" "$loss" || exit 99
 	start=$(date +%s)
-	# dtestcm's server counts any connection event as an ESTABLISHED
-	# (debian_tools.sh); with loss a last RTR sent again lets the
-	# client's first close overtake it every time (3 of 3 in a CI run).
-	IW_TOOL_NO_DTESTCM="dtestcm takes a DISCONNECTED for an ESTABLISHED when an RTR is lost"
-	export IW_TOOL_NO_DTESTCM
 	run_sub "udp, $loss % loss" "$here/debian_tools.sh"
-	unset IW_TOOL_NO_DTESTCM
 	echo "# udp, $loss % loss: $(($(date +%s) - start)) s, $(netns_loss_drops "$NS_A") and $(netns_loss_drops "$NS_B") packets dropped"
 	netns_loss "$NS_A" 0
 	netns_loss "$NS_B" 0

@@ -169,6 +169,16 @@ static int enter_state(struct iwe_conn *c, int prev)
 	case CS_RTR_WAIT:
 		arm(c, cm_mpa_timeout(&c->params));
 		return attach_qp(c, 1);
+	case CS_RTR_ACK_WAIT:
+		s = attach_qp(c, 0);
+		if (s != CS_RTR_ACK_WAIT)
+			return s;
+		iwe_prog_watch_del(c->prog, &c->watch);	/* the QP's now */
+		arm(c, cm_mpa_timeout(&c->params));
+		/* Told when the transmit side goes idle: the RTR's
+		 * acknowledgement retires its segment. */
+		iwe_qp_want_drain(c->qp, 1);
+		return s;
 	case CS_ESTABLISHED:
 		iwe_prog_timer_cancel(c->prog, &c->timer);
 		s = attach_qp(c, !c->active);
@@ -176,7 +186,7 @@ static int enter_state(struct iwe_conn *c, int prev)
 		return s;
 	case CS_DISC_DRAIN:
 		arm(c, CM_DISC_TIMEOUT_MS);
-		iwe_qp_want_drain(c->qp);
+		iwe_qp_want_drain(c->qp, 1);
 		return s;
 	default:
 		return s;
@@ -262,6 +272,7 @@ static void conn_timer(struct iwe_prog_timer *t)
 		next = cm_passive_reply_timeout(c);
 		break;
 	case CS_RTR_WAIT:
+	case CS_RTR_ACK_WAIT:
 	case CS_DISC_DRAIN:
 	case CS_DISC_WAIT:
 		next = cm_est_timeout(c);
@@ -558,6 +569,7 @@ static void do_disconnect(void *arg)
 	case CS_CONNECTING:
 	case CS_REFUSED_PAUSE:
 	case CS_MPA_SENT:
+	case CS_RTR_ACK_WAIT:
 	case CS_ACCEPTING:
 		break;
 	case CS_IDLE:

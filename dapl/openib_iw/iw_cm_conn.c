@@ -284,6 +284,7 @@ static int state_awaited(int s)
 	case CS_ACCEPTING:
 	case CS_REJECTING:
 	case CS_RTR_WAIT:
+	case CS_RTR_ACK_WAIT:
 	case CS_DISC_DRAIN:
 	case CS_DISC_WAIT:
 		return 1;

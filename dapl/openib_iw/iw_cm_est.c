@@ -212,6 +212,14 @@ int cm_est_qp_changed(struct iwe_conn *c)
 					    0 };
 		return CS_ESTABLISHED;
 	}
+	/* Likewise the acknowledgement of our RTR and what follows it. */
+	if (c->state == CS_RTR_ACK_WAIT &&
+	    iwe_trp_tx_acked(c->qp, c->trp_rtr_psn)) {
+		iwe_qp_want_drain(c->qp, 0);
+		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, c->in,
+					    c->in_len };
+		return CS_ESTABLISHED;
+	}
 	if (st.state == IWE_QPS_ERROR && st.stream_err)
 		return est_end(c, st.stream_err);
 	if (c->state == CS_DISC_DRAIN && st.tx_drained) {
@@ -221,7 +229,8 @@ int cm_est_qp_changed(struct iwe_conn *c)
 	return c->state;
 }
 
-/* RTR never came (passive), or a graceful disconnect took too long. */
+/* The RTR never came (passive) or was never acknowledged (active over
+ * TRP), or a graceful disconnect took too long. */
 int cm_est_timeout(struct iwe_conn *c)
 {
 	int disc = disconnecting(c);
@@ -230,6 +239,7 @@ int cm_est_timeout(struct iwe_conn *c)
 	transport(c)->abandon(c);
 	return cm_end(c, disc ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN,
 		      ETIMEDOUT, disc ? "disconnect timed out" :
+		      c->active ? "our RTR was never acknowledged" :
 		      "no RTR from the initiator", NULL, 0);
 }
 

@@ -76,6 +76,8 @@ enum cm_state {
 	CS_ACCEPTING,		/* passive: accept reply being written */
 	CS_REJECTING,		/* reject reply being written */
 	CS_RTR_WAIT,		/* passive: attached, waiting for the RTR */
+	CS_RTR_ACK_WAIT,	/* active over TRP: attached, waiting for
+				 * the peer to acknowledge our RTR */
 	CS_ESTABLISHED,
 	CS_DISC_DRAIN,		/* graceful: finishing queued transmits */
 	CS_DISC_WAIT,		/* graceful: FIN sent, waiting for the peer's */
@@ -153,6 +155,7 @@ struct iwe_conn {
 	uint32_t trp_isn;		/* PSN of our I packet */
 	uint32_t trp_peer_isn;		/* PSN of the peer's */
 	uint32_t trp_peer_credits;
+	uint32_t trp_rtr_psn;		/* active: PSN of our RTR */
 	unsigned trp_tries;		/* request or reply transmissions */
 	uint64_t trp_next_ns;		/* active: next retransmission */
 	uint64_t trp_deadline_ns;	/* active: the timeout, 0: none */

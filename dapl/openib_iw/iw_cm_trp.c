@@ -22,12 +22,14 @@
  * peer's later datagrams to it and its QP owns one descriptor, as a TCP
  * connection's does.  Everything runs on the device's progress thread.
  *
- * Outcomes (initiator): a valid reply -> ESTABLISHED or REJECTED; a
- * datagram that is not a TRP reply to our request -> NON_PEER_REJECTED;
- * ICMP port unreachable (the connected socket's ECONNREFUSED) ->
- * UNREACHABLE, once the grace for a peer about to listen is over
- * (cm_refused_pause_ms: the request goes again meanwhile); no reply in
- * time -> TIMED_OUT.  Established (iw_cm_est.c
+ * Outcomes (initiator): a valid reply -> ESTABLISHED or REJECTED (with
+ * an RTR, ESTABLISHED waits in CS_RTR_ACK_WAIT until the RTR is
+ * acknowledged: so the responder has it before anything the consumer
+ * does next, on any connection); a datagram that is not a TRP reply to
+ * our request -> NON_PEER_REJECTED; ICMP port unreachable (the connected
+ * socket's ECONNREFUSED) -> UNREACHABLE, once the grace for a peer about
+ * to listen is over (cm_refused_pause_ms: the request goes again
+ * meanwhile); no reply in time -> TIMED_OUT.  Established (iw_cm_est.c
  * runs it, as for TCP): the peer's F -> DISCONNECTED; retransmission
  * limit, a fatal Terminate, the peer's port gone -> BROKEN.
  */
@@ -207,6 +209,15 @@ static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
 	iw_mpa_initiator_conn(&c->req, &f, &c->neg);
 	c->trp_peer_isn = h.psn;
 	c->trp_peer_credits = h.credits;
+	if (c->neg.rtr && f.pdata_len <= sizeof(c->in)) {
+		/* ESTABLISHED once the responder has our RTR (its
+		 * acknowledgement; iw_cm_est.c): the private data waits in
+		 * c->in, as buf is the next datagram's. */
+		memcpy(c->in, f.pdata, f.pdata_len);
+		c->in_len = f.pdata_len;
+		c->trp_rtr_psn = c->trp_isn + 1;
+		return CS_RTR_ACK_WAIT;
+	}
 	c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, f.pdata,
 				    f.pdata_len };
 	return CS_ESTABLISHED;

@@ -1008,13 +1008,13 @@ void iwe_qp_detach_cm(struct iwe_qp *qp)
 		unwatch(q);
 }
 
-void iwe_qp_want_drain(struct iwe_qp *qp)
+void iwe_qp_want_drain(struct iwe_qp *qp, int on)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);
 
 	iwe_qp_lock(q);
-	q->want_drain = 1;
-	if (!iwe_tx_busy(q))
+	q->want_drain = !!on;
+	if (on && !iwe_tx_busy(q))
 		qp_notify(q);
 	iwe_qp_unlock(q);
 }

@@ -440,8 +440,10 @@ void iwe_qp_detach_cm(struct iwe_qp *qp);
 int iwe_qp_first_rx(struct iwe_qp *qp);
 /* Nothing left that the transmit side could still send on its own. */
 int iwe_qp_tx_drained(struct iwe_qp *qp);
-/* Notify also when the transmit side goes idle (graceful disconnect). */
-void iwe_qp_want_drain(struct iwe_qp *qp);
+/* Notify also when the transmit side goes idle (on: a graceful
+ * disconnect, an RTR over TRP waiting for its acknowledgement), or no
+ * longer (off). */
+void iwe_qp_want_drain(struct iwe_qp *qp, int on);
 /* What the connection manager looks at after a notify (taking the lock
  * also delivers the QP's pending asynchronous events). */
 struct iwe_qp_io_status {

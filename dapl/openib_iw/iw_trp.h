@@ -339,6 +339,9 @@ int iwe_trp_rx_failed(struct iwe_qp_priv *q);
 /* End of our side: a sequenced F while the QP runs (acknowledged,
  * retransmitted), else one best-effort F. */
 void iwe_trp_send_fin(struct iwe_qp *qp);
+/* Whether the peer acknowledged our packet psn (0 when the QP is not
+ * attached to TRP). */
+int iwe_trp_tx_acked(struct iwe_qp *qp, uint32_t psn);
 /* Counters of a QP attached to TRP (zeros otherwise). */
 void iwe_trp_stats(struct iwe_qp *qp, struct iwe_trp_stats *out);
 /* The largest UDP payload a device's TRP packets use. */

@@ -1265,6 +1265,19 @@ void iwe_trp_send_fin(struct iwe_qp *qp)
 	iwe_qp_unlock(q);
 }
 
+int iwe_trp_tx_acked(struct iwe_qp *qp, uint32_t psn)
+{
+	struct iwe_qp_priv *q = iwe_qp_priv(qp);
+	const struct trp *t;
+	int acked;
+
+	iwe_qp_lock(q);
+	t = q->llp == &iwe_llp_trp ? trp_of(q) : NULL;
+	acked = t && iw_psn_gt(t->snd_una, psn);
+	iwe_qp_unlock(q);
+	return acked;
+}
+
 void iwe_trp_stats(struct iwe_qp *qp, struct iwe_trp_stats *out)
 {
 	struct iwe_qp_priv *q = iwe_qp_priv(qp);

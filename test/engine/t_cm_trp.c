@@ -7,7 +7,8 @@
  * 65535, Socket Service Points on connected UDP sockets (and the wrong
  * socket type refused untouched), 100 connections at once on one
  * listener, a responder's ESTABLISHED not overtaken by the end of a
- * connection the initiator closed after its RTR, and an idle connection
+ * connection the initiator closed after its RTR, an initiator's
+ * ESTABLISHED only once its RTR is acknowledged, and an idle connection
  * kept by its probes but ended by a silent peer.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -440,6 +441,23 @@ static void test_established_first(void)
 static atomic_int g_reply_armed, g_reply_hooked;
 static void (*g_reply_fn)(void);
 
+/* Armed: the next data packet sent (flags none) is dropped -- the
+ * initiator's RTR, as the responder sends no data before it. */
+static atomic_int g_drop_data_armed, g_drop_data_done;
+
+static int drop_hook(const void *buf, size_t len)
+{
+	struct iw_trp_fields h;
+
+	if (len <= IW_TRP_HDR_LEN || !atomic_load(&g_drop_data_armed))
+		return 0;
+	iw_trp_get(buf, &h);
+	if (h.flags || !atomic_exchange(&g_drop_data_armed, 0))
+		return 0;
+	atomic_store(&g_drop_data_done, 1);
+	return 1;
+}
+
 static void reply_hook(const void *buf, size_t len)
 {
 	if (len >= IW_TRP_HDR_LEN + IW_MPA_KEY_LEN &&
@@ -453,7 +471,18 @@ static void reply_hook(const void *buf, size_t len)
 
 int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 {
-	int r = (int)syscall(SYS_sendmmsg, fd, v, n, flags);
+	int r;
+
+	if (n && drop_hook(v[0].msg_hdr.msg_iov->iov_base,
+			   v[0].msg_hdr.msg_iov->iov_len)) {
+		/* Lost on the way; the rest goes. */
+		v[0].msg_len = (unsigned)v[0].msg_hdr.msg_iov->iov_len;
+		if (n == 1)
+			return 1;
+		r = (int)syscall(SYS_sendmmsg, fd, v + 1, n - 1, flags);
+		return r < 0 ? 1 : r + 1;
+	}
+	r = (int)syscall(SYS_sendmmsg, fd, v, n, flags);
 
 	if (r > 0)
 		reply_hook(v[0].msg_hdr.msg_iov->iov_base,
@@ -463,7 +492,11 @@ int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
 
 ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
-	ssize_t r = syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
+	ssize_t r;
+
+	if (drop_hook(buf, len))
+		return (ssize_t)len;
+	r = syscall(SYS_sendto, fd, buf, len, flags, NULL, 0);
 
 	if (r > 0)
 		reply_hook(buf, len);
@@ -510,14 +543,18 @@ static void cpair_open_split(struct cpair *p, struct iwe_device *adev)
 
 static struct cpair *g_old, *g_new;
 
-/* Inside the new connection's reply: its initiator is established (so
- * its RTR is out), then it closes the old connection. */
+/* Inside the new connection's reply: its initiator has sent its RTR
+ * (not yet established: that waits for the RTR's acknowledgement, which
+ * this thread would send), then it closes the old connection. */
 static void close_old_after_rtr(void)
 {
 	long end = now_ms() + WAIT_MS;
+	struct iwe_trp_stats st = { 0 };
 
-	while (!evlog_count(&g_new->la) && now_ms() < end)
+	while (!st.sent && now_ms() < end) {
 		sleep_ms(1);
+		iwe_trp_stats(g_new->a.qp, &st);
+	}
 	iwe_cm_disconnect(g_old->ca, 1);
 	sleep_ms(50);
 }
@@ -588,6 +625,43 @@ static int write1(struct side *s, struct side *d, uint64_t id, size_t off,
 	s->buf[8192] = v;
 	return post_send1(s, id, IBV_WR_RDMA_WRITE, 8192, 1,
 			  (uintptr_t)(d->buf + off), d->mr->rkey, flags) == 0;
+}
+
+/* An initiator is ESTABLISHED once the responder has its RTR (the RTR's
+ * acknowledgement), not when it sent it: with the RTR lost, it waits for
+ * its retransmission, and the responder's ESTABLISHED comes first. */
+static void test_established_after_rtr_acked(void)
+{
+	struct iwe_cm_params ap = cm_params(2, 0, IW_RTR_WRITE);
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct seen sa = { 0 }, sb = { 0 };
+	struct sockaddr_in dst = lo_addr(0);
+	uint8_t rep[24];
+	struct cpair p;
+	struct rec *r;
+
+	cpair_open(&p);
+	fill((char *)rep, sizeof(rep), 9);
+	if (iwe_cm_listen_any(g_dev, &p.service, &bp, on_event, &p.lp, &p.l))
+		BAIL("listen");
+	atomic_store(&g_drop_data_done, 0);
+	atomic_store(&g_drop_data_armed, 1);
+	if (iwe_cm_connect(p.a.qp, &dst, p.service, NULL, 0, 3000, &ap,
+			   seen_event, &sa, &p.ca))
+		BAIL("connect");
+	r = wait_ev(&p.lp, 0, WAIT_MS);
+	if (r) {
+		p.cb = r->conn;
+		iwe_cm_accept(p.cb, p.b.qp, rep, sizeof(rep), seen_event, &sb);
+	}
+	CHECK(r && wait_set(&sa.est) && wait_set(&sb.est) &&
+	      atomic_load(&g_drop_data_done),
+	      "RTR lost once: both sides ESTABLISHED (active %d, passive %d)",
+	      atomic_load(&sa.est), atomic_load(&sb.est));
+	CHECK(atomic_load(&sb.est) && atomic_load(&sb.est) < atomic_load(&sa.est),
+	      "the initiator's ESTABLISHED waits until the responder has the RTR");
+	atomic_store(&g_drop_data_armed, 0);
+	cpair_close(&p);
 }
 
 /* Writes answered by Writes, read by the progress thread while the
@@ -942,6 +1016,7 @@ int main(void)
 	test_service_hdr();
 	test_established_first();
 	test_established_before_later_end();
+	test_established_after_rtr_acked();
 	test_ack_answered();
 	test_ack_answered_by_consumer();
 	test_mid_message_acks();
