@@ -271,8 +271,10 @@ static void conn_timer(struct iwe_prog_timer *t)
 	case CS_REJECTING:
 		next = cm_passive_reply_timeout(c);
 		break;
-	case CS_RTR_WAIT:
 	case CS_RTR_ACK_WAIT:
+		next = cm_est_rtr_unacked(c, ETIMEDOUT);
+		break;
+	case CS_RTR_WAIT:
 	case CS_DISC_DRAIN:
 	case CS_DISC_WAIT:
 		next = cm_est_timeout(c);

@@ -200,6 +200,21 @@ static int est_end(struct iwe_conn *c, int err)
 		      NULL, 0);
 }
 
+/* Active over TRP: the connection failed before our RTR was
+ * acknowledged (err ETIMEDOUT: not in time).  Not established, so a
+ * connect's outcome; the F tells the responder. */
+int cm_est_rtr_unacked(struct iwe_conn *c, int err)
+{
+	iwe_modify_qp(c->qp, IWE_QPS_ERROR);
+	transport(c)->abandon(c);
+	return err == ETIMEDOUT ?
+		cm_end(c, IWE_CM_TIMED_OUT, err,
+		       "our RTR was not acknowledged in time", NULL, 0) :
+		cm_end(c, IWE_CM_NON_PEER_REJECTED, err,
+		       "connection failed before our RTR was acknowledged",
+		       NULL, 0);
+}
+
 int cm_est_qp_changed(struct iwe_conn *c)
 {
 	struct iwe_qp_io_status st;
@@ -221,7 +236,9 @@ int cm_est_qp_changed(struct iwe_conn *c)
 		return CS_ESTABLISHED;
 	}
 	if (st.state == IWE_QPS_ERROR && st.stream_err)
-		return est_end(c, st.stream_err);
+		return c->state == CS_RTR_ACK_WAIT ?
+			cm_est_rtr_unacked(c, st.stream_err) :
+			est_end(c, st.stream_err);
 	if (c->state == CS_DISC_DRAIN && st.tx_drained) {
 		transport(c)->close(c);
 		return CS_DISC_WAIT;
@@ -229,8 +246,7 @@ int cm_est_qp_changed(struct iwe_conn *c)
 	return c->state;
 }
 
-/* The RTR never came (passive) or was never acknowledged (active over
- * TRP), or a graceful disconnect took too long. */
+/* The RTR never came (passive), or a graceful disconnect took too long. */
 int cm_est_timeout(struct iwe_conn *c)
 {
 	int disc = disconnecting(c);
@@ -239,7 +255,6 @@ int cm_est_timeout(struct iwe_conn *c)
 	transport(c)->abandon(c);
 	return cm_end(c, disc ? IWE_CM_DISCONNECTED : IWE_CM_BROKEN,
 		      ETIMEDOUT, disc ? "disconnect timed out" :
-		      c->active ? "our RTR was never acknowledged" :
 		      "no RTR from the initiator", NULL, 0);
 }
 

@@ -307,6 +307,9 @@ int cm_est_attach(struct iwe_conn *c, int responder);
 /* The QP notified: the state to enter. */
 int cm_est_qp_changed(struct iwe_conn *c);
 int cm_est_timeout(struct iwe_conn *c);
+/* CS_RTR_ACK_WAIT failed (ETIMEDOUT: its timer): TIMED_OUT, else
+ * NON_PEER_REJECTED.  The state to enter. */
+int cm_est_rtr_unacked(struct iwe_conn *c, int err);
 /* An abrupt disconnect: QP to ERROR, our close after what was sent or
  * (TCP) a reset; the caller queues the event. */
 void cm_est_abort(struct iwe_conn *c);

@@ -442,8 +442,9 @@ static atomic_int g_reply_armed, g_reply_hooked;
 static void (*g_reply_fn)(void);
 
 /* Armed: the next data packet sent (flags none) is dropped -- the
- * initiator's RTR, as the responder sends no data before it. */
-static atomic_int g_drop_data_armed, g_drop_data_done;
+ * initiator's RTR, as the responder sends no data before it; with
+ * g_drop_data_all, every data packet. */
+static atomic_int g_drop_data_armed, g_drop_data_done, g_drop_data_all;
 
 static int drop_hook(const void *buf, size_t len)
 {
@@ -452,7 +453,8 @@ static int drop_hook(const void *buf, size_t len)
 	if (len <= IW_TRP_HDR_LEN || !atomic_load(&g_drop_data_armed))
 		return 0;
 	iw_trp_get(buf, &h);
-	if (h.flags || !atomic_exchange(&g_drop_data_armed, 0))
+	if (h.flags || !(atomic_load(&g_drop_data_all) ||
+			 atomic_exchange(&g_drop_data_armed, 0)))
 		return 0;
 	atomic_store(&g_drop_data_done, 1);
 	return 1;
@@ -660,6 +662,31 @@ static void test_established_after_rtr_acked(void)
 	      atomic_load(&sa.est), atomic_load(&sb.est));
 	CHECK(atomic_load(&sb.est) && atomic_load(&sb.est) < atomic_load(&sa.est),
 	      "the initiator's ESTABLISHED waits until the responder has the RTR");
+	atomic_store(&g_drop_data_armed, 0);
+	cpair_close(&p);
+
+	/* Never acknowledged (every RTR lost): the connect times out. */
+	cpair_open(&p);
+	ap.mpa_timeout_ms = bp.mpa_timeout_ms = 300;
+	if (iwe_cm_listen_any(g_dev, &p.service, &bp, on_event, &p.lp, &p.l))
+		BAIL("listen");
+	atomic_store(&g_drop_data_all, 1);
+	atomic_store(&g_drop_data_armed, 1);
+	if (iwe_cm_connect(p.a.qp, &dst, p.service, NULL, 0, 3000, &ap,
+			   on_event, &p.la, &p.ca))
+		BAIL("connect");
+	r = wait_ev(&p.lp, 0, WAIT_MS);
+	if (r) {
+		p.cb = r->conn;
+		iwe_cm_accept(p.cb, p.b.qp, NULL, 0, on_event, &p.lb);
+	}
+	CHECK(r && wait_type(&p.la, 0, IWE_CM_TIMED_OUT) &&
+	      wait_type(&p.lb, 0, IWE_CM_BROKEN),
+	      "RTR never acknowledged: the initiator's connect TIMED_OUT, "
+	      "the responder BROKEN (no RTR)");
+	CHECK(evlog_count(&p.la) == 1,
+	      "no ESTABLISHED before (%d events)", evlog_count(&p.la));
+	atomic_store(&g_drop_data_all, 0);
 	atomic_store(&g_drop_data_armed, 0);
 	cpair_close(&p);
 }
