@@ -624,6 +624,74 @@ static void cm_corpus(void)
 		iwe_device_close(dev);
 }
 
+/* --------------------------------------------------------- fuzz_cm_trp */
+
+/* Datagrams behind BE16 lengths, after the flags byte. */
+struct dg_seed {
+	uint8_t b[4096];
+	size_t n;
+};
+
+static void dg_add(struct dg_seed *d, const uint8_t *p, size_t n)
+{
+	d->b[d->n++] = (uint8_t)(n >> 8);
+	d->b[d->n++] = (uint8_t)n;
+	memcpy(d->b + d->n, p, n);
+	d->n += n;
+}
+
+/* An I packet of PSN psn around the request p (plus extra bytes). */
+static size_t trp_request(uint8_t *out, uint32_t psn, uint16_t flags,
+			  const struct iw_mpa_params *p, size_t extra)
+{
+	ssize_t n = iw_mpa_build(out + IW_TRP_HDR_LEN, IW_MPA_MAX_RR_LEN, 0,
+				 p);
+
+	if (n < 0)
+		exit(1);
+	iw_trp_put(out, psn, 0, flags, 64);
+	memset(out + IW_TRP_HDR_LEN + n, 0, extra);
+	return IW_TRP_HDR_LEN + (size_t)n + extra;
+}
+
+static void cm_trp_seed(const char *name, uint8_t flags, uint16_t trp_flags,
+			const struct iw_mpa_params *p, size_t extra, int again)
+{
+	uint8_t req[IW_TRP_HDR_LEN + IW_MPA_MAX_RR_LEN + 8];
+	uint8_t u[IW_TRP_HDR_LEN + IW_TAGGED_HDR_LEN];
+	struct dg_seed d = { .n = 0 };
+	size_t n = trp_request(req, 1000, trp_flags, p, extra);
+
+	d.b[d.n++] = flags;
+	dg_add(&d, req, n);
+	if (again)
+		dg_add(&d, req, n);	/* a repeated request */
+	/* The initiator's RTR (a zero-length Write to STag 1), PSN 1001. */
+	iw_trp_put(u, 1001, 0, 0, 64);
+	fp_tagged(u + IW_TRP_HDR_LEN, IW_OP_WRITE, 1, IW_RTR_WRITE_STAG, 0);
+	dg_add(&d, u, sizeof(u));
+	put("fuzz_cm_trp", name, d.b, d.n);
+}
+
+static void cm_trp_corpus(void)
+{
+	static const char pd[] = "hello";
+	struct iw_mpa_params p = { .rev = 2, .p2p = 1, .ird = 4, .ord = 4,
+				   .rtr = IW_RTR_WRITE, .pdata = pd,
+				   .pdata_len = sizeof(pd) };
+
+	cm_trp_seed("trp_req_accept", 0x04, IW_TRP_I, &p, 0, 0);
+	cm_trp_seed("trp_req_reject_again", 0x00, IW_TRP_I, &p, 0, 1);
+	cm_trp_seed("trp_req_trailing", 0x04, IW_TRP_I, &p, 4, 0);
+	cm_trp_seed("trp_req_not_init", 0x04, IW_TRP_A, &p, 0, 0);
+	p.rtr = 0;
+	p.p2p = 0;
+	cm_trp_seed("trp_req_no_p2p", 0x04, IW_TRP_I, &p, 0, 1);
+	p.rev = 1;
+	p.ird = p.ord = 0;
+	cm_trp_seed("trp_req_rev1", 0x04, IW_TRP_I, &p, 0, 0);
+}
+
 /* ------------------------------------------------------- fuzz_instance */
 
 static void instance_corpus(void)
@@ -665,6 +733,7 @@ int main(int argc, char **argv)
 	term_corpus(&t);
 	mpa_corpus();
 	cm_corpus();
+	cm_trp_corpus();
 	instance_corpus();
 	return 0;
 }
