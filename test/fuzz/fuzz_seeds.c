@@ -640,12 +640,13 @@ static void dg_add(struct dg_seed *d, const uint8_t *p, size_t n)
 	d->n += n;
 }
 
-/* An I packet of PSN psn around the request p (plus extra bytes). */
-static size_t trp_request(uint8_t *out, uint32_t psn, uint16_t flags,
-			  const struct iw_mpa_params *p, size_t extra)
+/* A packet of PSN psn around the MPA request or reply p (plus extra
+ * bytes). */
+static size_t trp_frame(uint8_t *out, uint32_t psn, uint16_t flags,
+			int reply, const struct iw_mpa_params *p, size_t extra)
 {
-	ssize_t n = iw_mpa_build(out + IW_TRP_HDR_LEN, IW_MPA_MAX_RR_LEN, 0,
-				 p);
+	ssize_t n = iw_mpa_build(out + IW_TRP_HDR_LEN, IW_MPA_MAX_RR_LEN,
+				 reply, p);
 
 	if (n < 0)
 		exit(1);
@@ -660,7 +661,7 @@ static void cm_trp_seed(const char *name, uint8_t flags, uint16_t trp_flags,
 	uint8_t req[IW_TRP_HDR_LEN + IW_MPA_MAX_RR_LEN + 8];
 	uint8_t u[IW_TRP_HDR_LEN + IW_TAGGED_HDR_LEN];
 	struct dg_seed d = { .n = 0 };
-	size_t n = trp_request(req, 1000, trp_flags, p, extra);
+	size_t n = trp_frame(req, 1000, trp_flags, 0, p, extra);
 
 	d.b[d.n++] = flags;
 	dg_add(&d, req, n);
@@ -690,6 +691,44 @@ static void cm_trp_corpus(void)
 	p.rev = 1;
 	p.ird = p.ord = 0;
 	cm_trp_seed("trp_req_rev1", 0x04, IW_TRP_I, &p, 0, 0);
+}
+
+/* Answers to a connect: flags byte, then datagrams (ack fields are
+ * rewritten by the target, bit 0). */
+static void cm_trp_active_seed(const char *name, uint8_t flags, int ack_first,
+			       const struct iw_mpa_params *rep)
+{
+	uint8_t r[IW_TRP_HDR_LEN + IW_MPA_MAX_RR_LEN], a[IW_TRP_HDR_LEN];
+	struct dg_seed d = { .n = 0 };
+	size_t n = trp_frame(r, 500, IW_TRP_I, 1, rep, 0);
+
+	d.b[d.n++] = flags;
+	if (ack_first) {
+		iw_trp_put(a, 500, 0, IW_TRP_A, 64);
+		dg_add(&d, a, sizeof(a));
+	}
+	dg_add(&d, r, n);
+	put("fuzz_cm_trp_active", name, d.b, d.n);
+}
+
+static void cm_trp_active_corpus(void)
+{
+	static const char pd[] = "welcome";
+	struct iw_mpa_params p = { .rev = 2, .p2p = 1, .ird = 4, .ord = 4,
+				   .rtr = IW_RTR_WRITE, .pdata = pd,
+				   .pdata_len = sizeof(pd) };
+
+	cm_trp_active_seed("rep_write_acked", 0x07, 0, &p);
+	cm_trp_active_seed("rep_write_unacked", 0x05, 1, &p);
+	p.rtr = IW_RTR_READ;
+	cm_trp_active_seed("rep_read_acked", 0x0b, 0, &p);
+	p.rtr = IW_RTR_SEND;
+	cm_trp_active_seed("rep_send_acked", 0x0f, 0, &p);
+	p.rtr = 0;
+	p.p2p = 0;
+	cm_trp_active_seed("rep_no_p2p", 0x03, 0, &p);
+	p.reject = 1;
+	cm_trp_active_seed("rep_reject", 0x07, 0, &p);
 }
 
 /* ------------------------------------------------------- fuzz_instance */
@@ -734,6 +773,7 @@ int main(int argc, char **argv)
 	mpa_corpus();
 	cm_corpus();
 	cm_trp_corpus();
+	cm_trp_active_corpus();
 	instance_corpus();
 	return 0;
 }
