@@ -37,6 +37,7 @@
 #include <sys/socket.h>
 
 #include "fuzz_check.h"
+#include "fuzz_cm_util.h"
 #include "fuzz_svc.h"
 #include "iw_engine.h"
 #include "iw_mpa.h"
@@ -45,65 +46,22 @@
 #define REPLY_MAX	(1u << 16)
 
 /* What the progress thread saw of this input's connection. */
-struct cm_seen {
-	pthread_mutex_t lock;
-	int accept;			/* the consumer's decision */
-	struct iwe_qp *qp;		/* given to accept */
-	struct iwe_conn *conn;
-	int requests;
-	int answer_err;
-	uint64_t service;
-	uint8_t pdata[IW_MPA_MAX_PRIVATE_DATA];
-	size_t pdata_len;
-};
-
-static struct cm_seen g_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct fuzz_consumer g_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static struct iwe_device *g_dev;
 static struct iwe_pd *g_pd;
 static struct iwe_cq *g_cq;
 static struct iwe_listener *g_plain, *g_hashed;
 static uint64_t g_plain_svc, g_hashed_svc;
 static uint8_t g_magic[FUZZ_SVC_MAGIC_LEN];
-static struct iwe_cm_params g_params = {
-	.mpa_rev = 2, .crc = 0, .rtr = 0, .mpa_timeout_ms = DEADLINE_MS,
-	.ird = 4, .ord = 4,
-};
-
-static const uint8_t accept_pd[] = "fuzz accept";
-static const uint8_t reject_pd[] = "fuzz reject";
-
-/* Later events of an accepted connection: nothing to do, the main
- * thread ends it. */
-static void conn_handler(const struct iwe_cm_event *ev, void *ctx)
-{
-	(void)ev;
-	(void)ctx;
-}
 
 static void listen_handler(const struct iwe_cm_event *ev, void *ctx)
 {
-	struct cm_seen *s = &g_seen;
-
 	(void)ctx;
 	if (ev->type != IWE_CM_CONNECT_REQUEST)
 		return;
-	pthread_mutex_lock(&s->lock);
-	s->requests++;
-	s->conn = ev->conn;
-	s->service = ev->service;
-	s->pdata_len = ev->pdata_len;
-	FUZZ_CHECK(ev->pdata_len <= sizeof(s->pdata), "pdata_len %zu",
-		   ev->pdata_len);
-	if (ev->pdata_len)
-		memcpy(s->pdata, ev->pdata, ev->pdata_len);
-	if (s->accept)
-		s->answer_err = iwe_cm_accept(ev->conn, s->qp, accept_pd,
-					      sizeof(accept_pd), conn_handler,
-					      NULL);
-	else
-		s->answer_err = iwe_cm_reject(ev->conn, reject_pd,
-					      sizeof(reject_pd));
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&g_seen.lock);
+	fuzz_consumer_answer(&g_seen, ev);
+	pthread_mutex_unlock(&g_seen.lock);
 }
 
 static void init_fail(const char *what, int err)
@@ -114,23 +72,17 @@ static void init_fail(const char *what, int err)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct iwe_cm_params prm = fuzz_cm_params(DEADLINE_MS);
 	uint64_t k;
 	int err;
 
 	(void)argc;
 	(void)argv;
-	/* The QP posts no receive, so a Send in the input waits out the
-	 * receiver-not-ready grace before its Terminate: keep that path,
-	 * well inside DEADLINE_MS (the default 5 s is all of it). */
-	setenv("IWDAPL_RNR_MS", "50", 0);
-	g_dev = iwe_device_open("lo", IWE_TRANSPORT_TCP);
-	if (!g_dev)
-		init_fail("iwe_device_open(lo)", errno);
-	g_pd = iwe_alloc_pd(g_dev);
-	g_cq = iwe_create_cq(g_dev, 256, NULL, NULL);
-	if (!g_pd || !g_cq)
-		init_fail("pd/cq", errno);
-	err = iwe_cm_listen_any(g_dev, &g_plain_svc, &g_params, listen_handler,
+	/* The receiver-not-ready grace kept short: well inside DEADLINE_MS
+	 * (the default 5 s is all of it). */
+	fuzz_cm_open("fuzz_cm", "lo", IWE_TRANSPORT_TCP, &g_dev, &g_pd,
+		     &g_cq);
+	err = iwe_cm_listen_any(g_dev, &g_plain_svc, &prm, listen_handler,
 				NULL, &g_plain);
 	if (err)
 		init_fail("iwe_cm_listen_any", err);
@@ -142,7 +94,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 			"listener only\n", strerror(err));
 	for (k = 0; k < 64 && !err && !g_hashed; k++) {
 		g_hashed_svc = FUZZ_CM_HASHED_SVC + k * 37;
-		if (iwe_cm_listen(g_dev, g_hashed_svc, &g_params, 0,
+		if (iwe_cm_listen(g_dev, g_hashed_svc, &prm, 0,
 				  listen_handler, NULL, &g_hashed))
 			g_hashed = NULL;
 	}
@@ -191,14 +143,6 @@ static int client_connect(uint16_t port)
 	return fd;
 }
 
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
-
 /* Send the input in pieces; a server that closed early ends it (a
  * signal does not: the rest would go unsent and the check against the
  * parser would judge bytes the server never saw). */
@@ -230,13 +174,13 @@ static void client_write(int fd, const uint8_t *d, size_t n, unsigned max,
  * deadline.  Returns the byte count. */
 static size_t client_read_all(int fd, uint8_t *buf, size_t cap)
 {
-	long end = now_ms() + DEADLINE_MS;
+	long end = fuzz_now_ms() + DEADLINE_MS;
 	uint8_t sink[4096];
 	size_t got = 0;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = end - now_ms();
+		long left = end - fuzz_now_ms();
 		ssize_t n;
 
 		FUZZ_CHECK(left > 0, "the server neither answered nor closed "
@@ -262,20 +206,6 @@ static void client_close(int fd)
 	/* A reset: no TIME_WAIT left behind by thousands of runs. */
 	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	close(fd);
-}
-
-static struct iwe_qp *make_qp(void)
-{
-	struct iwe_qp_init_attr at = {
-		.send_cq = g_cq, .recv_cq = g_cq,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct iwe_qp *qp = iwe_create_qp(g_pd, &at);
-
-	FUZZ_CHECK(qp && iwe_modify_qp(qp, IWE_QPS_INIT) == 0,
-		   "QP setup: %s", strerror(errno));
-	return qp;
 }
 
 /* What the oracle expects of one input. */
@@ -332,9 +262,9 @@ static void check_reply(const uint8_t *r, size_t n, enum expect e,
 		   e == EXP_CM_REJECT ? "the CM's reject" :
 		   accepted ? "accept" : "the consumer's reject");
 	if (e == EXP_CONSUMER) {
-		const uint8_t *pd = accepted ? accept_pd : reject_pd;
+		const uint8_t *pd = accepted ? fuzz_accept_pd : fuzz_reject_pd;
 
-		FUZZ_CHECK(f.pdata_len == sizeof(accept_pd) &&
+		FUZZ_CHECK(f.pdata_len == sizeof(fuzz_accept_pd) &&
 			   !memcmp(f.pdata, pd, f.pdata_len),
 			   "reply does not carry the consumer's data");
 	}
@@ -343,28 +273,22 @@ static void check_reply(const uint8_t *r, size_t n, enum expect e,
 static void check_request(const struct iw_mpa_frame *f, enum expect e,
 			  int hashed)
 {
-	struct cm_seen *s = &g_seen;
+	const struct fuzz_consumer *s = &g_seen;
 	size_t skip = hashed ? IWE_CM_SERVICE_HDR_LEN : 0;
 
 	if (e != EXP_CONSUMER) {
-		FUZZ_CHECK(s->requests == 0,
-			   "a request the CM should refuse reached the consumer");
+		fuzz_consumer_check(s, 0, NULL, 0);
 		return;
 	}
-	FUZZ_CHECK(s->requests == 1, "%d CONNECT_REQUESTs", s->requests);
-	FUZZ_CHECK(s->answer_err == 0, "accept/reject: %s",
-		   strerror(s->answer_err));
+	fuzz_consumer_check(s, 1, f->pdata + skip, f->pdata_len - skip);
 	FUZZ_CHECK(s->service == (hashed ? g_hashed_svc : g_plain_svc),
 		   "service %llu", (unsigned long long)s->service);
-	FUZZ_CHECK(s->pdata_len == f->pdata_len - skip &&
-		   !memcmp(s->pdata, f->pdata + skip, s->pdata_len),
-		   "private data changed on its way to the consumer");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t reply[REPLY_MAX];
-	struct cm_seen *s = &g_seen;
+	struct fuzz_consumer *s = &g_seen;
 	struct iw_mpa_frame f;
 	struct iwe_conn *conn;
 	struct iwe_qp *qp;
@@ -375,13 +299,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	hashed = (data[0] & 8) && g_hashed;
-	pthread_mutex_lock(&s->lock);
-	s->accept = !!(data[0] & 4);
-	s->qp = s->accept ? make_qp() : NULL;
-	s->conn = NULL;
-	s->requests = 0;
-	s->answer_err = 0;
-	pthread_mutex_unlock(&s->lock);
+	fuzz_consumer_reset(s, !!(data[0] & 4), g_pd, g_cq);
 
 	fd = client_connect(service_port(hashed ? g_hashed_svc : g_plain_svc));
 	client_write(fd, data + 1, size - 1,

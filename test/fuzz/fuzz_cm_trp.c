@@ -37,126 +37,66 @@
 #include <sys/socket.h>
 
 #include "fuzz_check.h"
+#include "fuzz_cm_util.h"
 #include "iw_engine.h"
 #include "iw_mpa.h"
 #include "iw_wire.h"
 
 #define DEADLINE_MS	2000
 #define MAX_DGRAMS	16
-#define DGRAM_MAX	65507
 /* Client ports, in turn: a port comes back only after every other one
  * was used, long after the conn of its last use ended (a datagram from
  * the port of a live conn goes to that conn, not to the listener). */
 #define CLIENT_PORT_FIRST 20000
 #define CLIENT_PORTS	  12000
 
-struct cm_seen {
-	pthread_mutex_t lock;
-	int accept;			/* the consumer's decision */
-	struct iwe_qp *qp;		/* given to accept */
-	uint16_t probe_port;		/* the probe's source port (BE) */
-	struct iwe_conn *conn, *probe_conn;
-	int requests, probes;
-	int answer_err;
-	uint8_t pdata[IW_MPA_MAX_PRIVATE_DATA];
-	size_t pdata_len;
-};
-
-static struct cm_seen g_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+/* The consumer; and the probe's source port (BE), its conn, requests. */
+static struct fuzz_consumer g_seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static uint16_t g_probe_port;
+static struct iwe_conn *g_probe_conn;
+static int g_probes;
 static struct iwe_device *g_dev;
 static struct iwe_pd *g_pd;
 static struct iwe_cq *g_cq;
 static struct iwe_listener *g_listener;
 static uint64_t g_port;
 static unsigned g_next_port;
-static struct iwe_cm_params g_params = {
-	.mpa_rev = 2, .crc = 0, .rtr = 0, .mpa_timeout_ms = DEADLINE_MS,
-	.ird = 4, .ord = 4,
-};
-
-static const uint8_t accept_pd[] = "fuzz accept";
-static const uint8_t reject_pd[] = "fuzz reject";
-
-static void conn_handler(const struct iwe_cm_event *ev, void *ctx)
-{
-	(void)ev;
-	(void)ctx;
-}
 
 static void listen_handler(const struct iwe_cm_event *ev, void *ctx)
 {
-	struct cm_seen *s = &g_seen;
-
 	(void)ctx;
 	if (ev->type != IWE_CM_CONNECT_REQUEST)
 		return;
-	pthread_mutex_lock(&s->lock);
-	if (ev->remote.sin_port == s->probe_port) {
-		s->probes++;
-		s->probe_conn = ev->conn;
+	pthread_mutex_lock(&g_seen.lock);
+	if (ev->remote.sin_port == g_probe_port) {
+		g_probes++;
+		g_probe_conn = ev->conn;
 		iwe_cm_reject(ev->conn, NULL, 0);
-		pthread_mutex_unlock(&s->lock);
-		return;
-	}
-	s->requests++;
-	s->conn = ev->conn;
-	s->pdata_len = ev->pdata_len;
-	FUZZ_CHECK(ev->pdata_len <= sizeof(s->pdata), "pdata_len %zu",
-		   ev->pdata_len);
-	if (ev->pdata_len)
-		memcpy(s->pdata, ev->pdata, ev->pdata_len);
-	if (s->accept)
-		s->answer_err = iwe_cm_accept(ev->conn, s->qp, accept_pd,
-					      sizeof(accept_pd), conn_handler,
-					      NULL);
-	else
-		s->answer_err = iwe_cm_reject(ev->conn, reject_pd,
-					      sizeof(reject_pd));
-	pthread_mutex_unlock(&s->lock);
-}
-
-static void init_fail(const char *what, int err)
-{
-	fprintf(stderr, "fuzz_cm_trp: %s: %s\n", what, strerror(err));
-	exit(1);
+	} else
+		fuzz_consumer_answer(&g_seen, ev);
+	pthread_mutex_unlock(&g_seen.lock);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
+	struct iwe_cm_params prm = fuzz_cm_params(DEADLINE_MS);
 	int err;
 
 	(void)argc;
 	(void)argv;
-	/* An accepted QP posts no receive: a Send after the RTR waits out
-	 * the receiver-not-ready grace, kept short. */
-	setenv("IWDAPL_RNR_MS", "50", 0);
-	g_dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
-	if (!g_dev)
-		init_fail("iwe_device_open(127.0.0.1, udp)", errno);
-	g_pd = iwe_alloc_pd(g_dev);
-	g_cq = iwe_create_cq(g_dev, 256, NULL, NULL);
-	if (!g_pd || !g_cq)
-		init_fail("pd/cq", errno);
+	fuzz_cm_open("fuzz_cm_trp", "127.0.0.1", IWE_TRANSPORT_UDP, &g_dev,
+		     &g_pd, &g_cq);
 	/* A plain port, outside the range shared by services above 65535
 	 * (whose requests must carry the service header). */
 	do {
 		if (g_listener)
 			iwe_cm_listen_destroy(g_listener);
-		err = iwe_cm_listen_any(g_dev, &g_port, &g_params,
+		err = iwe_cm_listen_any(g_dev, &g_port, &prm,
 					listen_handler, NULL, &g_listener);
-		if (err)
-			init_fail("iwe_cm_listen_any", err);
+		FUZZ_CHECK(!err, "iwe_cm_listen_any: %s", strerror(err));
 	} while (g_port >= IWE_CM_SERVICE_PORT_BASE &&
 		 g_port < IWE_CM_SERVICE_PORT_BASE + IWE_CM_SERVICE_PORTS);
 	return 0;
-}
-
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
 static struct sockaddr_in lo(uint16_t port)
@@ -196,11 +136,11 @@ static int client_socket(uint16_t *port)
 /* The next datagram from the server, within the deadline. */
 static size_t recv_reply(int fd, uint8_t *buf, size_t cap, const char *who)
 {
-	long end = now_ms() + DEADLINE_MS;
+	long end = fuzz_now_ms() + DEADLINE_MS;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = end - now_ms();
+		long left = end - fuzz_now_ms();
 		ssize_t n;
 
 		FUZZ_CHECK(left > 0, "no answer to the %s within %d ms", who,
@@ -280,10 +220,9 @@ static uint32_t check_reply(const uint8_t *r, size_t n, uint32_t x,
  * answered, the listener has read everything sent to it before. */
 static void probe(void)
 {
-	static uint8_t buf[DGRAM_MAX];
+	static uint8_t buf[FUZZ_DGRAM_MAX];
 	struct iw_mpa_params p = { .rev = 2, .ird = 1, .ord = 1 };
 	uint8_t req[IW_TRP_HDR_LEN + IW_MPA_MAX_RR_LEN];
-	struct cm_seen *s = &g_seen;
 	struct iwe_conn *conn;
 	ssize_t len = iw_mpa_build(req + IW_TRP_HDR_LEN, IW_MPA_MAX_RR_LEN, 0,
 				   &p);
@@ -294,84 +233,32 @@ static void probe(void)
 
 	FUZZ_CHECK(len > 0, "probe request does not build");
 	iw_trp_put(req, 7, 0, IW_TRP_I, 16);
-	pthread_mutex_lock(&s->lock);
-	s->probe_port = port;
-	s->probes = 0;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&g_seen.lock);
+	g_probe_port = port;
+	g_probes = 0;
+	pthread_mutex_unlock(&g_seen.lock);
 	send(fd, req, IW_TRP_HDR_LEN + (size_t)len, 0);
 	n = recv_reply(fd, buf, sizeof(buf), "probe");
 	y = check_reply(buf, n, 7, 1, NULL, 0);
-	pthread_mutex_lock(&s->lock);
-	FUZZ_CHECK(s->probes == 1, "%d probe requests", s->probes);
-	conn = s->probe_conn;
-	s->probe_conn = NULL;
-	s->probe_port = 0;
-	pthread_mutex_unlock(&s->lock);
+	pthread_mutex_lock(&g_seen.lock);
+	FUZZ_CHECK(g_probes == 1, "%d probe requests", g_probes);
+	conn = g_probe_conn;
+	g_probe_conn = NULL;
+	g_probe_port = 0;
+	pthread_mutex_unlock(&g_seen.lock);
 	ack_reject(fd, 8, y);
 	if (conn)
 		iwe_cm_conn_destroy(conn);
 	close(fd);
 }
 
-static struct iwe_qp *make_qp(void)
-{
-	struct iwe_qp_init_attr at = {
-		.send_cq = g_cq, .recv_cq = g_cq,
-		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-	struct iwe_qp *qp = iwe_create_qp(g_pd, &at);
-
-	FUZZ_CHECK(qp && iwe_modify_qp(qp, IWE_QPS_INIT) == 0,
-		   "QP setup: %s", strerror(errno));
-	return qp;
-}
-
-/* Split the input into datagrams; returns their count. */
-static int split(const uint8_t *d, size_t n, const uint8_t **dg,
-		 size_t *len)
-{
-	int k = 0;
-
-	while (n >= 2 && k < MAX_DGRAMS) {
-		size_t l = (size_t)d[0] << 8 | d[1];
-
-		if (l > n - 2)
-			l = n - 2;
-		if (l > DGRAM_MAX)
-			l = DGRAM_MAX;
-		dg[k] = d + 2;
-		len[k++] = l;
-		d += 2 + l;
-		n -= 2 + l;
-	}
-	return k;
-}
-
-static void check_request(const struct iw_mpa_frame *f, enum expect e)
-{
-	struct cm_seen *s = &g_seen;
-
-	if (e != EXP_CONSUMER) {
-		FUZZ_CHECK(s->requests == 0,
-			   "a request the CM should drop or refuse reached "
-			   "the consumer");
-		return;
-	}
-	FUZZ_CHECK(s->requests == 1, "%d CONNECT_REQUESTs", s->requests);
-	FUZZ_CHECK(s->answer_err == 0, "accept/reject: %s",
-		   strerror(s->answer_err));
-	FUZZ_CHECK(s->pdata_len == f->pdata_len &&
-		   !memcmp(s->pdata, f->pdata, s->pdata_len),
-		   "private data changed on its way to the consumer");
-}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static uint8_t buf[DGRAM_MAX];
+	static uint8_t buf[FUZZ_DGRAM_MAX];
 	const uint8_t *dg[MAX_DGRAMS];
 	size_t len[MAX_DGRAMS], n;
-	struct cm_seen *s = &g_seen;
+	struct fuzz_consumer *s = &g_seen;
 	struct iw_mpa_frame f;
 	struct iwe_conn *conn;
 	struct iwe_qp *qp;
@@ -382,16 +269,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	k = split(data + 1, size - 1, dg, len);
+	k = fuzz_split_dgrams(data + 1, size - 1, dg, len, MAX_DGRAMS);
 	if (k == 0)
 		return 0;
-	pthread_mutex_lock(&s->lock);
-	s->accept = !!(data[0] & 4);
-	s->qp = s->accept ? make_qp() : NULL;
-	s->conn = NULL;
-	s->requests = 0;
-	s->answer_err = 0;
-	pthread_mutex_unlock(&s->lock);
+	fuzz_consumer_reset(s, !!(data[0] & 4), g_pd, g_cq);
 
 	e = expected(dg[0], len[0], &f, &x);
 	fd = client_socket(&port);
@@ -404,17 +285,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		n = recv_reply(fd, buf, sizeof(buf), "request");
 		accepted = e == EXP_CONSUMER && s->accept;
 		y = check_reply(buf, n, x, !accepted,
-				e == EXP_CONSUMER ? (accepted ? accept_pd
-							      : reject_pd)
+				e == EXP_CONSUMER ? (accepted ? fuzz_accept_pd
+							      : fuzz_reject_pd)
 						  : NULL,
-				sizeof(accept_pd));
+				sizeof(fuzz_accept_pd));
 		/* What the peer sends next, to the conn's own socket. */
 		for (int i = 1; i < k; i++)
 			send(fd, dg[i], len[i], 0);
 	}
 
 	pthread_mutex_lock(&s->lock);
-	check_request(&f, e);
+	if (e == EXP_CONSUMER)
+		fuzz_consumer_check(s, 1, f.pdata, f.pdata_len);
+	else
+		fuzz_consumer_check(s, 0, NULL, 0);
 	conn = s->conn;
 	qp = s->qp;
 	s->conn = NULL;

@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 
 #include "fuzz_check.h"
+#include "fuzz_cm_util.h"
 #include "iw_engine.h"
 #include "iw_mpa.h"
 #include "iw_wire.h"
@@ -49,7 +50,6 @@
 #define RTR_TIMEOUT_MS	60
 #define DEADLINE_MS	2000
 #define MAX_DGRAMS	16
-#define DGRAM_MAX	65507
 
 struct outcome {
 	pthread_mutex_t lock;
@@ -84,35 +84,21 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
-	g_dev = iwe_device_open("127.0.0.1", IWE_TRANSPORT_UDP);
-	g_pd = g_dev ? iwe_alloc_pd(g_dev) : NULL;
-	g_cq = g_pd ? iwe_create_cq(g_dev, 64, NULL, NULL) : NULL;
-	if (!g_cq) {
-		fprintf(stderr, "fuzz_cm_trp_active: udp device: %s\n",
-			strerror(errno));
-		exit(1);
-	}
+	fuzz_cm_open("fuzz_cm_trp_active", "127.0.0.1", IWE_TRANSPORT_UDP,
+		     &g_dev, &g_pd, &g_cq);
 	return 0;
-}
-
-static long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
 }
 
 /* The next datagram from the initiator within ms, or 0 bytes (-1). */
 static ssize_t peer_recv(int fd, uint8_t *buf, size_t cap, int ms,
 			 struct sockaddr_in *from)
 {
-	long end = now_ms() + ms;
+	long end = fuzz_now_ms() + ms;
 
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		socklen_t fl = sizeof(*from);
-		long left = end - now_ms();
+		long left = end - fuzz_now_ms();
 		ssize_t n;
 
 		if (left <= 0)
@@ -129,10 +115,10 @@ static ssize_t peer_recv(int fd, uint8_t *buf, size_t cap, int ms,
 /* The outcome, once; -1 past the deadline. */
 static int wait_outcome(void)
 {
-	long end = now_ms() + DEADLINE_MS;
+	long end = fuzz_now_ms() + DEADLINE_MS;
 	int t = -1;
 
-	while (now_ms() < end) {
+	while (fuzz_now_ms() < end) {
 		pthread_mutex_lock(&g_out.lock);
 		if (g_out.count)
 			t = g_out.type;
@@ -189,31 +175,13 @@ static void take_request(const uint8_t *d, ssize_t n, uint32_t *x,
 				       .pdata_len = f->pdata_len };
 }
 
-static int split(const uint8_t *d, size_t n, const uint8_t **dg,
-		 size_t *len)
-{
-	int k = 0;
-
-	while (n >= 2 && k < MAX_DGRAMS) {
-		size_t l = (size_t)d[0] << 8 | d[1];
-
-		if (l > n - 2)
-			l = n - 2;
-		dg[k] = d + 2;
-		len[k++] = l < DGRAM_MAX ? l : DGRAM_MAX;
-		d += 2 + l;
-		n -= 2 + l;
-	}
-	return k;
-}
-
 /* Accepted: the RTR (if negotiated) and the event that follows. */
 static int after_accept(int fd, uint32_t x, const uint8_t *reply,
 			const struct iw_mpa_params *req,
 			const struct iw_mpa_frame *f, int ack_rtr,
 			const struct sockaddr_in *peer)
 {
-	static uint8_t buf[DGRAM_MAX];
+	static uint8_t buf[FUZZ_DGRAM_MAX];
 	struct iw_trp_fields h, r;
 	struct iw_mpa_conn neg;
 	struct sockaddr_in from;
@@ -247,7 +215,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const unsigned rtr_offers[] = {
 		0, IWE_RTR_WRITE, IWE_RTR_READ,
 		IWE_RTR_WRITE | IWE_RTR_READ | IWE_RTR_SEND };
-	static uint8_t buf[DGRAM_MAX], dgram[DGRAM_MAX];
+	static uint8_t buf[FUZZ_DGRAM_MAX], dgram[FUZZ_DGRAM_MAX];
 	const uint8_t *dg[MAX_DGRAMS];
 	size_t len[MAX_DGRAMS];
 	struct iwe_cm_params prm = { .mpa_rev = 2, .crc = 0,
@@ -259,11 +227,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	enum verdict v = V_NONE;
 	struct iwe_conn *conn = NULL;
 	struct iwe_qp *qp;
-	struct iwe_qp_init_attr at = {
-		.send_cq = g_cq, .recv_cq = g_cq,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
 	int fd, k, i, want, got;
 	uint32_t x;
 	ssize_t n;
@@ -272,16 +235,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	prm.rtr = rtr_offers[data[0] >> 2 & 3];
 	prm.mpa_timeout_ms = data[0] & 2 ? DEADLINE_MS : RTR_TIMEOUT_MS;
-	k = split(data + 1, size - 1, dg, len);
+	k = fuzz_split_dgrams(data + 1, size - 1, dg, len, MAX_DGRAMS);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	me = (struct sockaddr_in){ .sin_family = AF_INET };
 	me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	FUZZ_CHECK(fd >= 0 && !bind(fd, (struct sockaddr *)&me, sizeof(me)) &&
 		   !getsockname(fd, (struct sockaddr *)&me, &ml),
 		   "peer socket: %s", strerror(errno));
-	qp = iwe_create_qp(g_pd, &at);
-	FUZZ_CHECK(qp && iwe_modify_qp(qp, IWE_QPS_INIT) == 0, "QP: %s",
-		   strerror(errno));
+	qp = fuzz_make_qp(g_pd, g_cq);
 	pthread_mutex_lock(&g_out.lock);
 	g_out.count = 0;
 	pthread_mutex_unlock(&g_out.lock);
