@@ -209,11 +209,11 @@ static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
 	iw_mpa_initiator_conn(&c->req, &f, &c->neg);
 	c->trp_peer_isn = h.psn;
 	c->trp_peer_credits = h.credits;
-	if (c->neg.rtr && f.pdata_len <= sizeof(c->in)) {
+	if (c->neg.rtr) {
 		/* ESTABLISHED once the responder has our RTR (its
-		 * acknowledgement; iw_cm_est.c): the private data waits in
-		 * c->in, as buf is the next datagram's. */
-		memcpy(c->in, f.pdata, f.pdata_len);
+		 * acknowledgement; iw_cm_est.c): the private data waits at
+		 * the start of c->in, where the frame was parsed. */
+		memmove(c->in, f.pdata, f.pdata_len);
 		c->in_len = f.pdata_len;
 		c->trp_rtr_psn = c->trp_isn + 1;
 		return CS_RTR_ACK_WAIT;
