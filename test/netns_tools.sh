@@ -19,10 +19,10 @@
 # defaults, the loopback suites' iteration counts); IW_TOOL_DTEST_ARGS
 # and IW_DAPLTEST_ITER override each.
 # IW_NETNS_TRANSPORTS overrides the transport list.  Then debian_tools.sh
-# runs once more over udp with IW_NETNS_TOOLS_LOSS % (1; 0: not at all) of the
-# UDP packets each namespace receives dropped.  Needs root, ip and
-# nft: skipped otherwise, and skipped where Debian's tools are
-# (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
+# and dapltest_suite.sh run once more over udp with IW_NETNS_TOOLS_LOSS %
+# (1; 0: not at all) of the UDP packets each namespace receives dropped.
+# Needs root, ip and nft: skipped otherwise, and skipped where Debian's
+# tools are (IW_SKIP_DEBIAN_TOOLS).  Outputs stay in BUILDDIR/test/netns_tools.d/
 # and BUILDDIR/test/*-iw-ns-TRANSPORT.d/ (*-iw-ns-udp-loss.d/ for the
 # lossy run).
 
@@ -115,6 +115,7 @@ if [ "$loss" -gt 0 ]; then
 	netns_loss "$NS_A" "$loss" && netns_loss "$NS_B" "$loss" || exit 99
 	start=$(date +%s)
 	run_sub "udp, $loss % loss" "$here/debian_tools.sh"
+	run_sub "udp, $loss % loss" "$here/dapltest_suite.sh"
 	echo "# udp, $loss % loss: $(($(date +%s) - start)) s, $(netns_loss_drops "$NS_A") and $(netns_loss_drops "$NS_B") packets dropped"
 	netns_loss "$NS_A" 0
 	netns_loss "$NS_B" 0
