@@ -718,7 +718,17 @@ static void cm_trp_active_corpus(void)
 				   .rtr = IW_RTR_WRITE, .pdata = pd,
 				   .pdata_len = sizeof(pd) };
 
+	static const char long_pd[200] = "a reply's private data longer "
+					 "than the MPA header before it";
+
 	cm_trp_active_seed("rep_write_acked", 0x07, 0, &p);
+	/* Moved within c->in while the RTR waits: overlapping ranges (a
+	 * memcpy there once; AddressSanitizer saw it in CI). */
+	p.pdata = long_pd;
+	p.pdata_len = sizeof(long_pd);
+	cm_trp_active_seed("rep_write_long_pd", 0x07, 0, &p);
+	p.pdata = pd;
+	p.pdata_len = sizeof(pd);
 	cm_trp_active_seed("rep_write_unacked", 0x05, 1, &p);
 	p.rtr = IW_RTR_READ;
 	cm_trp_active_seed("rep_read_acked", 0x0b, 0, &p);
