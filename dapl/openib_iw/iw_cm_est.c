@@ -227,9 +227,10 @@ int cm_est_qp_changed(struct iwe_conn *c)
 					    0 };
 		return CS_ESTABLISHED;
 	}
-	/* Likewise the acknowledgement of our RTR and what follows it. */
+	/* Likewise the acknowledgement of our RTR and what follows it (the
+	 * RTR is the QP's first packet, the one after our request's). */
 	if (c->state == CS_RTR_ACK_WAIT &&
-	    iwe_trp_tx_acked(c->qp, c->trp_rtr_psn)) {
+	    iwe_trp_tx_acked(c->qp, c->trp_isn + 1)) {
 		iwe_qp_want_drain(c->qp, 0);
 		c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, c->in,
 					    c->in_len };

@@ -155,7 +155,6 @@ struct iwe_conn {
 	uint32_t trp_isn;		/* PSN of our I packet */
 	uint32_t trp_peer_isn;		/* PSN of the peer's */
 	uint32_t trp_peer_credits;
-	uint32_t trp_rtr_psn;		/* active: PSN of our RTR */
 	unsigned trp_tries;		/* request or reply transmissions */
 	uint64_t trp_next_ns;		/* active: next retransmission */
 	uint64_t trp_deadline_ns;	/* active: the timeout, 0: none */

@@ -215,7 +215,6 @@ static int on_reply(struct iwe_conn *c, const uint8_t *pkt, size_t len)
 		 * the start of c->in, where the frame was parsed. */
 		memmove(c->in, f.pdata, f.pdata_len);
 		c->in_len = f.pdata_len;
-		c->trp_rtr_psn = c->trp_isn + 1;
 		return CS_RTR_ACK_WAIT;
 	}
 	c->pend = (struct cm_pend){ IWE_CM_ESTABLISHED, 0, NULL, f.pdata,
