@@ -668,14 +668,9 @@ static void test_established_after_rtr_acked(void)
 	/* Never acknowledged (every RTR lost): the connect times out. */
 	cpair_open(&p);
 	ap.mpa_timeout_ms = bp.mpa_timeout_ms = 300;
-	if (iwe_cm_listen_any(g_dev, &p.service, &bp, on_event, &p.lp, &p.l))
-		BAIL("listen");
 	atomic_store(&g_drop_data_all, 1);
 	atomic_store(&g_drop_data_armed, 1);
-	if (iwe_cm_connect(p.a.qp, &dst, p.service, NULL, 0, 3000, &ap,
-			   on_event, &p.la, &p.ca))
-		BAIL("connect");
-	r = wait_ev(&p.lp, 0, WAIT_MS);
+	r = cpair_request(&p, 0, &ap, &bp, 0);
 	if (r) {
 		p.cb = r->conn;
 		iwe_cm_accept(p.cb, p.b.qp, NULL, 0, on_event, &p.lb);

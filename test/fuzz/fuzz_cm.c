@@ -290,8 +290,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static uint8_t reply[REPLY_MAX];
 	struct fuzz_consumer *s = &g_seen;
 	struct iw_mpa_frame f;
-	struct iwe_conn *conn;
-	struct iwe_qp *qp;
 	enum expect e;
 	int fd, hashed;
 	size_t n;
@@ -313,16 +311,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_mutex_lock(&s->lock);
 	check_request(&f, e, hashed);
 	check_reply(reply, n, e, s->accept);
-	conn = s->conn;
-	qp = s->qp;
-	s->conn = NULL;
-	s->qp = NULL;
 	pthread_mutex_unlock(&s->lock);
-	/* Not under the lock: destroy waits for the progress thread. */
-	if (conn)
-		iwe_cm_conn_destroy(conn);
-	if (qp)
-		iwe_destroy_qp(qp);
+	fuzz_consumer_end(s);
 	client_close(fd);
 	return 0;
 }

@@ -136,24 +136,11 @@ static int client_socket(uint16_t *port)
 /* The next datagram from the server, within the deadline. */
 static size_t recv_reply(int fd, uint8_t *buf, size_t cap, const char *who)
 {
-	long end = fuzz_now_ms() + DEADLINE_MS;
+	ssize_t n = fuzz_dgram_within(fd, buf, cap, DEADLINE_MS, NULL);
 
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		long left = end - fuzz_now_ms();
-		ssize_t n;
-
-		FUZZ_CHECK(left > 0, "no answer to the %s within %d ms", who,
-			   DEADLINE_MS);
-		if (poll(&p, 1, (int)left) <= 0)
-			continue;
-		n = recv(fd, buf, cap, MSG_DONTWAIT);
-		if (n >= 0)
-			return (size_t)n;
-		/* ICMP of an earlier client on this port: not ours. */
-		FUZZ_CHECK(errno == EAGAIN || errno == EINTR ||
-			   errno == ECONNREFUSED, "recv: %s", strerror(errno));
-	}
+	FUZZ_CHECK(n >= 0, "no answer to the %s within %d ms", who,
+		   DEADLINE_MS);
+	return (size_t)n;
 }
 
 /* Acknowledge a reject reply (PSN y): the linger ends at once. */
@@ -260,8 +247,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t len[MAX_DGRAMS], n;
 	struct fuzz_consumer *s = &g_seen;
 	struct iw_mpa_frame f;
-	struct iwe_conn *conn;
-	struct iwe_qp *qp;
 	uint32_t x = 0, y = 0;
 	enum expect e;
 	uint16_t port;
@@ -299,20 +284,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_consumer_check(s, 1, f.pdata, f.pdata_len);
 	else
 		fuzz_consumer_check(s, 0, NULL, 0);
-	conn = s->conn;
-	qp = s->qp;
-	s->conn = NULL;
-	s->qp = NULL;
 	pthread_mutex_unlock(&s->lock);
 	/* The reject's linger ends with its acknowledgement (else it would
 	 * hold the client's port for the MPA timeout). */
 	if (e != EXP_DROP && !accepted)
 		ack_reject(fd, x + 1, y);
-	/* Not under the lock: destroy waits for the progress thread. */
-	if (conn)
-		iwe_cm_conn_destroy(conn);
-	if (qp)
-		iwe_destroy_qp(qp);
+	fuzz_consumer_end(s);
 	close(fd);
 	return 0;
 }

@@ -89,29 +89,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* The next datagram from the initiator within ms, or 0 bytes (-1). */
-static ssize_t peer_recv(int fd, uint8_t *buf, size_t cap, int ms,
-			 struct sockaddr_in *from)
-{
-	long end = fuzz_now_ms() + ms;
-
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		socklen_t fl = sizeof(*from);
-		long left = end - fuzz_now_ms();
-		ssize_t n;
-
-		if (left <= 0)
-			return -1;
-		if (poll(&p, 1, (int)left) <= 0)
-			continue;
-		n = recvfrom(fd, buf, cap, MSG_DONTWAIT,
-			     (struct sockaddr *)from, &fl);
-		if (n >= 0)
-			return n;
-	}
-}
-
 /* The outcome, once; -1 past the deadline. */
 static int wait_outcome(void)
 {
@@ -194,7 +171,7 @@ static int after_accept(int fd, uint32_t x, const uint8_t *reply,
 	iw_trp_get(reply, &r);
 	/* Pure acks may come first; the RTR is the first data packet. */
 	do {
-		n = peer_recv(fd, buf, sizeof(buf), DEADLINE_MS, &from);
+		n = fuzz_dgram_within(fd, buf, sizeof(buf), DEADLINE_MS, &from);
 		FUZZ_CHECK(n >= (ssize_t)IW_TRP_HDR_LEN, "no RTR (%zd)", n);
 		iw_trp_get(buf, &h);
 	} while (h.flags == IW_TRP_A);
@@ -252,7 +229,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				  DEADLINE_MS, &prm, handler, NULL,
 				  &conn) == 0, "connect: %s", strerror(errno));
 
-	n = peer_recv(fd, buf, sizeof(buf), DEADLINE_MS, &peer);
+	n = fuzz_dgram_within(fd, buf, sizeof(buf), DEADLINE_MS, &peer);
 	take_request(buf, n, &x, &req, &rf);
 	for (i = 0; i < k && v == V_NONE; i++) {
 		memcpy(dgram, dg[i], len[i]);

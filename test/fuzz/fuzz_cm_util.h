@@ -7,11 +7,14 @@
 #define IW_FUZZ_CM_UTIL_H
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include "fuzz_check.h"
 #include "iw_engine.h"
@@ -99,6 +102,26 @@ static inline void fuzz_consumer_check(const struct fuzz_consumer *s,
 		   "private data changed on its way to the consumer");
 }
 
+/* After an input was judged: the consumer destroys the conn and the QP
+ * it was given (not under s->lock: destroy waits for the progress
+ * thread, whose handler takes that lock). */
+static inline void fuzz_consumer_end(struct fuzz_consumer *s)
+{
+	struct iwe_conn *conn;
+	struct iwe_qp *qp;
+
+	pthread_mutex_lock(&s->lock);
+	conn = s->conn;
+	qp = s->qp;
+	s->conn = NULL;
+	s->qp = NULL;
+	pthread_mutex_unlock(&s->lock);
+	if (conn)
+		iwe_cm_conn_destroy(conn);
+	if (qp)
+		iwe_destroy_qp(qp);
+}
+
 /* A device of the transport on addr, its PD and a CQ; the process ends
  * when one cannot be made.  An accepted QP posts no receive, so a Send
  * in an input waits out the receiver-not-ready grace before its
@@ -150,6 +173,33 @@ static inline long fuzz_now_ms(void)
 }
 
 #define FUZZ_DGRAM_MAX 65507	/* the largest UDP payload */
+
+/* The next datagram on fd within ms (its sender in *from, when given):
+ * its length, or -1 when none came.  An ICMP error left on the socket
+ * by an earlier user of its port is not one. */
+static inline ssize_t fuzz_dgram_within(int fd, uint8_t *buf, size_t cap,
+					int ms, struct sockaddr_in *from)
+{
+	long end = fuzz_now_ms() + ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		socklen_t fl = sizeof(*from);
+		long left = end - fuzz_now_ms();
+		ssize_t n;
+
+		if (left <= 0)
+			return -1;
+		if (poll(&p, 1, (int)left) <= 0)
+			continue;
+		n = recvfrom(fd, buf, cap, MSG_DONTWAIT,
+			     (struct sockaddr *)from, from ? &fl : NULL);
+		if (n >= 0)
+			return n;
+		FUZZ_CHECK(errno == EAGAIN || errno == EINTR ||
+			   errno == ECONNREFUSED, "recv: %s", strerror(errno));
+	}
+}
 
 /* Cut d into datagrams, each a BE16 length and that many bytes (the
  * last one cut short by the end); at most max.  Returns their count. */
