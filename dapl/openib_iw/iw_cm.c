@@ -300,8 +300,8 @@ static struct iwe_conn *conn_new(struct iwe_device *dev, struct iwe_prog *p,
 				 int fd);
 
 /* A UDP listening port: each new peer's request gets a conn with a
- * socket of its own. */
-static void trp_port_io(struct cm_port *p)
+ * socket of its own.  1 when the burst ended with datagrams left. */
+static int trp_port_io(struct cm_port *p)
 {
 	static uint8_t buf[65536];	/* progress thread only */
 	struct sockaddr_in from;
@@ -312,7 +312,7 @@ static void trp_port_io(struct cm_port *p)
 	for (i = 0; i < ACCEPT_BURST; i++) {
 		r = cm_trp_port_recv(p, buf, sizeof(buf), &len, &from);
 		if (r == 0)
-			return;
+			return 0;
 		if (r < 0)
 			continue;
 		fd = cm_trp_peer_socket(p, &from);
@@ -325,25 +325,21 @@ static void trp_port_io(struct cm_port *p)
 		}
 		cm_enter(c, cm_trp_passive_request(c, p, buf, len));
 	}
+	return 1;
 }
 
-void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
+/* A TCP listening port: a conn for each connection accepted, to wait
+ * for its request.  1 when the burst ended with connections left. */
+static int tcp_port_io(struct cm_port *p)
 {
-	struct cm_port *p = IWE_CONTAINER_OF(w, struct cm_port, watch);
 	struct iwe_conn *c;
 	struct sockaddr_in peer;
 	int i, fd;
 
-	(void)revents;
-	iwe_prog_note_conn(p->prog);
-	if (p->dev->attr.transport == IWE_TRANSPORT_UDP) {
-		trp_port_io(p);
-		return;
-	}
 	for (i = 0; i < ACCEPT_BURST; i++) {
 		fd = cm_passive_accept_fd(p, &peer);
 		if (fd < 0)
-			return;
+			return 0;
 		c = cm_conn_new(p->dev, p->prog, fd, conn_io, conn_timer,
 				conn_qp);
 		if (!c) {
@@ -353,6 +349,29 @@ void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
 		cm_passive_setup(c, p, &peer);
 		cm_enter(c, CS_REQ_WAIT);
 	}
+	return 1;
+}
+
+/* A burst of ACCEPT_BURST at most, so that a flood of connections or
+ * requests does not hold the loop; what it leaves is taken at the next
+ * turn (a task).  The port's readiness cannot say so: it is level-
+ * triggered in the device's epoll, which the loop waits on edge-
+ * triggered, so a port still readable after a burst makes no new edge
+ * until another connection comes.  Under a flood of idle connections
+ * already queued, the listener then took 64 and waited for the next
+ * arrival -- 5 s, the idle ones' timeout, while a client's connect timed
+ * out behind them (t_limits, on a busy machine). */
+void cm_port_io(struct iwe_prog_watch *w, uint32_t revents)
+{
+	struct cm_port *p = IWE_CONTAINER_OF(w, struct cm_port, watch);
+	int more;
+
+	(void)revents;
+	iwe_prog_note_conn(p->prog);
+	more = p->dev->attr.transport == IWE_TRANSPORT_UDP ? trp_port_io(p) :
+							     tcp_port_io(p);
+	if (more)
+		iwe_prog_post(p->prog, &p->more);
 }
 
 static struct iwe_conn *conn_new(struct iwe_device *dev, struct iwe_prog *p,

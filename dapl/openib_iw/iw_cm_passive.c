@@ -335,6 +335,14 @@ int cm_passive_reply_timeout(struct iwe_conn *c)
 
 /* ------------------------------------------------------------ listen */
 
+/* The port's handler again, for what its last burst left (cm_port_io). */
+static void port_more_task(struct iwe_prog_task *t)
+{
+	struct cm_port *p = IWE_CONTAINER_OF(t, struct cm_port, more);
+
+	p->watch.cb(&p->watch, EPOLLIN);
+}
+
 static void port_free_task(struct iwe_prog_task *t)
 {
 	free(IWE_CONTAINER_OF(t, struct cm_port, free_task));
@@ -420,6 +428,7 @@ static int port_open(const struct cm_listen_args *a, uint16_t port,
 	p->watch.fd = -1;
 	p->watch.cb = a->port_cb;
 	p->retry.cb = retry_cb;
+	p->more.fn = port_more_task;
 	p->free_task.fn = port_free_task;
 	err = iwe_prog_watch_add(a->prog, &p->watch, p->fd, EPOLLIN);
 	if (err) {
@@ -449,6 +458,7 @@ static void port_close(struct iwe_cm_dev *cm, struct cm_port *p)
 		cm_conn_drop(p->half_open);
 	iwe_prog_watch_del(p->prog, &p->watch);
 	iwe_prog_timer_cancel(p->prog, &p->retry);
+	iwe_prog_unpost(p->prog, &p->more);
 	close(p->fd);
 	iwe_prog_post(p->prog, &p->free_task);
 }

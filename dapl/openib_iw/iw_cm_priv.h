@@ -191,6 +191,7 @@ struct cm_port {
 	struct iwe_conn *half_open;	/* oldest first */
 	struct iwe_conn *half_open_tail;
 	unsigned nhalf_open;
+	struct iwe_prog_task more;	/* a burst left some: the next turn */
 	struct iwe_prog_task free_task;
 };
 

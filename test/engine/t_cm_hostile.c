@@ -8,7 +8,10 @@
  *  - an MPA reply whose IRD/ORD or RTR choice cannot be used: the
  *    initiator answers with the RFC 6581 Terminate (layer LLP) and closes;
  *  - a listener out of file descriptors: no spinning, and service resumes
- *    by itself once descriptors are free.
+ *    by itself once descriptors are free;
+ *  - a backlog longer than the listener's accept burst, queued while the
+ *    loop was busy, and nothing arriving after it: every request in it is
+ *    served.
  */
 #include <signal.h>
 #include <stdatomic.h>
@@ -17,6 +20,7 @@
 #include <sys/wait.h>
 
 #include "cm_harness.h"
+#include "iw_progress.h"
 
 #define ROUNDS 30
 
@@ -472,6 +476,92 @@ static void test_out_of_fds(void)
 	evlog_fini(&lp);
 }
 
+/* ---------------------------------------------- a backlog past a burst */
+
+#define BACKLOG_CONNS 150	/* past the accept burst (64), under the
+				 * half-open cap (256) */
+
+struct backlog {
+	uint16_t port;
+	int fds[BACKLOG_CONNS];
+	int opened;
+};
+
+/* Run as a call of the loop: while it runs, the loop dispatches nothing,
+ * so every connection waits in the kernel's backlog.  They send nothing:
+ * once accepted, nothing of theirs comes to the loop either. */
+static void connect_all(void *arg)
+{
+	struct backlog *b = arg;
+
+	for (b->opened = 0; b->opened < BACKLOG_CONNS; b->opened++)
+		if ((b->fds[b->opened] = raw_connect(b->port)) < 0)
+			break;
+}
+
+/* How the listener's end reached a silent connection: 1 a close after
+ * it was accepted (EOF), 0 a reset from the kernel's backlog (never
+ * accepted), -1 nothing yet. */
+static int ended_accepted(int fd, int ms)
+{
+	long end = now_ms() + ms;
+	char c;
+
+	do {
+		ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+
+		if (r == 0)
+			return 1;
+		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return 0;
+		sleep_ms(5);
+	} while (now_ms() < end);
+	return -1;
+}
+
+/* The loop waits on the device's epoll edge-triggered, the listening
+ * socket in it level-triggered: a port still readable after a burst made
+ * no new edge, and the rest of the backlog waited for the loop's next
+ * wake-up for anything else (t_limits, a flood of idle connections on a
+ * busy machine: 5 s, the first ones' MPA timeout).  Here nothing else
+ * comes within the second given (the MPA timeout is 30 s); then the
+ * listener goes: the connections it took in see its close, those still
+ * in the kernel's backlog a reset. */
+static void test_backlog_past_burst(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct iwe_listener *l = NULL;
+	struct iwe_prog *prog;
+	struct evlog lp;
+	struct backlog b = { .port = 31160 };
+	int taken = 0, ended = 0;
+
+	bp.mpa_timeout_ms = 30000;
+	evlog_init(&lp);
+	CHECK(iwe_cm_listen(g_dev, b.port, &bp, 0, on_event, &lp, &l) == 0,
+	      "backlog: listening");
+	prog = iwe_prog_get(g_dev);
+	if (!l || !prog)
+		BAIL("backlog: no listener or progress thread");
+	iwe_prog_call(prog, connect_all, &b);
+	CHECK(b.opened == BACKLOG_CONNS, "backlog: %d silent connections "
+	      "queued while the loop was held", b.opened);
+	sleep_ms(1000);
+	iwe_cm_listen_destroy(l);
+	for (int i = 0; i < b.opened; i++) {
+		int r = ended_accepted(b.fds[i], 2000);
+
+		taken += r == 1;
+		ended += r >= 0;
+		close(b.fds[i]);
+	}
+	CHECK(taken == b.opened && evlog_count(&lp) == 0,
+	      "backlog: all %d taken in within 1 s, nothing arriving after "
+	      "them (%d taken in, %d reset, %d events)", b.opened, taken,
+	      ended - taken, evlog_count(&lp));
+	evlog_fini(&lp);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -483,6 +573,7 @@ int main(void)
 	test_passive_send_behind(1);
 	test_unusable_reply();
 	test_out_of_fds();
+	test_backlog_past_burst();
 	iwe_device_close(g_dev);
 	return tap_done();
 }
