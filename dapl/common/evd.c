@@ -416,6 +416,42 @@ static uint64_t mono_us(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* The spin yields so that a thread this one waits for, on its CPU, can
+ * run -- but a yield gives the CPU to whatever else is runnable there,
+ * for as long as the scheduler lets it run: a busy loop of another
+ * process on each CPU (a build machine) took it for a time slice, 1-3
+ * ms, at each yield, while the answer the spin waited for came and
+ * nobody read it (the progress thread keeps out of a spinner's way; a
+ * sleeper would have been woken at once).  A blocking 8-byte Send
+ * ping-pong then took 2 ms one way, against 20 us not spinning, and a
+ * PSP connect-accept-disconnect cycle 8 ms, against 0.2-0.4.  So a
+ * yield that kept this thread off its CPU for SPIN_STALL_US -- a time
+ * slice of another task, not a peer's answer or a connection's step --
+ * ends the spin, and this thread's waits sleep without spinning for
+ * SPIN_OFF_US after: the CPU is not the spinner's to keep. */
+#define SPIN_STALL_US 1000
+#define SPIN_OFF_US 100000
+static _Thread_local uint64_t spin_off_until_us;
+
+static int spin_off(void)
+{
+	return spin_off_until_us && mono_us() < spin_off_until_us;
+}
+
+/* A spin's yield; 0 when another task kept the CPU for SPIN_STALL_US
+ * meanwhile (the spin then ends). */
+static int spin_yield(void)
+{
+	uint64_t t0 = mono_us(), t1;
+
+	sched_yield();
+	t1 = mono_us();
+	if (t1 - t0 < SPIN_STALL_US)
+		return 1;
+	spin_off_until_us = t1 + SPIN_OFF_US;
+	return 0;
+}
+
 /* evd->lock held (dropped meanwhile): a wait of a CQ's EVD begins (on
  * 1) or ends (on 0) to take its connection's input from the progress
  * thread (iwe_cq_spin), once for all its spins and sleeps: each change
@@ -447,7 +483,7 @@ static int spin_conn_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 			    uint64_t end)
 {
 	struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
-	int got = 0, quiet = 0;
+	int got = 0, quiet = 0, stalled;
 
 	for (;;) {
 		dapl_unlock(&evd->lock);
@@ -463,8 +499,10 @@ static int spin_conn_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		dapl_unlock(&evd->lock);
 		if (dev && !quiet)
 			quiet = iwe_device_spin(dev, 1);
-		sched_yield();
+		stalled = !spin_yield();
 		dapl_lock(&evd->lock);
+		if (stalled)
+			break;
 	}
 	if (quiet) {
 		dapl_unlock(&evd->lock);
@@ -484,7 +522,7 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 	int got = 0;
 
 	DAPL_ASSERT_LOCKED(&evd->lock);
-	if (!max)
+	if (!max || spin_off())
 		return 0;
 	if (!evd->cq) {
 		end = mono_us() + max;
@@ -509,8 +547,9 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		}
 		if (r & IWE_CQ_DRIVE_BLOCKED)
 			break;
-		sched_yield();	/* the peer, or our progress thread, may
-				 * need this CPU */
+		/* the peer, or our progress thread, may need this CPU */
+		if (!spin_yield())
+			break;
 		now = mono_us();
 		if ((r & IWE_CQ_DRIVE_READ) && now + max > end)
 			end = now + max < last ? now + max : last;
