@@ -48,6 +48,13 @@
 #              with the provider's default CRC (on), as a user of dtest
 #              runs it; op dtest_ws, size 4 MiB, MB/s of both ways as
 #              dtest says, seconds = wall time.  Not in --quick.
+#   busy       beside a busy loop per CPU at nice 0 (a build machine's
+#              compilers): a blocking Send ping-pong, iwdtest -m pingpong
+#              at 8 B and 64 KiB (CRC off), and plain TCP's blocking one,
+#              for BENCH_BUSY_SECONDS (1); PSP connect-accept-disconnect cycles
+#              (bench/iwcm, BENCH_BUSY_CYCLES, 300) and TCP's; rows of
+#              mode block_busy.  Not in --quick (BENCH_BUSY=1: there
+#              too).
 # Sizes: --pattern-sizes (default a dense sweep 8 B..4 MiB; --quick 8,1M)
 # for wpp and bibw, --rdv-sizes (default those of 4 KiB and up; --quick
 # 4K,1M) for the rendezvous.  Every (mode, size) point runs for
@@ -75,7 +82,7 @@ if want wpp && echo "$pat_bytes" | tr ',' '\n' | awk '$1 % 8 { bad = 1 } END { e
 	exit 2
 fi
 pat_parts=
-for p in wpp rdv rdvstream bibw twopair a2a dtestwa dtestws; do
+for p in wpp rdv rdvstream bibw twopair a2a dtestwa dtestws busy; do
 	want $p && pat_parts=$pat_parts${pat_parts:+,}$p
 done
 
@@ -190,13 +197,14 @@ a2a_part() {
 	done
 }
 
-# busy_loops on|off: one busy loop per CPU at nice 19, or none.
+# busy_loops on|off [NICE]: one busy loop per CPU at nice NICE (19), or
+# none.
 busy_pids=
 busy_loops() {
 	if [ "$1" = on ]; then
 		case $at_exit in *busy_loops*) ;; *) at_exit="${at_exit:+$at_exit; }busy_loops off" ;; esac
 		for _ in $(seq "$(nproc)"); do
-			nice -n 19 sh -c 'while :; do :; done' &
+			nice -n "${2:-19}" sh -c 'while :; do :; done' &
 			busy_pids="$busy_pids $!"
 		done
 	else
@@ -267,6 +275,19 @@ dtest_wa() {
 	done
 }
 
+# busy_part: blocking exchanges and connection setup beside a busy loop
+# per CPU at nice 0, iwdapl and plain TCP.
+busy_part() {
+	# Not in --quick (the bench's smoke test runs beside other tests).
+	[ $quick -eq 0 ] || [ "${BENCH_BUSY:-0}" = 1 ] || return 0
+	busy_loops on 0
+	iw 0 block_busy "-m pingpong -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
+	tcp block_busy "-m pingpong -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
+	cm psp block_busy "${BENCH_BUSY_CYCLES:-300}"
+	cm tcp block_busy "${BENCH_BUSY_CYCLES:-300}"
+	busy_loops off
+}
+
 # Plain TCP next to the patterns; rows of ops the base section has too
 # get names of their own (pingpong_sweep, stream_sweep).
 tcp_patterns() {
@@ -325,4 +346,5 @@ patterns_round() {
 	if want dtestws && [ "$round" = 1 ]; then
 		dtest_ws
 	fi
+	want busy && busy_part
 }

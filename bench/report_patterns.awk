@@ -179,6 +179,31 @@ function dtest_ws_table(    t, tags, labels, m, modes, k, any, line, sz) {
 	}
 }
 
+# Beside a busy loop per CPU at nice 0: the blocking Send ping-pong and
+# the connection cycle, iwdapl (CRC off) and plain TCP, and their ratio.
+function busy_table(    r, rows, f, ki, kt, any, line) {
+	rows[1] = "Send ping-pong 8 B, one way|pingpong|8|pingpong|8|lat_mean_us"
+	rows[2] = "Send ping-pong 64 KiB, one way|pingpong|65536|pingpong|65536|lat_mean_us"
+	rows[3] = "connect-accept-disconnect (PSP)|connect_psp|0|connect_tcp|0|lat_mean_us"
+	for (r = 1; r <= 3; r++) {
+		split(rows[r], f, "|")
+		if (key("iwdapl", 0, "block_busy", f[2], f[3]) in have)
+			any = 1
+	}
+	if (!any)
+		return
+	printf "\nBeside a busy loop per CPU at nice 0 (a build machine), blocking; us, median [min-max] of %d round(s)\n", rounds
+	printf "%-34s %-22s %-22s %8s\n", "exchange", "iwdapl CRC off", "TCP", "iw/TCP"
+	for (r = 1; r <= 3; r++) {
+		split(rows[r], f, "|")
+		ki = key("iwdapl", 0, "block_busy", f[2], f[3])
+		kt = key("tcp", "-", "block_busy", f[4], f[5])
+		line = sprintf("%-34s %-22s %-22s %8s", f[1], cell(ki, f[6]), cell(kt, f[6]),
+			ratio(med(ki, f[6]), med(kt, f[6])))
+		print line
+	}
+}
+
 function wa_verdict(k) {
 	if (!(k in have))
 		return "n/a"
@@ -218,6 +243,7 @@ function pattern_tables(    pp, tb, m, modes, rv, bw) {
 	a2a_table()
 	dtest_wa_table()
 	dtest_ws_table()
+	busy_table()
 }
 
 # bench/alltoall's 4 ranks: the all-to-all's round and the pair's one

@@ -72,7 +72,7 @@
 # --lat-sizes LIST, --seconds S (budget per bandwidth point), --only LIST
 # (sections: base -- all of the above but the patterns, the costs and the
 # scale --, patterns, or parts of it: wpp, rdv, rdvstream, bibw, twopair,
-# a2a, dtestwa, dtestws; cost; scale; default base,patterns,cost), --pattern-sizes
+# a2a, dtestwa, dtestws, busy; cost; scale; default base,patterns,cost), --pattern-sizes
 # LIST, --rdv-sizes LIST
 # (the patterns' sweeps; see bench/patterns.sh).
 # Environment: BENCH_WINDOW (default 32), BENCH_LAT_ITERS (10000),
@@ -140,7 +140,7 @@ fi
 case $rounds in '' | *[!0-9]* | 0) echo "run.sh: --rounds wants a positive number" >&2; exit 2 ;; esac
 for s in $(echo "$only" | tr ',' ' '); do
 	case $s in
-	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | dtestws | scale | cost) ;;
+	base | patterns | wpp | rdv | rdvstream | bibw | twopair | a2a | dtestwa | dtestws | busy | scale | cost) ;;
 	*) echo "run.sh: --only: unknown section $s" >&2; exit 2 ;;
 	esac
 done
@@ -429,17 +429,18 @@ fi_pp() {
 	}' "$l" >>"$raw"
 }
 
-# iwcm MODE: connection cycles over a PSP or an SSP, or plain TCP's
-# connect-accept-close (mode tcp, the yardstick).
+# iwcm MODE [ROWMODE [CYCLES]]: connection cycles over a PSP or an SSP,
+# or plain TCP's connect-accept-close (mode tcp, the yardstick); rows of
+# mode ROWMODE (block).
 cm() {
 	next_qual
-	l=$(log "iwcm-$1")
-	IWDAPL_CRC=0 timeout -k 5 "$limit" "$iwcm" -m "$1" -n "$cycles" -q "$qual" --csv \
+	l=$(log "iwcm-$1${2:+-$2}")
+	IWDAPL_CRC=0 timeout -k 5 "$limit" "$iwcm" -m "$1" -n "${3:-$cycles}" -q "$qual" --csv \
 		>"$l" 2>"$l.err" || failed "iwcm -m $1" "$l.err"
 	if [ "$1" = tcp ]; then
-		to_raw tcp - block <"$l"
+		to_raw tcp - "${2:-block}" <"$l"
 	else
-		to_raw iwdapl 0 block <"$l"
+		to_raw iwdapl 0 "${2:-block}" <"$l"
 	fi
 }
 
