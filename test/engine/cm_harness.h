@@ -356,7 +356,9 @@ static inline int raw_send_fpdu(int fd, const void *ulpdu, size_t n, int crc)
 									 : -1;
 }
 
-static inline int fd_readable_eof(int fd, int ms)
+/* How the peer ended fd within ms: 1 a close (EOF), 0 an error (a
+ * reset), -1 not yet. */
+static inline int fd_end_within(int fd, int ms)
 {
 	char c;
 	long end = now_ms() + ms;
@@ -367,10 +369,15 @@ static inline int fd_readable_eof(int fd, int ms)
 		if (r == 0)
 			return 1;
 		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return 1;
+			return 0;
 		sleep_ms(5);
 	}
-	return 0;
+	return -1;
+}
+
+static inline int fd_readable_eof(int fd, int ms)
+{
+	return fd_end_within(fd, ms) >= 0;
 }
 
 #endif

@@ -499,26 +499,6 @@ static void connect_all(void *arg)
 			break;
 }
 
-/* How the listener's end reached a silent connection: 1 a close after
- * it was accepted (EOF), 0 a reset from the kernel's backlog (never
- * accepted), -1 nothing yet. */
-static int ended_accepted(int fd, int ms)
-{
-	long end = now_ms() + ms;
-	char c;
-
-	do {
-		ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
-
-		if (r == 0)
-			return 1;
-		if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-			return 0;
-		sleep_ms(5);
-	} while (now_ms() < end);
-	return -1;
-}
-
 /* The loop waits on the device's epoll edge-triggered, the listening
  * socket in it level-triggered: a port still readable after a burst made
  * no new edge, and the rest of the backlog waited for the loop's next
@@ -549,7 +529,8 @@ static void test_backlog_past_burst(void)
 	sleep_ms(1000);
 	iwe_cm_listen_destroy(l);
 	for (int i = 0; i < b.opened; i++) {
-		int r = ended_accepted(b.fds[i], 2000);
+		/* taken in: our close; still in the backlog: a reset */
+		int r = fd_end_within(b.fds[i], 2000);
 
 		taken += r == 1;
 		ended += r >= 0;
