@@ -53,8 +53,10 @@
 #              at 8 B and 64 KiB (CRC off), and plain TCP's blocking one,
 #              for BENCH_BUSY_SECONDS (1); PSP connect-accept-disconnect cycles
 #              (bench/iwcm, BENCH_BUSY_CYCLES, 300) and TCP's; rows of
-#              mode block_busy.  Not in --quick (BENCH_BUSY=1: there
-#              too).
+#              mode block_busy; and wpp at 8 B and 64 KiB (mode
+#              poll_busy) beside plain TCP's hand-off (tcp_baseline -m
+#              handoff, block_busy).  Not in --quick (BENCH_BUSY=1:
+#              there too).
 # Sizes: --pattern-sizes (default a dense sweep 8 B..4 MiB; --quick 8,1M)
 # for wpp and bibw, --rdv-sizes (default those of 4 KiB and up; --quick
 # 4K,1M) for the rendezvous.  Every (mode, size) point runs for
@@ -275,14 +277,18 @@ dtest_wa() {
 	done
 }
 
-# busy_part: blocking exchanges and connection setup beside a busy loop
-# per CPU at nice 0, iwdapl and plain TCP.
+# busy_part: blocking exchanges, memory-polling ping-pong and connection
+# setup beside a busy loop per CPU at nice 0, iwdapl and plain TCP.
 busy_part() {
 	# Not in --quick (the bench's smoke test runs beside other tests).
 	[ $quick -eq 0 ] || [ "${BENCH_BUSY:-0}" = 1 ] || return 0
 	busy_loops on 0
 	iw 0 block_busy "-m pingpong -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
 	tcp block_busy "-m pingpong -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
+	# A consumer spinning on memory: the scheduler decides when it sees
+	# its answer, for plain TCP's hand-off as for us.
+	iw 0 poll_busy "-m wpp -p -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
+	tcp block_busy "-m handoff -S 8,64K -t ${BENCH_BUSY_SECONDS:-1}"
 	cm psp block_busy "${BENCH_BUSY_CYCLES:-300}"
 	cm tcp block_busy "${BENCH_BUSY_CYCLES:-300}"
 	busy_loops off

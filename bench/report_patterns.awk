@@ -181,27 +181,33 @@ function dtest_ws_table(    t, tags, labels, m, modes, k, any, line, sz) {
 
 # Beside a busy loop per CPU at nice 0: the blocking Send ping-pong and
 # the connection cycle, iwdapl (CRC off) and plain TCP, and their ratio.
-function busy_table(    r, rows, f, ki, kt, any, line) {
-	rows[1] = "Send ping-pong 8 B, one way|pingpong|8|pingpong|8|lat_mean_us"
-	rows[2] = "Send ping-pong 64 KiB, one way|pingpong|65536|pingpong|65536|lat_mean_us"
-	rows[3] = "connect-accept-disconnect (PSP)|connect_psp|0|connect_tcp|0|lat_mean_us"
-	for (r = 1; r <= 3; r++) {
+function busy_table(    r, n, rows, f, ki, kt, any, line) {
+	# title|iwdapl's op|size|its mode|TCP's op|size|metric
+	rows[1] = "Send ping-pong 8 B, one way|pingpong|8|block_busy|pingpong|8|lat_mean_us"
+	rows[2] = "Send ping-pong 64 KiB, one way|pingpong|65536|block_busy|pingpong|65536|lat_mean_us"
+	rows[3] = "connect-accept-disconnect (PSP)|connect_psp|0|block_busy|connect_tcp|0|lat_mean_us"
+	rows[4] = "wpp 8 B / TCP hand-off, one way|wpp|8|poll_busy|handoff|8|lat_mean_us"
+	rows[5] = "wpp 64 KiB / TCP hand-off|wpp|65536|poll_busy|handoff|65536|lat_mean_us"
+	n = 5
+	for (r = 1; r <= n; r++) {
 		split(rows[r], f, "|")
-		if (key("iwdapl", 0, "block_busy", f[2], f[3]) in have)
+		if (key("iwdapl", 0, f[4], f[2], f[3]) in have)
 			any = 1
 	}
 	if (!any)
 		return
-	printf "\nBeside a busy loop per CPU at nice 0 (a build machine), blocking; us, median [min-max] of %d round(s)\n", rounds
+	printf "\nBeside a busy loop per CPU at nice 0 (a build machine); us, median [min-max] of %d round(s)\n", rounds
 	printf "%-34s %-22s %-22s %8s\n", "exchange", "iwdapl CRC off", "TCP", "iw/TCP"
-	for (r = 1; r <= 3; r++) {
+	for (r = 1; r <= n; r++) {
 		split(rows[r], f, "|")
-		ki = key("iwdapl", 0, "block_busy", f[2], f[3])
-		kt = key("tcp", "-", "block_busy", f[4], f[5])
-		line = sprintf("%-34s %-22s %-22s %8s", f[1], cell(ki, f[6]), cell(kt, f[6]),
-			ratio(med(ki, f[6]), med(kt, f[6])))
+		ki = key("iwdapl", 0, f[4], f[2], f[3])
+		kt = key("tcp", "-", "block_busy", f[5], f[6])
+		line = sprintf("%-34s %-22s %-22s %8s", f[1], cell(ki, f[7]), cell(kt, f[7]),
+			ratio(med(ki, f[7]), med(kt, f[7])))
 		print line
 	}
+	print "(Send ping-pong and cycles: blocking waits, TCP blocking in recv; wpp: the consumer spins on memory,"
+	print " TCP hand-off: a thread reads the socket while the consumer spins on memory)"
 }
 
 function wa_verdict(k) {

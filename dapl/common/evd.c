@@ -439,13 +439,14 @@ static int spin_off(void)
 }
 
 /* A spin's yield; 0 when another task kept the CPU for SPIN_STALL_US
- * meanwhile (the spin then ends). */
-static int spin_yield(void)
+ * meanwhile (the spin then ends).  *now: the time after it. */
+static int spin_yield(uint64_t *now)
 {
 	uint64_t t0 = mono_us(), t1;
 
 	sched_yield();
 	t1 = mono_us();
+	*now = t1;
 	if (t1 - t0 < SPIN_STALL_US)
 		return 1;
 	spin_off_until_us = t1 + SPIN_OFF_US;
@@ -484,6 +485,7 @@ static int spin_conn_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 {
 	struct iwe_device *dev = evd->obj.ia ? evd->obj.ia->dev : NULL;
 	int got = 0, quiet = 0, stalled;
+	uint64_t now = mono_us();
 
 	for (;;) {
 		dapl_unlock(&evd->lock);
@@ -494,12 +496,12 @@ static int spin_conn_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 			got = 1;
 			break;
 		}
-		if (mono_us() >= end)
+		if (now >= end)
 			break;
 		dapl_unlock(&evd->lock);
 		if (dev && !quiet)
 			quiet = iwe_device_spin(dev, 1);
-		stalled = !spin_yield();
+		stalled = !spin_yield(&now);
 		dapl_lock(&evd->lock);
 		if (stalled)
 			break;
@@ -548,9 +550,8 @@ static int spin_locked(struct dapl_evd *evd, DAT_COUNT threshold,
 		if (r & IWE_CQ_DRIVE_BLOCKED)
 			break;
 		/* the peer, or our progress thread, may need this CPU */
-		if (!spin_yield())
+		if (!spin_yield(&now))
 			break;
-		now = mono_us();
 		if ((r & IWE_CQ_DRIVE_READ) && now + max > end)
 			end = now + max < last ? now + max : last;
 	} while (now < end);
