@@ -8,8 +8,9 @@
  * socket type refused untouched), 100 connections at once on one
  * listener, a responder's ESTABLISHED not overtaken by the end of a
  * connection the initiator closed after its RTR, an initiator's
- * ESTABLISHED only once its RTR is acknowledged, and an idle connection
- * kept by its probes but ended by a silent peer.  TAP output. */
+ * ESTABLISHED only once its RTR is acknowledged, an idle connection
+ * kept by its probes but ended by a silent peer, and a listening port's
+ * requests past a burst taken in at the loop's next turn.  TAP output. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -1021,6 +1022,159 @@ static void test_many(void)
 	free(m);
 }
 
+/* ---------------------------------------- a port's backlog past a burst */
+
+/* The listening port takes at most a burst of requests per turn of the
+ * loop; the rest must come at the next turn, not at the next datagram
+ * (the port is level-triggered in an epoll the loop waits on
+ * edge-triggered: t_cm_hostile's backlog test for tcp).  These peers
+ * send their request once, where an initiator would send it again after
+ * 200 ms.  Over udp the burst's own CONNECT_REQUESTs, queued for
+ * dispatch, gave the loop its next turn, so this passed before the
+ * port's task as well: it guards the behaviour, whatever gives the
+ * turn. */
+#define FLOOD_PEERS 120
+
+struct dgram_flood {
+	int fd[FLOOD_PEERS];
+	uint8_t req[2048];
+	size_t req_len;
+	struct sockaddr_in port;
+	int sent, acked;
+	char answered[FLOOD_PEERS];
+};
+
+static atomic_int g_flood_requests;
+static struct iwe_conn *g_flood_conns[FLOOD_PEERS];
+
+/* A call of the loop: every request waits in the port's socket. */
+static void send_all_requests(void *arg)
+{
+	struct dgram_flood *f = arg;
+
+	for (f->sent = 0; f->sent < FLOOD_PEERS; f->sent++)
+		if (sendto(f->fd[f->sent], f->req, f->req_len, 0,
+			   (const struct sockaddr *)&f->port,
+			   sizeof(f->port)) != (ssize_t)f->req_len)
+			break;
+}
+
+/* Kept, answered once all came: the answers are the loop's work too. */
+static void keep_request(const struct iwe_cm_event *ev, void *ctx)
+{
+	int i;
+
+	(void)ctx;
+	if (ev->type != IWE_CM_CONNECT_REQUEST)
+		return;
+	i = atomic_fetch_add(&g_flood_requests, 1);
+	if (i < FLOOD_PEERS)
+		g_flood_conns[i] = ev->conn;
+	else
+		iwe_cm_reject_forget(ev->conn, NULL, 0);
+}
+
+/* The request an initiator sends, caught by a plain socket. */
+static size_t capture_request(uint8_t *buf, size_t cap)
+{
+	struct iwe_cm_params prm = cm_params(2, 0, 0);
+	struct sockaddr_in sink;
+	struct iwe_conn *c = NULL;
+	struct side a;
+	struct evlog la;
+	ssize_t n = -1;
+	int fd = udp_bound(&sink);
+
+	side_fresh(&a);
+	evlog_init(&la);
+	if (iwe_cm_connect(a.qp, &sink, ntohs(sink.sin_port), NULL, 0, 3000,
+			   &prm, on_event, &la, &c) == 0)
+		n = recv(fd, buf, cap, 0);
+	if (c)
+		iwe_cm_conn_destroy(c);
+	evlog_fini(&la);
+	side_close(&a);
+	close(fd);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* Peer i's reject reply, if it came: acknowledged as an initiator does,
+ * which ends the responder's linger (f->acked: the ack went). */
+static int take_reject(struct dgram_flood *f, int i,
+		       const struct iw_trp_fields *req)
+{
+	uint8_t buf[512], ack[IW_TRP_HDR_LEN];
+	ssize_t n = recv(f->fd[i], buf, sizeof(buf), MSG_DONTWAIT);
+	struct iw_trp_fields rep;
+
+	if (n <= IW_TRP_HDR_LEN + IW_MPA_KEY_LEN ||
+	    memcmp(buf + IW_TRP_HDR_LEN, IW_MPA_KEY_REP, IW_MPA_KEY_LEN))
+		return 0;
+	iw_trp_get(buf, &rep);
+	iw_trp_put(ack, req->psn + 1, rep.psn, IW_TRP_A, 0);
+	f->acked = sendto(f->fd[i], ack, sizeof(ack), 0,
+			  (const struct sockaddr *)&f->port,
+			  sizeof(f->port)) == (ssize_t)sizeof(ack);
+	return 1;
+}
+
+static void test_backlog_past_burst(void)
+{
+	struct iwe_cm_params bp = cm_params(2, 0, 0);
+	struct dgram_flood *f = calloc(1, sizeof(*f));
+	struct iwe_prog *prog = iwe_prog_get(g_dev);
+	struct iwe_listener *l = NULL;
+	struct iw_trp_fields req;
+	uint64_t svc = 0;
+	int answered = 0, acked = 0, nreq;
+
+	if (!f)
+		BAIL("backlog: out of memory");
+	f->req_len = capture_request(f->req, sizeof(f->req));
+	CHECK(f->req_len > IW_TRP_HDR_LEN + IW_MPA_KEY_LEN &&
+	      !memcmp(f->req + IW_TRP_HDR_LEN, IW_MPA_KEY_REQ,
+		      IW_MPA_KEY_LEN),
+	      "backlog: an initiator's request caught (%zu bytes)",
+	      f->req_len);
+	bp.mpa_timeout_ms = 30000;
+	if (!f->req_len || !prog ||
+	    iwe_cm_listen_any(g_dev, &svc, &bp, keep_request, NULL, &l))
+		BAIL("backlog: no request, loop or listener");
+	f->port = lo_addr((uint16_t)svc);
+	for (int i = 0; i < FLOOD_PEERS; i++) {
+		struct sockaddr_in a;
+
+		f->fd[i] = udp_bound(&a);
+	}
+	iwe_prog_call(prog, send_all_requests, f);
+	CHECK(f->sent == FLOOD_PEERS, "backlog: %d requests from as many "
+	      "peers queued while the loop was held", f->sent);
+	sleep_ms(1000);
+	nreq = atomic_load(&g_flood_requests);
+	CHECK(nreq == f->sent, "backlog: every peer's request taken in "
+	      "within 1 s, none sent again (%d of %d)", nreq, f->sent);
+	for (int i = 0; i < nreq && i < FLOOD_PEERS; i++)
+		iwe_cm_reject_forget(g_flood_conns[i], NULL, 0);
+	iw_trp_get(f->req, &req);
+	for (long end = now_ms() + 5000; answered < nreq && now_ms() < end;
+	     sleep_ms(5))
+		for (int i = 0; i < FLOOD_PEERS; i++)
+			if (!f->answered[i] && take_reject(f, i, &req)) {
+				f->answered[i] = 1;
+				answered++;
+				acked += f->acked;
+			}
+	for (long end = now_ms() + 5000; cm_awaited_now() && now_ms() < end;)
+		sleep_ms(10);
+	CHECK(answered == nreq && acked == answered && cm_awaited_now() == 0,
+	      "backlog: each peer rejected, its ack taken, no responder "
+	      "lingers (%d answered, %d still)", answered, cm_awaited_now());
+	for (int i = 0; i < FLOOD_PEERS; i++)
+		close(f->fd[i]);
+	iwe_cm_listen_destroy(l);
+	free(f);
+}
+
 int main(void)
 {
 	/* The RFC's Terminate for a Send with no receive (the grace that
@@ -1048,6 +1202,7 @@ int main(void)
 	cpair_idle_case(31296, "udp idle give-back");
 	test_ssp();
 	test_many();
+	test_backlog_past_burst();
 	CHECK(cm_awaited_now() == 0,
 	      "no conn left counted as awaited after every test (got %d)",
 	      cm_awaited_now());
