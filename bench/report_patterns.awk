@@ -179,8 +179,9 @@ function dtest_ws_table(    t, tags, labels, m, modes, k, any, line, sz) {
 	}
 }
 
-# Beside a busy loop per CPU at nice 0: the blocking Send ping-pong and
-# the connection cycle, iwdapl (CRC off) and plain TCP, and their ratio.
+# Beside a busy loop per CPU at nice 0: the blocking Send ping-pong, the
+# connection cycle and the memory-polling ping-pong (against plain TCP's
+# hand-off), iwdapl (CRC off) and plain TCP, and their ratio.
 function busy_table(    r, n, rows, f, ki, kt, any, line) {
 	# title|iwdapl's op|size|its mode|TCP's op|size|metric
 	rows[1] = "Send ping-pong 8 B, one way|pingpong|8|block_busy|pingpong|8|lat_mean_us"

@@ -1040,7 +1040,7 @@ struct dgram_flood {
 	uint8_t req[2048];
 	size_t req_len;
 	struct sockaddr_in port;
-	int sent, acked;
+	int sent;
 	char answered[FLOOD_PEERS];
 };
 
@@ -1099,9 +1099,9 @@ static size_t capture_request(uint8_t *buf, size_t cap)
 }
 
 /* Peer i's reject reply, if it came: acknowledged as an initiator does,
- * which ends the responder's linger (f->acked: the ack went). */
+ * which ends the responder's linger (*acked counts the acks that went). */
 static int take_reject(struct dgram_flood *f, int i,
-		       const struct iw_trp_fields *req)
+		       const struct iw_trp_fields *req, int *acked)
 {
 	uint8_t buf[512], ack[IW_TRP_HDR_LEN];
 	ssize_t n = recv(f->fd[i], buf, sizeof(buf), MSG_DONTWAIT);
@@ -1112,9 +1112,9 @@ static int take_reject(struct dgram_flood *f, int i,
 		return 0;
 	iw_trp_get(buf, &rep);
 	iw_trp_put(ack, req->psn + 1, rep.psn, IW_TRP_A, 0);
-	f->acked = sendto(f->fd[i], ack, sizeof(ack), 0,
-			  (const struct sockaddr *)&f->port,
-			  sizeof(f->port)) == (ssize_t)sizeof(ack);
+	*acked += sendto(f->fd[i], ack, sizeof(ack), 0,
+			 (const struct sockaddr *)&f->port,
+			 sizeof(f->port)) == (ssize_t)sizeof(ack);
 	return 1;
 }
 
@@ -1149,7 +1149,7 @@ static void test_backlog_past_burst(void)
 	iwe_prog_call(prog, send_all_requests, f);
 	CHECK(f->sent == FLOOD_PEERS, "backlog: %d requests from as many "
 	      "peers queued while the loop was held", f->sent);
-	sleep_ms(1000);
+	wait_count(&g_flood_requests, f->sent, 1000);
 	nreq = atomic_load(&g_flood_requests);
 	CHECK(nreq == f->sent, "backlog: every peer's request taken in "
 	      "within 1 s, none sent again (%d of %d)", nreq, f->sent);
@@ -1159,10 +1159,10 @@ static void test_backlog_past_burst(void)
 	for (long end = now_ms() + 5000; answered < nreq && now_ms() < end;
 	     sleep_ms(5))
 		for (int i = 0; i < FLOOD_PEERS; i++)
-			if (!f->answered[i] && take_reject(f, i, &req)) {
+			if (!f->answered[i] &&
+			    take_reject(f, i, &req, &acked)) {
 				f->answered[i] = 1;
 				answered++;
-				acked += f->acked;
 			}
 	for (long end = now_ms() + 5000; cm_awaited_now() && now_ms() < end;)
 		sleep_ms(10);
