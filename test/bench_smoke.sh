@@ -223,8 +223,8 @@ corrupted() {
 corrupted write 4096 63090
 corrupted wpp 4096 63091
 
-# bench/spin_stack.sh, once each way: six rows, each of one run with a
-# median (an iwdtest wpp that gave no row counts no run).
+# bench/spin_stack.sh, once each way: eight rows, each of one run with a
+# median (an iwdtest pair that gave no row counts no run).
 ss=$logdir/spin_stack.out
 BENCH_SECONDS=0.05 BENCH_QUAL=63080 timeout -k 5 120 sh "$here/../bench/spin_stack.sh" \
 	--trials 1 "$builddir" >"$ss" 2>&1
@@ -232,6 +232,6 @@ st=$?
 why=
 [ $st -eq 0 ] || why="bench/spin_stack.sh exit status $st"
 rows=$(grep -c '    1 runs, *[01] stacked, median one-way [0-9.]* us$' "$ss")
-[ "$rows" = 6 ] || why="${why:+$why; }$rows of 6 rows with one run and its median"
+[ "$rows" = 8 ] || why="${why:+$why; }$rows of 8 rows with one run and its median"
 tap_result "bench/spin_stack.sh reports one run of each kind" "$why" "$ss"
 [ $failed -eq 0 ]

@@ -375,7 +375,7 @@ DAT_RETURN dapl_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	if (ret == DAT_QUEUE_EMPTY)
 		polled_empty(evd, ia);
 	if (yield)
-		sched_yield();
+		iwe_poll_yield();
 	if (news)
 		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h, 0);
 	return ret;
@@ -772,7 +772,7 @@ DAT_RETURN dapl_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout,
 	if (nmore && (ret == DAT_SUCCESS || ret == DAT_TIMEOUT_EXPIRED))
 		*nmore = left;
 	if (yield)
-		sched_yield();
+		iwe_poll_yield();
 	if (news)
 		dapl_evd_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, h, 0);
 	return ret;

@@ -253,6 +253,11 @@ void iwe_cq_drive_wait(struct iwe_cq *cq);
  * running it, or a QP's sends wait for room in its socket (for the peer
  * to read). */
 int iwe_cq_waits_elsewhere(struct iwe_cq *cq);
+/* A consumer that polled empty for a while gives up its CPU once
+ * (sched_yield); when its yields keep coming back late -- it shares the
+ * CPU with another busy thread -- it moves once to another CPU of its
+ * affinity (iw_poll_cpu.c). */
+void iwe_poll_yield(void);
 /* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
  * on cq: while it spins, the progress thread is not woken for input of
  * the connections it spins on, which the spin reads itself -- those that
