@@ -76,13 +76,15 @@ trials wpp "iwdapl wpp 8 B, nice 0" 1 "" IWDAPL_PROGRESS_NICE=0
 # off, reaping by polls (doc/performance.md, "Stacked spinners").
 trials wpp "iwdapl wpp 8 B, CRC off, -p" 0 -p X_BENCH=1
 trials pingpong "iwdapl Send pp 8 B, -p" 0 -p X_BENCH=1
-# A low-priority job beside them, in this shell's process group (and
-# autogroup), gone with the trials.
+# A low-priority job beside them, in this shell's autogroup, gone with
+# the trials (or at exit, if they are cut short).
 nice -n 19 sh -c 'while :; do :; done' &
 loop=$!
+at_exit="kill $loop 2>/dev/null"
 trials pingpong "iwdapl Send pp 8 B, -p, nice 19" 0 -p X_BENCH=1
 kill "$loop"
 wait "$loop" 2>/dev/null
+at_exit=
 "$probe" --csv -r "$trials" -t "$secs" | awk -F, 'NR > 1 {
 	printf "%-32s %4d runs, %3d stacked, median one-way %s us\n", "no provider, " $1, $2, $3, $4
 }'
