@@ -258,6 +258,8 @@ int iwe_cq_waits_elsewhere(struct iwe_cq *cq);
  * CPU with another busy thread -- it moves once to another CPU of its
  * affinity (iw_poll_cpu.c). */
 void iwe_poll_yield(void);
+/* How many times the process's pollers moved so (for tests). */
+unsigned long iwe_poll_moves(void);
 /* A consumer begins (on 1) or ends (on 0) a spin of iwe_cq_drive calls
  * on cq: while it spins, the progress thread is not woken for input of
  * the connections it spins on, which the spin reads itself -- those that

@@ -25,6 +25,7 @@
  * comes back late, and a move there only trades one CPU's sharing for
  * another's. */
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "iw_priv.h"
@@ -41,6 +42,12 @@ struct poll_cpu {
 };
 
 static __thread struct poll_cpu me;
+static atomic_ulong moves;		/* the process's, for its tests */
+
+unsigned long iwe_poll_moves(void)
+{
+	return atomic_load(&moves);
+}
 
 /* This thread to another CPU of its affinity, if it has one: 1 when it
  * moved. */
@@ -76,6 +83,8 @@ void iwe_poll_yield(void)
 	if (me.draw & 0x10000)
 		return;		/* the other poller's turn, perhaps */
 	me.late = 0;
-	if (move_off_cpu())
+	if (move_off_cpu()) {
 		me.moved_ns = t1;
+		atomic_fetch_add(&moves, 1);
+	}
 }
