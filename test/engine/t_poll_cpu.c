@@ -58,7 +58,8 @@ static int two_cpus(int *c, int *d)
 	return n == 2;
 }
 
-static int set_cpus(int a, int b)
+/* CPU a, and b when it is not -1. */
+static cpu_set_t cpus(int a, int b)
 {
 	cpu_set_t s;
 
@@ -66,17 +67,20 @@ static int set_cpus(int a, int b)
 	CPU_SET(a, &s);
 	if (b >= 0)
 		CPU_SET(b, &s);
+	return s;
+}
+
+static int set_cpus(int a, int b)
+{
+	cpu_set_t s = cpus(a, b);
+
 	return sched_setaffinity(0, sizeof(s), &s);
 }
 
 static int affinity_is(int a, int b)
 {
-	cpu_set_t s, want;
+	cpu_set_t s, want = cpus(a, b);
 
-	CPU_ZERO(&want);
-	CPU_SET(a, &want);
-	if (b >= 0)
-		CPU_SET(b, &want);
 	return !sched_getaffinity(0, sizeof(s), &s) && CPU_EQUAL(&s, &want);
 }
 
